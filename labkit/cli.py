@@ -1,0 +1,86 @@
+"""The ``labkit`` command. Bad input prints one line and exits with status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage block, exit 2
+        raise _Usage(f"{self.prog}: {message}")
+
+
+class _Usage(Exception):
+    pass
+
+
+def _add_run(sub):
+    p = sub.add_parser("run", help="train the reference setup and write its Run as JSON")
+    p.add_argument("--task", default="classify", help="classify (MLP, 10 blobs) or lm (tiny causal LM)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--lr", type=float, default=None, help="default: 0.1 for SGD, 3e-3 for Adam")
+    p.add_argument("--precision", default="fp32", help="fp32 or fp16 (autocast + GradScaler)")
+    p.add_argument("--bug", default=None, help="inject a bug from `labkit bugs`")
+    p.add_argument("--json", default=None, metavar="PATH",
+                   help="write the Run here (default: print it to stdout)")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args) -> int:
+    from .config import Config
+    from .train import train
+    settings = {"task": args.task, "seed": args.seed, "steps": args.steps,
+                "precision": args.precision}
+    if args.lr is not None:
+        settings["lr"] = args.lr
+    config = Config.make(**settings)
+    run = train(config, bug=args.bug)
+    if args.json:
+        run.to_json(args.json)
+        print(run.summary(), file=sys.stderr)
+        print(f"wrote {args.json}", file=sys.stderr)
+    else:
+        print(run.to_json())
+    return 0
+
+
+COMMANDS = [_add_run]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="labkit", description="labkit: train, break and diagnose toy "
+                     "PyTorch runs. See README.md for the study path.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        return args.func(args)
+    except _Usage as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"labkit: error: {msg}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def _json_out(obj) -> str:
+    return json.dumps(obj, indent=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

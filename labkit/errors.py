@@ -1,0 +1,50 @@
+"""Errors that teach: one sentence naming the parameter, the value and what is allowed."""
+
+from __future__ import annotations
+
+import difflib
+
+
+def suggest(given: object, allowed) -> str:
+    """Return " Did you mean 'x'?" for the closest allowed name, or ""."""
+    if not isinstance(given, str):
+        return ""
+    names = [str(a) for a in allowed]
+    close = difflib.get_close_matches(given, names, n=1, cutoff=0.6)
+    if not close:
+        lowered = {n.lower(): n for n in names}
+        if given.lower() in lowered:
+            close = [lowered[given.lower()]]
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def choice_error(param: str, given: object, allowed) -> ValueError:
+    """A ValueError for a value that is not one of `allowed`."""
+    allowed = list(allowed)
+    listed = ", ".join(repr(a) for a in allowed)
+    return ValueError(
+        f"{param}={given!r} is not allowed; choose one of {listed}.{suggest(given, allowed)}"
+    )
+
+
+def check_choice(param: str, given: object, allowed) -> None:
+    if given not in allowed:
+        raise choice_error(param, given, allowed)
+
+
+def check_number(param: str, given, *, minimum=None, maximum=None, integer=False,
+                 strict_min=False, allow_none=False) -> None:
+    """Refuse a value of the wrong type or outside [minimum, maximum]."""
+    if given is None and allow_none:
+        return
+    kind = "a whole number" if integer else "a number"
+    ok_type = isinstance(given, int) if integer else isinstance(given, (int, float))
+    if isinstance(given, bool) or not ok_type:
+        raise TypeError(f"{param} must be {kind}; got {given!r} ({type(given).__name__}).")
+    if given != given:  # NaN
+        raise ValueError(f"{param} must be {kind}; got NaN.")
+    if minimum is not None and (given <= minimum if strict_min else given < minimum):
+        bound = f"greater than {minimum}" if strict_min else f"at least {minimum}"
+        raise ValueError(f"{param}={given!r} is out of range; it must be {bound}.")
+    if maximum is not None and given > maximum:
+        raise ValueError(f"{param}={given!r} is out of range; it must be at most {maximum}.")

@@ -1,0 +1,132 @@
+"""`Run`: the per-step table of a training run plus what is needed to reproduce it.
+
+The table is columnar: ``run.table["loss_raw"][i]`` is the raw loss at row i.
+Per-layer columns are named ``grad_norm/<group>`` and ``update_norm/<group>``.
+A gradient that was None is stored as ``None`` (JSON null), never as 0.
+Evaluations happen every few steps and live in their own table, ``run.evals``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from ._hash import hash_json
+
+FORMAT = "labkit.run/1"
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _encode(value):
+    """Strict JSON has no NaN/inf: store them as the strings 'NaN', 'Infinity', '-Infinity'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value):
+    if isinstance(value, str) and value in _NONFINITE:
+        return _NONFINITE[value]
+    if isinstance(value, dict):
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+@dataclass
+class Run:
+    """One training run: per-step table, periodic evals and metadata."""
+
+    table: dict[str, list]
+    evals: dict[str, list]
+    meta: dict  # config, seed, data_hash, init_hash, bug, versions
+    timing: dict = field(default_factory=dict)  # wall-clock fields, excluded from equality
+
+    # ---- reading --------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.table["step"])
+
+    @property
+    def config(self) -> dict:
+        return self.meta["config"]
+
+    @property
+    def groups(self) -> list[str]:
+        """Layer-group names, e.g. ['backbone.0', 'backbone.2', 'head']."""
+        return [c.split("/", 1)[1] for c in self.table if c.startswith("grad_norm/")]
+
+    def column(self, name: str) -> list:
+        if name in self.table:
+            return self.table[name]
+        if name in self.evals:
+            return self.evals[name]
+        from .errors import suggest
+        allowed = list(self.table) + list(self.evals)
+        raise KeyError(f"column={name!r} is not in this run; available: "
+                       f"{', '.join(allowed)}.{suggest(name, allowed)}")
+
+    def rows(self):
+        """Yield one dict per step."""
+        keys = list(self.table)
+        for values in zip(*(self.table[k] for k in keys)):
+            yield dict(zip(keys, values))
+
+    def first_nonfinite_step(self, column: str = "loss_raw") -> int | None:
+        for step, v in zip(self.table["step"], self.column(column)):
+            if v is not None and not math.isfinite(v):
+                return step
+        return None
+
+    def summary(self, digits: int = 3) -> str:
+        loss = self.table["loss_raw"]
+        grad = self.table["grad_norm"]
+        fmt = lambda v: "null" if v is None else f"{v:.{digits}f}"  # noqa: E731
+        last_val = self.evals["val_loss"][-1] if self.evals.get("val_loss") else None
+        return (f"Run(task={self.config['task']}, bug={self.meta.get('bug')}, seed={self.meta['seed']}, "
+                f"steps={len(self)}): loss {fmt(loss[0])} -> {fmt(loss[-1])}, "
+                f"grad_norm {fmt(grad[0])} -> {fmt(grad[-1])}, val_loss {fmt(last_val)}")
+
+    __repr__ = summary
+
+    # ---- identity and storage ------------------------------------------
+    def to_dict(self, timing: bool = True) -> dict:
+        d = {"format": FORMAT, "meta": self.meta, "table": self.table, "evals": self.evals}
+        if timing:
+            d["timing"] = self.timing
+        return _encode(d)
+
+    def to_json(self, path=None, *, timing: bool = True) -> str:
+        text = json.dumps(self.to_dict(timing), indent=None, separators=(",", ":"),
+                          allow_nan=False)
+        if path is not None:
+            from .store import atomic_write_text
+            atomic_write_text(path, text)
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path) -> "Run":
+        text = str(text_or_path)
+        if not text.lstrip().startswith("{"):
+            from .store import read_text
+            text = read_text(text_or_path, what="run")
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"Run.from_json could not parse the JSON: {exc}.") from None
+        if d.get("format") != FORMAT:
+            raise ValueError(f"Run.from_json expected format={FORMAT!r}; got {d.get('format')!r}.")
+        d = _decode(d)
+        return cls(table=d["table"], evals=d["evals"], meta=d["meta"], timing=d.get("timing", {}))
+
+    def fingerprint(self) -> str:
+        """Hash of everything but wall-clock timing: equal seeds give equal fingerprints."""
+        return hash_json(self.to_dict(timing=False))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Run) and self.to_json(timing=False) == other.to_json(timing=False)

@@ -1,0 +1,50 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from labkit import Run
+from labkit.cli import main
+
+
+def run_cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "labkit.cli", *args], capture_output=True,
+                          text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_help_lists_commands():
+    rc, out, _ = run_cli("--help")
+    assert rc == 0 and "run" in out and "usage: labkit" in out
+
+
+def test_run_writes_a_loadable_run(tmp_path):
+    path = tmp_path / "run.json"
+    rc, _, err = run_cli("run", "--steps", "30", "--seed", "1", "--json", str(path))
+    assert rc == 0, err
+    run = Run.from_json(path)
+    assert len(run) == 30 and run.meta["seed"] == 1
+    assert "wrote" in err
+
+
+def test_run_to_stdout_with_lm_and_fp16(capsys):
+    assert main(["run", "--task", "lm", "--steps", "5", "--precision", "fp16", "--lr", "0.001"]) == 0
+    run = Run.from_json(capsys.readouterr().out)
+    assert run.config["task"] == "lm" and run.config["lr"] == 0.001 and "amp_scale" in run.table
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "--precision", "fp8"], "precision='fp8' is not allowed"),
+    (["run", "--task", "regress"], "task='regress' is not allowed"),
+    (["run", "--steps", "-3"], "steps=-3 is out of range"),
+    (["run", "--lr", "-1"], "lr=-1.0 is out of range"),
+    (["run", "--steps", "ten"], "invalid int value: 'ten'"),
+    (["runn"], "invalid choice: 'runn'"),
+])
+def test_bad_input_is_one_line_exit_2_no_traceback(args, words):
+    rc, out, err = run_cli(*args)
+    assert rc == 2
+    assert words in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err

@@ -1,0 +1,83 @@
+import importlib.util
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "tools" / "make_exercises.py")
+mx = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mx)
+
+
+def _nb(*cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = list(cells)
+    return nb
+
+
+def _code(src, tags=()):
+    c = nbformat.v4.new_code_cell(src)
+    if tags:
+        c.metadata["tags"] = list(tags)
+    c.outputs = [nbformat.v4.new_output("stream", text="secret output\n")]
+    c.execution_count = 1
+    return c
+
+
+def test_solution_regions_tagged_cells_and_answers_are_stubbed(tmp_path):
+    md = nbformat.v4.new_markdown_cell("The head still learns because ...")
+    md.metadata["tags"] = ["solution"]
+    nb = _nb(_code("x = 1\n# BEGIN SOLUTION\nanswer = 42\n# END SOLUTION\nprint(x)"),
+             _code("from labkit import check  # keep\nsecret = 'grad is None'", tags=["solution"]),
+             md)
+    out = mx.make_exercise(nb, tmp_path / "s.ipynb")
+    assert out.cells[0].source == "x = 1\n" + mx.STUB + "\nprint(x)"
+    assert out.cells[1].source.startswith("from labkit import check  # keep\n# YOUR CODE HERE")
+    assert "secret" not in out.cells[1].source
+    assert out.cells[2].source == mx.ANSWER_STUB
+    assert all(c.get("outputs", []) == [] for c in out.cells)
+
+
+@pytest.mark.parametrize("src, words", [
+    ("# BEGIN SOLUTON\nx = 1\n# END SOLUTION", "unknown marker '# BEGIN SOLUTON'"),
+    ("# begin solution\nx = 1", "Did you mean '# BEGIN SOLUTION'"),
+    ("# BEGIN SOLUTION\nx = 1", "never closed"),
+    ("x = 1\n# END SOLUTION", "without its partner"),
+])
+def test_typoed_or_unbalanced_markers_stop_the_generator(tmp_path, src, words):
+    with pytest.raises(mx.MarkerError, match=words):
+        mx.make_exercise(_nb(_code(src)), tmp_path / "s.ipynb")
+
+
+def test_unknown_tag_is_refused_with_a_suggestion(tmp_path):
+    with pytest.raises(mx.MarkerError, match="unknown cell tag 'soluton'.*Did you mean 'solution'"):
+        mx.make_exercise(_nb(_code("x = 1", tags=["soluton"])), tmp_path / "s.ipynb")
+
+
+def test_generate_writes_checks_and_removes_orphans(tmp_path):
+    src, dst = tmp_path / "solutions", tmp_path / "exercises"
+    src.mkdir()
+    nbformat.write(_nb(_code("# BEGIN SOLUTION\ny = 2\n# END SOLUTION")), src / "ex.ipynb")
+    (dst).mkdir()
+    (dst / "orphan.ipynb").write_text("{}")
+    assert mx.generate(src, dst) == ["ex.ipynb", "orphan.ipynb"]
+    assert mx.generate(src, dst, check=True) == []
+    assert not (dst / "orphan.ipynb").exists()
+
+
+def test_committed_exercises_are_in_sync_and_leak_nothing():
+    assert mx.generate(check=True) == [], "run `make exercises`"
+    for sol in sorted((ROOT / "solutions").glob("*.ipynb")):
+        ex = nbformat.read(ROOT / "exercises" / sol.name, as_version=4)
+        ex_text = "\n".join(c.source for c in ex.cells)
+        for cell in nbformat.read(sol, as_version=4).cells:
+            hidden = []
+            if "solution" in cell.metadata.get("tags", []):
+                hidden = [ln for ln in cell.source.splitlines() if not ln.rstrip().endswith("# keep")]
+            elif mx.BEGIN in cell.source:
+                body = cell.source.split(mx.BEGIN, 1)[1].split(mx.END, 1)[0]
+                hidden = body.splitlines()
+            for line in hidden:
+                if len(line.strip()) > 12:
+                    assert line.strip() not in ex_text, f"{sol.name} leaks: {line.strip()}"
