@@ -18,11 +18,11 @@ class _Usage(Exception):
 
 def _add_run(sub):
     p = sub.add_parser("run", help="train the reference setup and write its Run as JSON")
-    p.add_argument("--task", default="classify", help="classify (MLP, 10 blobs) or lm (tiny causal LM)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--task", help="classify (MLP, 10 blobs; the default) or lm (tiny causal LM)")
+    p.add_argument("--seed", type=int, help="default 0")
+    p.add_argument("--steps", type=int, help="default 200")
     p.add_argument("--lr", type=float, default=None, help="default: 0.1 for SGD, 3e-3 for Adam")
-    p.add_argument("--precision", default="fp32", help="fp32 or fp16 (autocast + GradScaler)")
+    p.add_argument("--precision", help="fp32 (default) or fp16 (autocast + GradScaler)")
     p.add_argument("--bug", default=None, help="inject a bug from `labkit bugs`")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="write the Run here (default: print it to stdout)")
@@ -30,14 +30,10 @@ def _add_run(sub):
 
 
 def cmd_run(args) -> int:
-    from .config import Config
     from .train import train
-    settings = {"task": args.task, "seed": args.seed, "steps": args.steps,
-                "precision": args.precision}
-    if args.lr is not None:
-        settings["lr"] = args.lr
-    config = Config.make(**settings)
-    run = train(config, bug=args.bug)
+    given = {"task": args.task, "seed": args.seed, "steps": args.steps, "lr": args.lr,
+             "precision": args.precision}
+    run = train(bug=args.bug, **{k: v for k, v in given.items() if v is not None})
     if args.json:
         run.to_json(args.json)
         print(run.summary(), file=sys.stderr)
@@ -47,7 +43,29 @@ def cmd_run(args) -> int:
     return 0
 
 
-COMMANDS = [_add_run]
+def _add_bugs(sub):
+    p = sub.add_parser("bugs", help="list the bug zoo with a one-line symptom each")
+    p.add_argument("--json", action="store_true", help="name, system, stage, symptom as JSON")
+    p.set_defaults(func=cmd_bugs)
+
+
+def cmd_bugs(args) -> int:
+    from .bugs import BUGS, SYSTEMS
+    if args.json:
+        print(_json_out([{k: b.as_dict()[k] for k in ("name", "system", "stage", "symptom",
+                                                        "mechanism", "exercise", "seam", "variants")}
+                         for b in BUGS.values()]))
+        return 0
+    width = max(map(len, BUGS))
+    for system, meaning in SYSTEMS.items():
+        print(f"{system} {meaning}")
+        for b in BUGS.values():
+            if b.system == system:
+                print(f"  {b.name:{width}}  {b.symptom}")
+    return 0
+
+
+COMMANDS = [_add_run, _add_bugs]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -117,6 +117,8 @@ def compute_loss(ctx: StepContext) -> torch.Tensor:
 
 
 def backward(ctx: StepContext) -> None:
+    """Clear last step's gradients, then backpropagate (through the GradScaler under fp16)."""
+    ctx.optimizer.zero_grad(set_to_none=True)
     if ctx.scaler is not None:
         ctx.scaler.scale(ctx.loss).backward()
     else:
@@ -211,8 +213,13 @@ def evaluate(model: nn.Module, split: dict, config: Config, kind: str) -> dict[s
                 loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
                                        ignore_index=IGNORE, reduction="sum")
                 correct = ((logits.argmax(-1) == target) & mask).sum()
+                # Independent of the labels tensor: loss on response tokens only, from the
+                # response mask, so a labels bug cannot hide in this number.
+                resp = batch["response_mask"][:, 1:]
+                resp_loss = F.cross_entropy(logits[resp], batch["input_ids"][:, 1:][resp])
                 return {"loss": float(loss) / n if n else math.nan,
-                        "acc": float(correct) / n if n else math.nan}
+                        "acc": float(correct) / n if n else math.nan,
+                        "response_loss": float(resp_loss)}
             logits = model(batch["x"]).float()
             y = batch["y"]
             pred = logits.argmax(1)
@@ -226,12 +233,22 @@ def evaluate(model: nn.Module, split: dict, config: Config, kind: str) -> dict[s
         model.train(was_training)
 
 
-def resolve_seams(bug: str | None, seams: Seams | None) -> Seams:
+def resolve(config: Config | None, bug, seams: Seams | None, settings: dict):
+    """The config and seams of a run: a bug brings its seam and the setup it shows under."""
     seams = seams or Seams()
-    if bug is not None:
-        from .bugs import get_bug
-        seams = get_bug(bug).patch(seams)
-    return seams
+    if bug is None:
+        base = config or Config()
+        return (base.replace(**settings) if settings else base), seams, None
+    from .bugs import get_bug
+    the_bug = get_bug(bug)
+    if config is None:  # the bug's setup (e.g. task="lm", precision="fp16") unless overridden
+        config = Config.make(**{**the_bug.setup, **settings})
+    elif settings:
+        config = config.replace(**settings)
+    needed = the_bug.setup.get("task", "classify")
+    if config.task != needed:
+        raise ValueError(f"bug {the_bug.name!r} needs task={needed!r}; got task={config.task!r}.")
+    return config, the_bug.patch(seams), the_bug.name
 
 
 def train(config: Config | None = None, *, bug: str | None = None, seams: Seams | None = None,
@@ -239,12 +256,12 @@ def train(config: Config | None = None, *, bug: str | None = None, seams: Seams 
     """Train the reference setup and return its `Run`.
 
     ``train()`` trains the healthy classifier; ``train(task="lm", seed=1)``
-    changes settings; ``train(config, bug="detach")`` injects a bug from the zoo.
+    changes settings; ``train(bug="detach")`` injects a bug from the zoo, under
+    the setup where it shows (``get_bug(name).setup``) unless `config` is given.
     """
-    config = (config or Config()).replace(**settings) if settings else (config or Config())
-    if not isinstance(config, Config):
+    if config is not None and not isinstance(config, Config):
         raise TypeError(f"config must be a labkit Config; got {type(config).__name__}.")
-    seams = resolve_seams(bug, seams)
+    config, seams, bug = resolve(config, bug, seams, settings)
     t0 = time.perf_counter()
     torch.manual_seed(config.seed)
     data = seams.data(config)
@@ -271,7 +288,6 @@ def train(config: Config | None = None, *, bug: str | None = None, seams: Seams 
         ctx.epoch, ctx.batch_id = divmod(step, ctx.steps_per_epoch)
         ctx.batch = make_batch(data.train, batch_indices(config, n_train, ctx.epoch, ctx.batch_id),
                                config, ctx.batch_id)
-        optimizer.zero_grad(set_to_none=True)
         with amp:
             ctx.output = seams.forward(ctx)
             ctx.loss = seams.loss(ctx)

@@ -17,7 +17,14 @@ import importlib
 from ._base import STAGES, SYSTEMS, Bug
 from ..errors import suggest
 
-_MODULES = ()
+_MODULES = (
+    # the eight named in the course
+    "detach", "missing_optimizer_params", "zero_lr", "double_shift", "padding_in_loss",
+    "all_masked_labels", "fp16_overflow", "wrong_logging_divisor",
+    # more that people ship
+    "lr_too_high", "missing_step", "loss_from_item", "double_softmax", "missing_zero_grad",
+    "shuffled_labels", "constant_inputs", "nan_in_inputs", "stale_log",
+)
 
 BUGS: dict[str, Bug] = {}
 for _name in _MODULES:
@@ -28,14 +35,16 @@ for _name in _MODULES:
 
 
 def get_bug(name: str) -> Bug:
-    """The registered bug called `name`; an unknown name gets a suggestion."""
+    """The registered bug called `name` ("name:variant" for a variant); unknown names get a suggestion."""
     if isinstance(name, Bug):
         return name
-    if name not in BUGS:
-        listed = ", ".join(BUGS) or "(none registered)"
-        raise ValueError(f"unknown bug {name!r};{suggest(name, BUGS).replace(' Did you mean', ' did you mean')}"
-                         f" available: {listed}.")
-    return BUGS[name]
+    if not isinstance(name, str):
+        raise TypeError(f"bug must be a bug name (str); got {type(name).__name__}.")
+    base, _, variant = name.partition(":")
+    if base not in BUGS:
+        close = suggest(base, BUGS).replace(" Did you mean", " did you mean")
+        raise ValueError(f"unknown bug {base!r};{close} available: {', '.join(BUGS)}.")
+    return BUGS[base].variant(variant) if variant else BUGS[base]
 
 
 __all__ = ["BUGS", "Bug", "STAGES", "SYSTEMS", "get_bug"]

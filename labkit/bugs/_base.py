@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..errors import check_choice
@@ -25,11 +25,23 @@ class Bug:
     seam: str  # the one seam of the reference loop it replaces
     replacement: Callable = field(repr=False)
     setup: dict = field(default_factory=dict)  # Config settings under which it shows (e.g. task="lm")
+    variants: dict = field(default_factory=dict)  # name -> (seam, replacement): the same bug elsewhere
 
     def __post_init__(self):
         check_choice("system", self.system, SYSTEMS)
         check_choice("stage", self.stage, STAGES)
         check_choice("seam", self.seam, SEAMS)
+
+    def variant(self, name: str) -> "Bug":
+        """The same bug planted in another way, e.g. ``zero_lr:per_batch_scheduler``."""
+        if name not in self.variants:
+            from ..errors import suggest
+            listed = ", ".join(self.variants) or "none"
+            raise ValueError(f"bug {self.name!r} has no variant {name!r}; variants: "
+                             f"{listed}.{suggest(name, self.variants)}")
+        seam, replacement = self.variants[name]
+        return replace(self, name=f"{self.name}:{name}", seam=seam, replacement=replacement,
+                       variants={})
 
     def patch(self, seams):
         """The reference seams with this bug's one seam swapped in."""
@@ -42,4 +54,5 @@ class Bug:
     def as_dict(self) -> dict:
         return {"name": self.name, "system": self.system, "stage": self.stage,
                 "symptom": self.symptom, "mechanism": self.mechanism,
-                "exercise": self.exercise, "seam": self.seam, "setup": self.setup}
+                "exercise": self.exercise, "seam": self.seam, "setup": self.setup,
+                "variants": sorted(self.variants)}
