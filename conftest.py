@@ -18,4 +18,7 @@ for _var, _sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_RUNTIME_D
     os.environ[_var] = os.path.join(_STATE, _sub)
     os.makedirs(os.environ[_var], exist_ok=True)
 os.environ["MPLBACKEND"] = "Agg"
+# The models are tiny: one intra-op thread is faster than two fighting over a 2-core box,
+# and kernels started by nbval/papermill inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")

@@ -11,9 +11,10 @@ from .config import Config
 from .data import Dataset, make_blobs, make_imbalanced, make_tokens
 from .models import MLP, LMOutput, TinyCausalLM
 from .run import Run
-from .train import Seams, evaluate, train
+from .seams import Seams, evaluate
+from .train import Trainer, train
 
 __all__ = [
-    "Config", "Dataset", "LMOutput", "MLP", "Run", "Seams", "TinyCausalLM",
+    "Config", "Dataset", "LMOutput", "MLP", "Run", "Seams", "TinyCausalLM", "Trainer",
     "evaluate", "make_blobs", "make_imbalanced", "make_tokens", "train",
 ]

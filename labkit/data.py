@@ -9,6 +9,7 @@ Three sets, each a `Dataset` with a train/val split and a content hash:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -139,3 +140,15 @@ def make_tokens(vocab_size: int = 50, n_train: int = 1024, n_val: int = 128,
 
 
 DATASETS = {"blobs": make_blobs, "imbalanced": make_imbalanced, "tokens": make_tokens}
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(name: str, frozen_kwargs: tuple) -> Dataset:
+    return DATASETS[name](**dict(frozen_kwargs))
+
+
+def load(name: str, **kwargs) -> Dataset:
+    """`DATASETS[name](**kwargs)`, built once per process; each call gets its own copy."""
+    ds = _cached(name, tuple(sorted(kwargs.items())))
+    return Dataset(ds.kind, {k: v.clone() for k, v in ds.train.items()},
+                   {k: v.clone() for k, v in ds.val.items()}, ds.n_classes, dict(ds.info))

@@ -13,32 +13,9 @@ import math
 from dataclasses import dataclass, field
 
 from ._hash import hash_json
+from .store import decode_nonfinite, encode_nonfinite
 
 FORMAT = "labkit.run/1"
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _encode(value):
-    """Strict JSON has no NaN/inf: store them as the strings 'NaN', 'Infinity', '-Infinity'."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    return value
-
-
-def _decode(value):
-    if isinstance(value, str) and value in _NONFINITE:
-        return _NONFINITE[value]
-    if isinstance(value, dict):
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
-
-
 @dataclass
 class Run:
     """One training run: per-step table, periodic evals and metadata."""
@@ -99,7 +76,7 @@ class Run:
         d = {"format": FORMAT, "meta": self.meta, "table": self.table, "evals": self.evals}
         if timing:
             d["timing"] = self.timing
-        return _encode(d)
+        return encode_nonfinite(d)
 
     def to_json(self, path=None, *, timing: bool = True) -> str:
         text = json.dumps(self.to_dict(timing), indent=None, separators=(",", ":"),
@@ -121,7 +98,7 @@ class Run:
             raise ValueError(f"Run.from_json could not parse the JSON: {exc}.") from None
         if d.get("format") != FORMAT:
             raise ValueError(f"Run.from_json expected format={FORMAT!r}; got {d.get('format')!r}.")
-        d = _decode(d)
+        d = decode_nonfinite(d)
         return cls(table=d["table"], evals=d["evals"], meta=d["meta"], timing=d.get("timing", {}))
 
     def fingerprint(self) -> str:

@@ -9,6 +9,7 @@ is left untouched for the learner to inspect.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -60,3 +61,27 @@ def read_json(path, *, what: str = "file"):
         hint = f" The last good copy is at {str(bak)!r}." if bak.exists() else ""
         raise ValueError(f"The {what} at {str(path)!r} is not valid JSON ({exc.msg} at line "
                          f"{exc.lineno}); it was left untouched.{hint}") from None
+
+
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def encode_nonfinite(value):
+    """Strict JSON has no NaN/inf: store them as the strings 'NaN', 'Infinity', '-Infinity'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: encode_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode_nonfinite(v) for v in value]
+    return value
+
+
+def decode_nonfinite(value):
+    if isinstance(value, str) and value in _NONFINITE:
+        return _NONFINITE[value]
+    if isinstance(value, dict):
+        return {k: decode_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_nonfinite(v) for v in value]
+    return value

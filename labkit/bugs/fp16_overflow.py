@@ -15,7 +15,7 @@ Taught in: the bug gallery (fp16 section).
 
 import torch
 
-from ..train import StepContext
+from ..seams import StepContext
 from ._base import Bug
 
 

@@ -8,7 +8,7 @@ Fix:       build the optimizer from ``model.parameters()`` (after any head repla
 Stage:     optimizer.    System: H1.    Taught in: Exercise B.
 """
 
-from ..train import make_optimizer
+from ..seams import make_optimizer
 from ._base import Bug
 
 

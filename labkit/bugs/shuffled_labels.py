@@ -10,7 +10,7 @@ Stage:     data/targets.    System: H2 (no learnable signal).    Taught in: Lab 
 
 import torch
 
-from ..train import make_data
+from ..seams import make_data
 from ._base import Bug
 
 

@@ -13,7 +13,7 @@ import dataclasses
 
 import torch
 
-from ..train import StepContext, make_optimizer
+from ..seams import StepContext, make_optimizer
 from ._base import Bug
 
 

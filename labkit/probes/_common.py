@@ -1,0 +1,111 @@
+"""What every probe shares: input checks that speak in sentences, and the default step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass
+class ProbeResult:
+    """A probe's answer: a one-line verdict, the numbers behind it, and a readable repr."""
+
+    probe: str
+    verdict: str
+    details: dict = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        return [f"{k}: {_short(v)}" for k, v in self.details.items()]
+
+    def __repr__(self) -> str:
+        body = "\n".join("  " + line for line in self.lines())
+        return f"{self.probe}: {self.verdict}" + (f"\n{body}" if body else "")
+
+
+def _short(v):
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list) and len(v) > 8:
+        return f"[{', '.join(_short(x) for x in v[:3])}, ... {len(v)} values]"
+    return v
+
+
+def trainable(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """Named trainable parameters; refuse a model with none."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}.")
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not named:
+        total = sum(1 for _ in model.parameters())
+        raise ValueError(f"model {type(model).__name__} has no trainable parameters "
+                         f"({total} parameters, all with requires_grad=False); there is "
+                         "nothing for a probe to measure.")
+    return named
+
+
+def optimizer_ids(optimizer: torch.optim.Optimizer) -> set[int]:
+    return {id(p) for group in optimizer.param_groups for p in group["params"]}
+
+
+def check_optimizer(model: nn.Module, optimizer) -> set[int]:
+    """Refuse an optimizer that owns none of the model's parameters."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer; got {type(optimizer).__name__}.")
+    owned = optimizer_ids(optimizer)
+    if not any(id(p) in owned for p in model.parameters()):
+        raise ValueError(f"the optimizer ({type(optimizer).__name__}) owns none of the "
+                         f"{sum(1 for _ in model.parameters())} parameters of model "
+                         f"{type(model).__name__}; it was built for another model.")
+    return owned
+
+
+def default_forward(model: nn.Module, batch):
+    """(x, y) tuples, {'x', 'y'} dicts, or LM dicts with input_ids/attention_mask/labels."""
+    if isinstance(batch, dict):
+        if "input_ids" in batch:
+            return model(batch["input_ids"], attention_mask=batch.get("attention_mask"),
+                         labels=batch.get("labels"))
+        return model(batch["x"])
+    return model(batch[0])
+
+
+def default_loss(output, batch) -> torch.Tensor:
+    if getattr(output, "loss", None) is not None:
+        return output.loss
+    y = batch["y"] if isinstance(batch, dict) else batch[1]
+    return F.cross_entropy(output, y)
+
+
+def _describe(batch) -> str:
+    if isinstance(batch, dict):
+        items = batch.items()
+    elif isinstance(batch, (tuple, list)):
+        items = enumerate(batch)
+    else:
+        items = [("batch", batch)]
+    parts = [f"{k}: shape {tuple(v.shape)} {v.dtype}" for k, v in items if isinstance(v, torch.Tensor)]
+    return "; ".join(parts) or type(batch).__name__
+
+
+def _expects(model: nn.Module) -> str:
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            return f"its first layer is Linear(in_features={m.in_features}), so inputs need a " \
+                   f"last dimension of {m.in_features} and a floating dtype"
+        if isinstance(m, nn.Embedding):
+            return f"its first layer is Embedding({m.num_embeddings}, ...), so inputs need " \
+                   "integer token ids (torch.long)"
+    return "see its forward()"
+
+
+def run_forward(model, batch, forward=default_forward):
+    """Call the model; a batch it cannot take becomes a sentence naming shapes and dtypes."""
+    try:
+        return forward(model, batch)
+    except (RuntimeError, TypeError, IndexError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"model {type(model).__name__} cannot take this batch "
+                         f"({_describe(batch)}); {_expects(model)}. PyTorch said: {first}") from exc

@@ -1,0 +1,294 @@
+"""`TriageRecord`: the Training Run Explorer, Lab 15's paper form made executable.
+
+Rows, in the order the form asks for them:
+
+    hashes        seed / data / model init
+    baseline      50 steps, no edits: loss and gradient norm, first -> last
+    raw_vs_reported   (H3) does the logger show the number being optimised?
+    overfit       (H2 vs H1) 64 samples, 200 steps: does the pipeline learn at all?
+    label_shuffle the same with shuffled labels: does the model read the labels?
+    intervention  one variable changed, with a FORECAST sealed before the run
+    confirmation  the same intervention on a second seed: forecast met?
+    conviction    H1 / H2 / H3 / NONE and a mechanism line
+
+Rules the record enforces: an intervention that changes more than one variable
+is refused (naming the keys); a forecast is sealed (content hash + time) before
+the run it predicts and any later edit is detected; a verdict is refused while
+a row is UNKNOWN or the decisive result rests on one seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import math
+import re
+import time
+from dataclasses import asdict, dataclass
+
+from .errors import suggest
+from .store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
+
+UNKNOWN = "UNKNOWN"
+ROWS = ("hashes", "baseline", "raw_vs_reported", "overfit", "label_shuffle", "intervention",
+        "confirmation", "conviction")
+SYSTEM_NAMES = {"H1": "optimizer/loss", "H2": "data", "H3": "instrumentation", "NONE": "no defect"}
+FORMAT = "labkit.triage/1"
+_FORECAST = re.compile(r"^\s*(?P<column>[a-z_]+)\s*(?P<op><|>)\s*(?P<value>-?[0-9.]+(?:e-?\d+)?)"
+                       r"\s+by\s+step\s+(?P<step>\d+)\s*$")
+FORECAST_COLUMNS = ("loss", "loss_raw", "loss_reported", "grad_norm", "update_norm")
+
+
+class TriageRefused(ValueError):
+    """A rule of the form was broken; the message lists what is missing or wrong."""
+
+
+@dataclass
+class Prediction:
+    """A FORECAST such as "loss < 1.5 by step 100", sealed before the run it predicts.
+
+    It is judged on the mean of the column over the ten steps ending at that step, so one
+    noisy batch cannot decide it.
+    """
+
+    text: str
+    sealed_at: float | None = None
+    content_hash: str | None = None
+
+    def __post_init__(self):
+        self.parse()
+
+    def parse(self) -> dict:
+        m = _FORECAST.match(self.text)
+        if not m:
+            raise ValueError(f"forecast={self.text!r} is not understood; write it as "
+                             "'<column> < or > <number> by step <N>', e.g. 'loss < 1.5 by step 100'.")
+        if m["column"] not in FORECAST_COLUMNS:
+            raise ValueError(f"forecast column {m['column']!r} is not allowed; choose one of "
+                             f"{', '.join(FORECAST_COLUMNS)}.{suggest(m['column'], FORECAST_COLUMNS)}")
+        return {"column": "loss_raw" if m["column"] == "loss" else m["column"], "op": m["op"],
+                "value": float(m["value"]), "step": int(m["step"])}
+
+    def _digest(self) -> str:
+        return hashlib.sha256(f"{self.text}|{self.sealed_at!r}".encode()).hexdigest()[:16]
+
+    def seal(self) -> "Prediction":
+        if self.sealed_at is not None:
+            raise TriageRefused("this forecast is already sealed; write a new one instead of "
+                                "re-sealing it.")
+        self.sealed_at = time.time()
+        self.content_hash = self._digest()
+        return self
+
+    def intact(self) -> bool:
+        return self.sealed_at is not None and self.content_hash == self._digest()
+
+    def check(self, run) -> tuple[bool, float]:
+        """(met, observed) for a run; the run must have started after the seal."""
+        if not self.intact():
+            raise TriageRefused(f"the forecast {self.text!r} was edited after it was sealed "
+                                "(its content hash no longer matches); write and seal a new one.")
+        started = run.timing.get("started_at")
+        if started is None or started < self.sealed_at:
+            raise TriageRefused("the forecast was sealed after this run started; a forecast "
+                                "must be written before the run it predicts.")
+        p = self.parse()
+        steps, values = run.table["step"], run.column(p["column"])
+        window = [v for s, v in zip(steps, values) if p["step"] - 9 <= s <= p["step"]]
+        if not window:
+            raise TriageRefused(f"the run has no steps near step {p['step']} (it has {len(steps)}).")
+        observed = (sum(window) / len(window) if all(v is not None for v in window) else math.nan)
+        met = math.isfinite(observed) and (observed < p["value"] if p["op"] == "<"
+                                           else observed > p["value"])
+        return met, observed
+
+
+def _row(status=UNKNOWN, text="", **data) -> dict:
+    return {"status": status, "text": text, "data": data}
+
+
+class TriageRecord:
+    """One triage of one setup. Fill rows by hand or let `labkit.diagnose` fill them."""
+
+    def __init__(self, subject: str = "my run"):
+        self.subject = subject
+        self.rows: dict[str, dict] = {name: _row() for name in ROWS}
+        self.forecast: Prediction | None = None
+        self.seeds: list[int] = []
+        self.notes: list[str] = []
+
+    # ---- rows ---------------------------------------------------------------
+    def set_row(self, name: str, text: str, status: str = "done", **data) -> None:
+        if name not in ROWS:
+            raise ValueError(f"row={name!r} is not a row of the form; rows are "
+                             f"{', '.join(ROWS)}.{suggest(name, ROWS)}")
+        self.rows[name] = _row(status, text, **data)
+
+    def record_hashes(self, run) -> None:
+        m = run.meta
+        self.set_row("hashes", f"{m['seed']} / {m['data_hash']} / {m['init_hash']}",
+                     seed=m["seed"], data_hash=m["data_hash"], init_hash=m["init_hash"])
+
+    def record_baseline(self, run) -> None:
+        loss, grad = run.table["loss_raw"], run.table["grad_norm"]
+        f = lambda v: "null" if v is None else f"{v:.3g}"  # noqa: E731
+        self.set_row("baseline", f"{len(run)} steps: loss {f(loss[0])} -> {f(loss[-1])}, "
+                     f"grad_norm {f(grad[0])} -> {f(grad[-1])}", steps=len(run),
+                     loss=[loss[0], loss[-1]], grad_norm=[grad[0], grad[-1]])
+
+    def record_probe(self, name: str, result) -> None:
+        """Store a probe's verdict (raw_vs_reported, overfit, label_shuffle rows)."""
+        data = {k: v for k, v in result.details.items()
+                if not isinstance(v, list) or len(v) <= 8}
+        self.set_row(name, result.verdict, **data)
+
+    # ---- the intervention and its forecast -------------------------------------
+    def plan_intervention(self, parent: dict, child: dict, forecast: str) -> Prediction:
+        """Declare the one change and seal its forecast before anything runs."""
+        keys = sorted(set(parent) | set(child))
+        changed = [k for k in keys if parent.get(k) != child.get(k)]
+        if len(changed) > 1:
+            raise TriageRefused(f"an intervention must change one variable; this one changes "
+                                f"{len(changed)}: {', '.join(changed)}. Split it into separate runs.")
+        if not changed:
+            raise TriageRefused("the intervention changes nothing: parent and child setups are equal.")
+        self.forecast = Prediction(forecast).seal()
+        key = changed[0]
+        self.set_row("intervention", f"{key}: {parent.get(key)!r} -> {child.get(key)!r}; "
+                     f"FORECAST: {forecast}", status=UNKNOWN, variable=key,
+                     before=parent.get(key), after=child.get(key), forecast=forecast,
+                     sealed_at=self.forecast.sealed_at, forecast_hash=self.forecast.content_hash)
+        return self.forecast
+
+    def record_intervention_run(self, run) -> bool:
+        return self._judge("intervention", run)
+
+    def record_confirmation(self, run) -> bool:
+        if self.rows["intervention"]["status"] == UNKNOWN:
+            raise TriageRefused("record the intervention run before its confirmation.")
+        first = self.rows["intervention"]["data"].get("seed")
+        if run.meta["seed"] == first:
+            raise TriageRefused(f"the confirmation must use a second seed; seed {first} was "
+                                "already used for the intervention.")
+        return self._judge("confirmation", run)
+
+    def _judge(self, row: str, run) -> bool:
+        if self.forecast is None:
+            raise TriageRefused("no forecast was sealed: call plan_intervention() before running.")
+        met, observed = self.forecast.check(run)
+        old = self.rows["intervention"]
+        text = (f"seed {run.meta['seed']}: observed {observed:.3g}, forecast "
+                f"{self.forecast.text!r} {'MET' if met else 'NOT met'}")
+        if row == "intervention":
+            self.set_row(row, old["text"] + f" | {text}", **{**old["data"], "seed": run.meta["seed"],
+                                                              "met": met, "observed": observed})
+        else:
+            self.set_row(row, text, seed=run.meta["seed"], met=met, observed=observed)
+        if run.meta["seed"] not in self.seeds:
+            self.seeds.append(run.meta["seed"])
+        return met
+
+    def not_needed(self, row: str, reason: str) -> None:
+        """Mark the intervention/confirmation rows n/a (only a NONE conviction may)."""
+        self.set_row(row, reason, status="n/a")
+
+    # ---- the verdict ---------------------------------------------------------
+    def convict(self, system: str, mechanism: str, *, by: str = "human",
+                seeds: list[int] | None = None) -> None:
+        if system not in SYSTEM_NAMES:
+            raise ValueError(f"system={system!r} is not allowed; choose one of "
+                             f"{', '.join(SYSTEM_NAMES)}.{suggest(system, SYSTEM_NAMES)}")
+        if not mechanism.strip():
+            raise ValueError("mechanism must name what broke, e.g. 'H3: epoch mean divided by 500'.")
+        self.set_row("conviction", f"{system} ({SYSTEM_NAMES[system]}): {mechanism}",
+                     system=system, mechanism=mechanism, by=by, evidence_seeds=seeds or [])
+
+    def missing(self) -> list[str]:
+        out = [f"{name} is UNKNOWN" for name, row in self.rows.items() if row["status"] == UNKNOWN]
+        conv = self.rows["conviction"]["data"]
+        if self.forecast is not None and not self.forecast.intact():
+            out.append("the forecast was edited after sealing")
+        if conv.get("system") and conv["system"] != "NONE":
+            for row in ("intervention", "confirmation"):
+                if self.rows[row]["status"] == "n/a":
+                    out.append(f"{row} cannot be n/a for a {conv['system']} conviction")
+        seeds = set(self.seeds) | set(conv.get("evidence_seeds") or [])
+        if len(seeds) < 2:
+            out.append(f"the decisive result rests on {len(seeds)} seed(s); confirm on a second seed")
+        for row in ("intervention", "confirmation"):
+            if self.rows[row]["data"].get("met") is False:
+                out.append(f"the {row} run did not meet its FORECAST")
+        return out
+
+    def verdict(self) -> str:
+        """The conviction line, or TriageRefused listing everything still missing."""
+        missing = self.missing()
+        if missing:
+            raise TriageRefused("no verdict yet: " + "; ".join(missing) + ".")
+        d = self.rows["conviction"]["data"]
+        return f"CONVICTION: {d['system']} — {d['mechanism']}"
+
+    # ---- rendering -------------------------------------------------------------
+    def to_text(self) -> str:
+        lines = [f"TRAINING RUN EXPLORER — {self.subject}"]
+        labels = {"hashes": "Hashes (seed/data/model-init)", "baseline": "Baseline",
+                  "raw_vs_reported": "H3 raw-vs-reported", "overfit": "Overfit 64-sample",
+                  "label_shuffle": "Label-shuffle control", "intervention": "Intervention (one)",
+                  "confirmation": "Confirm (second seed)", "conviction": "CONVICTION"}
+        for name in ROWS:
+            row = self.rows[name]
+            shown = row["text"] if row["status"] != UNKNOWN or row["text"] else UNKNOWN
+            if row["status"] == UNKNOWN and row["text"]:
+                shown = f"{UNKNOWN} ({row['text']})"
+            lines.append(f"{labels[name] + ':':32s} {shown}")
+        by = self.rows["conviction"]["data"].get("by")
+        if by == "diagnose":
+            lines.append("(suggested by labkit.diagnose: a human must check the evidence and sign off)")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        return "\n".join(lines)
+
+    __str__ = to_text
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        cells = []
+        for name in ROWS:
+            row = self.rows[name]
+            unknown = row["status"] == UNKNOWN
+            style = ' style="background:#fde2e2;font-weight:bold"' if unknown else ""
+            text = html.escape(row["text"] or "") if not unknown or row["text"] else UNKNOWN
+            if unknown:
+                text = f"{UNKNOWN} {text}".strip()
+            cells.append(f"<tr><th style='text-align:left'>{name}</th><td{style}>{text}</td></tr>")
+        try:
+            footer = html.escape(self.verdict())
+        except TriageRefused as exc:
+            footer = f"<span style='color:#a00'>{html.escape(str(exc))}</span>"
+        return (f"<table><caption>Training Run Explorer — {html.escape(self.subject)}</caption>"
+                + "".join(cells) + f"</table><p>{footer}</p>")
+
+    def plot_raw_vs_reported(self, run, ax=None):
+        from .plots import plot_loss
+        return plot_loss(run, ax=ax, label=self.subject)
+
+    # ---- storage -------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "subject": self.subject, "rows": self.rows, "seeds": self.seeds,
+                "notes": self.notes, "forecast": asdict(self.forecast) if self.forecast else None}
+
+    def save(self, path) -> None:
+        atomic_write_json(path, encode_nonfinite(self.to_dict()))
+
+    @classmethod
+    def load(cls, path) -> "TriageRecord":
+        d = decode_nonfinite(read_json(path, what="triage record"))
+        if d.get("format") != FORMAT:
+            raise ValueError(f"{path} is not a triage record (format {d.get('format')!r}).")
+        rec = cls(d["subject"])
+        rec.rows, rec.seeds, rec.notes = d["rows"], d["seeds"], d["notes"]
+        if d["forecast"]:
+            rec.forecast = Prediction(**d["forecast"])
+        return rec
