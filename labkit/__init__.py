@@ -9,12 +9,18 @@ __version__ = "0.1.0"
 
 from .config import Config
 from .data import Dataset, make_blobs, make_imbalanced, make_tokens
+from .diagnose import diagnose
+from .forecast import Forecast
+from .forecast_history import ForecastHistory
+from .forecast_score import ForecastScore
 from .models import MLP, LMOutput, TinyCausalLM
 from .run import Run
 from .seams import Seams, evaluate
-from .train import Trainer, train
+from .train import Trainer, config_hash, train
+from .triage import Prediction, TriageRecord, TriageRefused
 
 __all__ = [
-    "Config", "Dataset", "LMOutput", "MLP", "Run", "Seams", "TinyCausalLM", "Trainer",
-    "evaluate", "make_blobs", "make_imbalanced", "make_tokens", "train",
+    "Config", "Dataset", "Forecast", "ForecastHistory", "ForecastScore", "LMOutput", "MLP",
+    "Prediction", "Run", "Seams", "TinyCausalLM", "Trainer", "TriageRecord", "TriageRefused",
+    "config_hash", "diagnose", "evaluate", "make_blobs", "make_imbalanced", "make_tokens", "train",
 ]

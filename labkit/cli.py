@@ -65,7 +65,46 @@ def cmd_bugs(args) -> int:
     return 0
 
 
-COMMANDS = [_add_run, _add_bugs]
+def _seeds(text: str) -> tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"--seeds={text!r} must be two seeds like 0,1")
+    a, b = (int(p) for p in parts)
+    if a == b:
+        raise argparse.ArgumentTypeError(f"--seeds={text!r} must name two different seeds")
+    return a, b
+
+
+def _add_triage(sub):
+    p = sub.add_parser("triage", help="run the H3 -> H2 -> H1 triage and print the paper form")
+    p.add_argument("--bug", default=None, help="a bug from `labkit bugs`; omit for the healthy setup")
+    p.add_argument("--task", default=None, help="classify or lm (healthy setup only)")
+    p.add_argument("--seeds", type=_seeds, default=(0, 1), help="two seeds, e.g. 0,1")
+    p.add_argument("--json", default=None, metavar="PATH", help="also save the record here")
+    p.set_defaults(func=cmd_triage)
+
+
+def cmd_triage(args) -> int:
+    from .bugs import get_bug
+    from .config import Config
+    from .diagnose import diagnose
+    from .triage import TriageRefused
+    if args.bug is not None:
+        get_bug(args.bug)  # unknown names fail here, before any training
+    config = Config.make(task=args.task) if args.task and not args.bug else None
+    record = diagnose(args.bug, seeds=args.seeds, config=config)
+    if args.json:
+        record.save(args.json)
+    print(record.to_text())
+    try:
+        print(record.verdict())
+        return 0
+    except TriageRefused as exc:
+        print(f"CONVICTION: UNKNOWN — {exc}")
+        return 1
+
+
+COMMANDS = [_add_run, _add_bugs, _add_triage]
 
 
 def build_parser() -> argparse.ArgumentParser:

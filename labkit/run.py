@@ -71,6 +71,31 @@ class Run:
 
     __repr__ = summary
 
+    @classmethod
+    def from_log(cls, columns: dict[str, list], *, seed: int, started_at: float,
+                 config: dict | None = None) -> "Run":
+        """Wrap the log of your own training loop so labkit's tools can read it.
+
+        `columns` needs ``step`` and ``loss_raw``; ``loss_reported``, ``batch_id``,
+        ``grad_norm`` and the rest are optional. `started_at` is ``time.time()`` taken
+        when your run began (a forecast must be sealed before it).
+        """
+        for name in ("step", "loss_raw"):
+            if name not in columns:
+                raise ValueError(f"columns must include {name!r}; got {', '.join(columns) or 'none'}.")
+        lengths = {k: len(v) for k, v in columns.items()}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"every column must have one value per step; lengths are {lengths}.")
+        table = {k: list(v) for k, v in columns.items()}
+        table.setdefault("loss_reported", list(table["loss_raw"]))
+        table.setdefault("batch_id", list(range(len(table["step"]))))
+        table.setdefault("grad_norm", [None] * len(table["step"]))
+        cfg = {"task": "own loop", **(config or {})}
+        meta = {"config": cfg, "bug": None, "seed": seed, "data_hash": None, "init_hash": None,
+                "config_hash": hash_json({"config": cfg, "bug": None}), "groups": []}
+        return cls(table=table, evals={"step": []}, meta=meta,
+                   timing={"started_at": started_at, "created_at": started_at})
+
     # ---- identity and storage ------------------------------------------
     def to_dict(self, timing: bool = True) -> dict:
         d = {"format": FORMAT, "meta": self.meta, "table": self.table, "evals": self.evals}

@@ -1,4 +1,3 @@
-import json
 import subprocess
 import sys
 
@@ -48,3 +47,27 @@ def test_bad_input_is_one_line_exit_2_no_traceback(args, words):
     assert words in err
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
+
+
+def test_triage_prints_the_form_and_ends_with_the_conviction(tmp_path):
+    path = tmp_path / "t.json"
+    rc, out, err = run_cli("triage", "--bug", "wrong_logging_divisor", "--seeds", "0,1",
+                           "--json", str(path))
+    assert rc == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0] == "TRAINING RUN EXPLORER — bug wrong_logging_divisor"
+    assert lines[-1].startswith("CONVICTION: H3 — ") and "500" in lines[-1]
+    assert path.exists()
+    rc, out, _ = run_cli("triage")
+    assert rc == 0 and out.strip().splitlines()[-1].startswith("CONVICTION: NONE — ")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["triage", "--bug", "detatch"], "did you mean 'detach'"),
+    (["triage", "--seeds", "0"], "must be two seeds like 0,1"),
+    (["triage", "--seeds", "a,b"], "must be two seeds like 0,1"),
+    (["triage", "--seeds", "3,3"], "two different seeds"),
+])
+def test_triage_bad_input_exits_2_with_one_line(args, words):
+    rc, out, err = run_cli(*args)
+    assert rc == 2 and words in err and len(err.strip().splitlines()) == 1 and not out

@@ -1,0 +1,93 @@
+"""`ForecastScore`: how a sealed forecast compares with the run it predicted."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from .forecast import classify_shape
+
+CLOSE = 0.1  # mean log-error below this (within ~10%) counts as a close forecast
+ROUGH = 0.5  # ... below this (within a factor ~1.6) as roughly right
+
+
+@dataclass(frozen=True)
+class ForecastScore:
+    """How a sealed forecast compares with its run. A checkpoint where the run was NaN is a miss."""
+
+    steps: list  # the forecast's checkpoint steps
+    predicted: list  # forecast loss at each checkpoint
+    actual: list  # the run's raw loss there; None where it was not finite
+    log_errors: list  # |ln predicted - ln actual|; None for a miss
+    mean_log_error: float | None  # over the checkpoints that are not misses
+    misses: int
+    nan_predicted: int | None
+    nan_actual: int | None
+    nan_hit: bool  # both finite, or both NaN within 10% of the run's length
+    shape_predicted: str
+    shape_actual: str
+    verdict: str
+
+    @property
+    def shape_match(self) -> bool:
+        return self.shape_predicted == self.shape_actual
+
+    @classmethod
+    def compare(cls, forecast, run) -> "ForecastScore":
+        loss_at = dict(zip(run.table["step"], run.table["loss_raw"]))
+        steps, predicted, actual, errors = [], [], [], []
+        for step, pred in forecast.points:
+            if step not in loss_at:
+                raise ValueError(f"The forecast has a point at step {step}, but the run has steps "
+                                 f"0 to {len(run) - 1}; forecast only steps the run has.")
+            real = loss_at[step]
+            real = real if real is not None and math.isfinite(real) and real > 0 else None
+            steps.append(step)
+            predicted.append(pred)
+            actual.append(real)
+            errors.append(None if real is None else abs(math.log(pred) - math.log(real)))
+        hits = [e for e in errors if e is not None]
+        mean = sum(hits) / len(hits) if hits else None
+        nan_pred, nan_real = forecast.nan_step, run.first_nonfinite_step()
+        nan_hit = (nan_pred is None and nan_real is None) or (
+            None not in (nan_pred, nan_real) and abs(nan_pred - nan_real) <= max(1, len(run) // 10))
+        shape_real = classify_shape(run.table["loss_raw"])
+        verdict = cls._verdict(mean, errors.count(None), nan_pred, nan_real, nan_hit,
+                                   forecast.expected_shape, shape_real)
+        return cls(steps, predicted, actual, errors, mean, errors.count(None), nan_pred, nan_real,
+                   nan_hit, forecast.expected_shape, shape_real, verdict)
+
+    @staticmethod
+    def _verdict(mean, misses, nan_pred, nan_real, nan_hit, shape_pred, shape_real) -> str:
+        right = (mean is None or mean < CLOSE) + nan_hit + (shape_pred == shape_real)
+        head = {3: "A good forecast", 2: "Partly right", 1: "Mostly wrong", 0: "A miss"}[right]
+        if mean is None:
+            loss = "no checkpoint could be compared"
+        else:
+            size = "close" if mean < CLOSE else "roughly right" if mean < ROUGH else "far off"
+            loss = f"the loss was {size} (off by x{math.exp(mean):.2f} on average)"
+        loss += f", {misses} checkpoint(s) fell where the run was already NaN" if misses else ""
+        shape = (f"the shape '{shape_real}' was right" if shape_pred == shape_real else
+                 f"you expected '{shape_pred}' but the run was '{shape_real}'")
+        if nan_pred is None and nan_real is None:
+            nan = "both stayed finite"
+        elif nan_real is None:
+            nan = f"the predicted NaN at step {nan_pred} never came"
+        elif nan_pred is None:
+            nan = f"the run went NaN at step {nan_real}, which you did not predict"
+        else:
+            nan = f"NaN predicted at step {nan_pred}, it came at step {nan_real}"
+        return f"{head}: {loss}; {shape}; {nan}."
+
+    def __repr__(self) -> str:
+        mean = "n/a" if self.mean_log_error is None else f"{self.mean_log_error:.3f}"
+        return (f"ForecastScore(mean_log_error={mean}, misses={self.misses}, "
+                f"shape {self.shape_predicted!r} vs {self.shape_actual!r}, "
+                f"nan_step {self.nan_predicted} vs {self.nan_actual})\n{self.verdict}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d) -> "ForecastScore":
+        return cls(**d)

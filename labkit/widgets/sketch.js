@@ -1,0 +1,221 @@
+// SketchForecast front end: an SVG chart you draw your expected loss curve on.
+// It only edits synced state (points, shape, nan_step, seal_requested);
+// Python checks, seals and saves. No build step: plain ES module for anywidget.
+
+const NS = "http://www.w3.org/2000/svg";
+const W = 520, H = 300;
+const PAD = { l: 58, r: 16, t: 16, b: 44 };
+const PW = W - PAD.l - PAD.r, PH = H - PAD.t - PAD.b;
+const SHAPES = ["flat", "descending", "diverging", "spiky", "nan"];
+const HINT = "Drag across the chart to draw the loss you expect (mouse, touch or pen). " +
+  "A preset gives a starting curve to redraw.";
+
+function el(tag, attrs, parent, text) {
+  const node = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  parent.appendChild(node);
+  return node;
+}
+
+function html(tag, attrs, parent, text) {
+  const node = document.createElement(tag);
+  Object.assign(node, attrs);
+  if (text !== undefined) node.textContent = text;
+  parent.appendChild(node);
+  return node;
+}
+
+// Map steps and losses to pixels (and back) for the current axes.
+function scales(model) {
+  const last = Math.max(model.get("steps") - 1, 1);
+  const top = model.get("loss_max");
+  const log = model.get("log_scale");
+  const floor = top / 1000;  // the lowest loss the chart can show; losses must stay > 0
+  const f = (v) => (log ? Math.log(Math.max(v, floor)) : v);
+  const y0 = log ? f(floor) : 0, y1 = f(top);
+  const clamp = (v) => Math.min(Math.max(v, 0), 1);
+  return {
+    last, top, log, floor,
+    x: (s) => PAD.l + (s / last) * PW,
+    y: (v) => PAD.t + (1 - clamp((f(Math.min(v, top)) - y0) / (y1 - y0))) * PH,
+    step: (px) => Math.round(clamp((px - PAD.l) / PW) * last),
+    loss: (py) => {
+      const v = y0 + clamp(1 - (py - PAD.t) / PH) * (y1 - y0);
+      return Math.max(log ? Math.exp(v) : v, floor);
+    },
+  };
+}
+
+// Round tick positions: multiples of 1, 2 or 5 times a power of ten, about 4 to 6 of them.
+function niceTicks(top) {
+  const raw = top / 4, p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw);
+  const ticks = [];
+  for (let v = 0; v <= top + 1e-9; v += step) ticks.push(Number(v.toPrecision(6)));
+  return ticks;
+}
+
+function yTicks(sc) {
+  if (!sc.log) return niceTicks(sc.top);
+  const ticks = [];
+  for (let p = Math.ceil(Math.log10(sc.floor)); 10 ** p <= sc.top; p++) ticks.push(10 ** p);
+  return ticks;
+}
+
+const fmt = (v) => (v >= 100 || v === 0 ? v.toFixed(0) : Number(v.toPrecision(2)).toString());
+
+function draw(svg, model, stroke) {
+  svg.replaceChildren();
+  const sc = scales(model);
+  el("rect", { x: PAD.l, y: PAD.t, width: PW, height: PH, class: "plot-bg" }, svg);
+  for (const s of niceTicks(sc.last)) {
+    const x = sc.x(s);
+    el("line", { x1: x, x2: x, y1: PAD.t, y2: PAD.t + PH, class: "grid" }, svg);
+    el("text", { x, y: PAD.t + PH + 16, class: "tick", "text-anchor": "middle" }, svg, String(s));
+  }
+  for (const v of yTicks(sc)) {
+    const y = sc.y(v);
+    el("line", { x1: PAD.l, x2: PAD.l + PW, y1: y, y2: y, class: "grid" }, svg);
+    el("text", { x: PAD.l - 6, y: y + 4, class: "tick", "text-anchor": "end" }, svg, fmt(v));
+  }
+  el("text", { x: PAD.l + PW / 2, y: H - 6, class: "axis-label", "text-anchor": "middle" }, svg, "step");
+  el("text", { x: 14, y: PAD.t + PH / 2, class: "axis-label", "text-anchor": "middle",
+    transform: `rotate(-90 14 ${PAD.t + PH / 2})` }, svg, sc.log ? "loss (log)" : "loss");
+  const ref = model.get("reference");
+  if (ref !== null && ref <= sc.top) {
+    const y = sc.y(ref);
+    el("line", { x1: PAD.l, x2: PAD.l + PW, y1: y, y2: y, class: "reference" }, svg);
+    el("text", { x: PAD.l + PW - 4, y: y - 5, class: "reference-label", "text-anchor": "end" }, svg,
+      model.get("reference_label") || `reference ${fmt(ref)}`);
+  }
+  const nan = model.get("nan_step");
+  if (nan !== null) {
+    const x = sc.x(nan);
+    el("line", { x1: x, x2: x, y1: PAD.t, y2: PAD.t + PH, class: "nan-line" }, svg);
+    el("text", { x: x + 4, y: PAD.t + 12, class: "nan-label" }, svg, `NaN from step ${nan}`);
+  }
+  const pts = model.get("points").filter(([s]) => nan === null || s < nan);
+  const line = pts.map(([s, v]) => `${sc.x(s)},${sc.y(v)}`).join(" ");
+  el("polyline", { points: line, class: "forecast" }, svg);
+  for (const [s, v] of pts) el("circle", { cx: sc.x(s), cy: sc.y(v), r: 3, class: "point" }, svg);
+  if (stroke.length) {
+    el("polyline", { points: stroke.map(([s, v]) => `${sc.x(s)},${sc.y(v)}`).join(" "), class: "stroke" }, svg);
+  }
+  if (model.get("sealed")) {
+    el("text", { x: PAD.l + 8, y: PAD.t + PH - 8, class: "sealed-label" }, svg,
+      `sealed ${model.get("sealed_hash")}`);
+  }
+}
+
+// Turn one stroke into points: it replaces the points in the step range it covers.
+function commit(model, stroke) {
+  const byStep = new Map();
+  for (const [s, v] of stroke) byStep.set(s, v);  // where the pen passed a step twice, the last wins
+  const drawn = [...byStep.entries()].sort((a, b) => a[0] - b[0]);
+  const lo = drawn[0][0], hi = drawn[drawn.length - 1][0];
+  const gap = Math.max(1, Math.round(model.get("steps") / 40));  // at most ~40 points a stroke
+  const thin = [];
+  for (const p of drawn) if (!thin.length || p[0] - thin[thin.length - 1][0] >= gap) thin.push(p);
+  if (thin[thin.length - 1] !== drawn[drawn.length - 1]) thin.push(drawn[drawn.length - 1]);
+  const kept = model.get("points").filter(([s]) => s < lo || s > hi);
+  const next = kept.concat(thin).sort((a, b) => a[0] - b[0])
+    .map(([s, v]) => [s, Number(v.toPrecision(4))]);
+  model.set("points", next);
+  model.save_changes();
+}
+
+function render({ model, el: host }) {
+  const root = html("div", { className: "labkit-sketch" }, host);
+  const bar = html("div", { className: "toolbar" }, root);
+  const label = html("label", {}, bar, "preset ");
+  const preset = html("select", { className: "preset", title: "fill the chart with a shape to adjust" }, label);
+  for (const name of ["", ...SHAPES]) html("option", { value: name }, preset, name || "(choose)");
+  const nanButton = html("button", { className: "nan-mode", type: "button" }, bar, "Mark NaN step");
+  const clear = html("button", { className: "clear", type: "button" }, bar, "Clear");
+  const seal = html("button", { className: "labkit-seal", type: "button" }, bar, "Seal");
+  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+    "aria-label": "loss forecast chart: step on the x axis, loss on the y axis" }, root);
+  const status = html("div", { className: "status" }, root);
+
+  let stroke = [];
+  let nanMode = false;
+  const toData = (e) => {
+    const box = svg.getBoundingClientRect();
+    const sc = scales(model);
+    const px = ((e.clientX - box.left) * W) / box.width, py = ((e.clientY - box.top) * H) / box.height;
+    return [sc.step(px), sc.loss(py)];
+  };
+  const update = () => {
+    const sealed = model.get("sealed");
+    draw(svg, model, stroke);
+    preset.value = model.get("shape");
+    for (const c of [preset, nanButton, clear]) c.disabled = sealed;
+    seal.disabled = sealed || (model.get("points").length === 0 && model.get("nan_step") !== 0);
+    seal.textContent = sealed ? `Sealed \u2713 ${model.get("sealed_hash")}` : "Seal";
+    nanButton.textContent = nanMode ? "Click where NaN starts"
+      : model.get("nan_step") === null ? "Mark NaN step" : "Remove NaN step";
+    status.textContent = model.get("message") || HINT;
+    root.classList.toggle("is-sealed", sealed);
+  };
+
+  svg.addEventListener("pointerdown", (e) => {
+    if (model.get("sealed") || e.button > 0) return;
+    e.preventDefault();
+    if (nanMode) {
+      nanMode = false;
+      model.set("nan_step", toData(e)[0]);
+      model.save_changes();
+      return update();
+    }
+    svg.setPointerCapture(e.pointerId);
+    stroke = [toData(e)];
+    update();
+  });
+  svg.addEventListener("pointermove", (e) => {
+    if (!stroke.length) return;
+    const events = e.getCoalescedEvents ? e.getCoalescedEvents() : [e];
+    for (const ev of events.length ? events : [e]) stroke.push(toData(ev));
+    draw(svg, model, stroke);
+  });
+  const finish = () => {
+    if (!stroke.length) return;
+    const done = stroke;
+    stroke = [];
+    commit(model, done);
+    update();
+  };
+  svg.addEventListener("pointerup", finish);
+  svg.addEventListener("pointercancel", finish);
+
+  preset.addEventListener("change", () => {
+    model.set("shape", preset.value);
+    model.save_changes();
+  });
+  nanButton.addEventListener("click", () => {
+    if (model.get("nan_step") !== null) {
+      model.set("nan_step", null);
+      model.save_changes();
+    } else {
+      nanMode = !nanMode;
+    }
+    update();
+  });
+  clear.addEventListener("click", () => {
+    model.set("points", []);
+    model.set("shape", "");
+    model.save_changes();
+  });
+  seal.addEventListener("click", () => {
+    model.set("seal_requested", model.get("seal_requested") + 1);
+    model.save_changes();
+  });
+
+  const names = ["points", "steps", "loss_max", "log_scale", "reference", "reference_label",
+    "shape", "nan_step", "sealed", "sealed_hash", "message"];
+  for (const n of names) model.on(`change:${n}`, update);
+  update();
+  return () => { for (const n of names) model.off(`change:${n}`, update); };
+}
+
+export default { render };

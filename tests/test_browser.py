@@ -1,0 +1,180 @@
+"""End to end: draw a forecast in a real JupyterLab, in headless Chromium, and seal it.
+
+The check is made in Python, on the history file the kernel writes when Seal is
+pressed, not only on what the page shows. Needs Chromium (`apt-get install
+chromium`); without it the test is skipped. Never downloads a browser.
+"""
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOT = ROOT / "artifacts" / "browser" / "sketch_sealed.png"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def chromium() -> str | None:
+    for candidate in (os.environ.get("LABKIT_CHROMIUM"), "/usr/bin/chromium",
+                      shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def api(base, token, path, method="GET"):
+    req = urllib.request.Request(f"{base}{path}", method=method,
+                                 headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        body = resp.read()
+    return json.loads(body) if body else None
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A JupyterLab server on 127.0.0.1, a random port and a token, serving `tmp_path/served`."""
+    served = tmp_path / "served"
+    served.mkdir()
+    settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)  # answer the "get Jupyter news?" toast: no, and never go online
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port, token = free_port(), secrets.token_hex(16)
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.getuid() == 0:
+        cmd.append("--allow-root")
+    log = open(tmp_path / "jupyterlab.log", "wb")
+    # os.environ already holds conftest's hermetic JUPYTER_* / IPYTHONDIR folders
+    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings")}
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                api(base, token, "/api/status")
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("JupyterLab did not start:\n" + (tmp_path / "jupyterlab.log").read_text())
+                time.sleep(0.3)
+        for session in api(base, token, "/api/sessions"):  # no stale kernels from an earlier run
+            api(base, token, f"/api/sessions/{session['id']}", method="DELETE")
+        yield {"base": base, "token": token, "dir": served}
+    finally:
+        try:
+            for session in api(base, token, "/api/sessions"):
+                api(base, token, f"/api/sessions/{session['id']}", method="DELETE")
+        except OSError:
+            pass
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def write_notebook(folder: Path, history: Path) -> str:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import labkit\n"
+        "from labkit.widgets import SketchForecast\n"
+        f"sketch = SketchForecast(config=labkit.Config(steps=40), bug='zero_lr',\n"
+        f"                        history_path={str(history)!r})\n"
+        "sketch")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(nb, folder / "sketch.ipynb")
+    return "sketch.ipynb"
+
+
+def wait_for_file(path: Path, seconds: float) -> dict:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"the kernel never wrote {path} after Seal"
+        time.sleep(0.2)
+    return json.loads(path.read_text())
+
+
+def test_draw_and_seal_a_forecast_in_jupyterlab(lab, tmp_path):
+    exe = chromium()
+    if exe is None:
+        pytest.skip("no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
+                    "chromium on PATH); install it with `apt-get install chromium`")
+    history = tmp_path / "history" / "forecasts.json"
+    name = write_notebook(lab["dir"], history)
+    errors = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{lab['base']}/lab/tree/{name}?reset&token={lab['token']}")
+            page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for(timeout=60_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            svg = page.locator(".labkit-sketch svg")
+            svg.wait_for(state="visible", timeout=60_000)
+            svg.scroll_into_view_if_needed()
+            # a preset goes to the kernel, which fills the points and sends them back
+            page.locator(".labkit-sketch select.preset").select_option("descending")
+            expect(page.locator(".labkit-sketch circle.point")).to_have_count(5, timeout=10_000)
+            box = svg.bounding_box()
+            sx, sy = box["width"] / 520, box["height"] / 300  # the SVG's viewBox is 520 x 300
+            # a falling stroke across the plot area (x 58..504, y 16..256 in viewBox units)
+            x0, x1, y0, y1 = 62, 500, 40, 220
+            page.mouse.move(box["x"] + x0 * sx, box["y"] + y0 * sy)
+            page.mouse.down()
+            for i in range(1, 41):
+                t = i / 40
+                page.mouse.move(box["x"] + (x0 + t * (x1 - x0)) * sx,
+                                box["y"] + (y0 + t * (y1 - y0)) * sy, steps=2)
+            page.mouse.up()
+            page.locator(".labkit-sketch circle.point").nth(5).wait_for(timeout=10_000)
+            page.locator(".labkit-seal").click()
+            saved = wait_for_file(history, 30)
+            page.get_by_text("Sealed \u2713").wait_for(timeout=10_000)
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT))
+        finally:
+            browser.close()
+
+    from labkit.forecast import Forecast
+    entries = saved["entries"]
+    assert len(entries) == 1
+    forecast = Forecast.from_dict(entries[0]["forecast"])
+    assert forecast.sealed and forecast.is_intact()
+    steps = [s for s, _ in forecast.points]
+    losses = [v for _, v in forecast.points]
+    assert len(forecast.points) >= 10, forecast.points
+    assert steps[0] <= 2 and steps[-1] >= 37  # the stroke spanned the whole x axis
+    assert all(b <= a for a, b in zip(losses, losses[1:])) and losses[0] > 2 * losses[-1]
+    assert not errors, f"browser console errors: {errors}"
+    assert SCREENSHOT.stat().st_size > 10_000
