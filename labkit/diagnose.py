@@ -201,113 +201,119 @@ def _nonfinite(setup: dict, seed: int, base, k: int) -> Finding:
     return Finding("H1", "nonfinite_other", f"{where.verdict} at step {k}", None, None)
 
 
-def investigate(setup: dict, seed: int) -> tuple[Finding, dict]:
-    """All the evidence for one seed and the first rule that fires."""
-    t = _trainer(setup, seed)
-    base = t.run(BASELINE_STEPS)
-    task = t.config.task
-    evidence = {"base": base, "raw_vs_reported": raw_vs_reported(base)}
-    forward, loss_fn = _pipeline(t)
-    fresh = _trainer(setup, seed)
-    subset = make_batch(fresh.ctx.data.train, torch.arange(64), fresh.config, 0)
-    steps, make_opt = _probe_optimizer(task)
-    overfit = overfit_probe(fresh.ctx.model, subset, forward=forward, loss_fn=loss_fn,
-                            steps=steps, make_optimizer=make_opt)
-    shuffle = label_shuffle_control(fresh.ctx.model, subset, real=overfit, forward=forward,
-                                    loss_fn=loss_fn, steps=steps, make_optimizer=make_opt)
-    evidence.update(overfit=overfit, label_shuffle=shuffle)
-    rv = evidence["raw_vs_reported"]
+class Evidence:
+    """The evidence for one seed, gathered stage by stage (each stage at most once)."""
+
+    def __init__(self, setup: dict, seed: int):
+        self.setup, self.seed = setup, seed
+        self.trainer = _trainer(setup, seed)
+        self.task = self.trainer.config.task
+        self.forward, self.loss_fn = _pipeline(self.trainer)
+        self.results: dict = {}
+
+    def baseline(self):
+        if "base" not in self.results:
+            self.results["base"] = self.trainer.run(BASELINE_STEPS)
+        return self.results["base"]
+
+    def raw_vs_reported(self):
+        if "raw_vs_reported" not in self.results:
+            self.results["raw_vs_reported"] = raw_vs_reported(self.baseline())
+        return self.results["raw_vs_reported"]
+
+    def subset(self) -> dict:
+        fresh = _trainer(self.setup, self.seed)
+        return fresh, make_batch(fresh.ctx.data.train, torch.arange(64), fresh.config, 0)
+
+    def overfit(self):
+        if "overfit" not in self.results:
+            fresh, subset = self.subset()
+            steps, make_opt = _probe_optimizer(self.task)
+            self.results["overfit"] = overfit_probe(
+                fresh.ctx.model, subset, forward=self.forward, loss_fn=self.loss_fn, steps=steps,
+                make_optimizer=make_opt)
+        return self.results["overfit"]
+
+    def label_shuffle(self):
+        if "label_shuffle" not in self.results:
+            fresh, subset = self.subset()
+            steps, make_opt = _probe_optimizer(self.task)
+            self.results["label_shuffle"] = label_shuffle_control(
+                fresh.ctx.model, subset, real=self.overfit(), forward=self.forward,
+                loss_fn=self.loss_fn, steps=steps, make_optimizer=make_opt)
+        return self.results["label_shuffle"]
+
+
+def investigate(setup: dict, seed: int, evidence: Evidence | None = None) -> tuple[Finding, Evidence]:
+    """Gather what is missing of the evidence for one seed; return the first rule that fires."""
+    ev = evidence or Evidence(setup, seed)
+    return _decide(ev), ev
+
+
+def _decide(ev: Evidence) -> Finding:
+    setup, seed, task, t = ev.setup, ev.seed, ev.task, ev.trainer
+    base, rv = ev.baseline(), ev.raw_vs_reported()
+    overfit, shuffle = ev.overfit(), ev.label_shuffle()
+    forward, loss_fn = ev.forward, ev.loss_fn
     if not rv.details["agree"]:
         mech = rv.details.get("mechanism")
         if mech == "divisor":
             return Finding("H3", "divisor", f"the epoch loss sum is divided by "
                            f"{rv.details['divisor']:.0f} instead of the number of batches seen",
-                           "log", "loss_reported > 0.1 by step 150"), evidence
+                           "log", "loss_reported > 0.1 by step 150")
         target = "1.0" if task == "classify" else "1.5"
         what = ("the logger reports a stale value read once, not the current loss"
                 if mech == "stale" else "the logged number is not the optimised loss")
-        return Finding("H3", mech or "other", what, "log",
-                       f"loss_reported < {target} by step 150"), evidence
+        return Finding("H3", mech or "other", what, "log", f"loss_reported < {target} by step 150")
     k = base.first_nonfinite_step()
     if k is not None:
-        return _nonfinite(setup, seed, base, k), evidence
+        return _nonfinite(setup, seed, base, k)
     found = _structure(setup, seed, base)
     if found:
-        return found, evidence
+        return found
+    _, subset = ev.subset()
     if task == "lm":
         audit = label_alignment(subset)
-        evidence["label_audit"] = audit
+        ev.results["label_audit"] = audit
         if audit.details["pad_supervised"]:
             return Finding("H1", "loss_over_padding", f"the loss is averaged over padding: "
                            f"{audit.details['pad_supervised']} pad positions of 64 sequences "
-                           "carry labels instead of -100", "data", _descent_forecast(task)), evidence
+                           "carry labels instead of -100", "data", _descent_forecast(task))
         if audit.details["pre_shifted"] and audit.details["pre_shifted"] > 0.9:
             return Finding("H2", "double_shift", "labels were shifted by hand and the model "
                            "shifts them again: it is trained to predict two tokens ahead", "data",
-                           _descent_forecast(task)), evidence
+                           _descent_forecast(task))
     if not overfit.details["reached"] and shuffle.details["same"]:
         x = subset.get("x")
         if x is not None and float(x.std(0).max()) < 1e-6:
             return Finding("H2", "constant_inputs", "every input row is identical (zero variance "
                            "per feature): the inputs carry no information", "data",
-                           _descent_forecast(task)), evidence
+                           _descent_forecast(task))
         return Finding("H2", "labels_decorrelated", "the labels are decorrelated from the inputs: "
                        "overfitting real and shuffled labels looks the same", "data",
-                       _descent_forecast(task)), evidence
+                       _descent_forecast(task))
     batches = [t.batch(BASELINE_STEPS + i) for i in range(20)]
     cfg = t.config
     make = (lambda ps, lr: torch.optim.SGD(ps, lr=lr, momentum=cfg.momentum)) \
         if cfg.optimizer == "sgd" else (lambda ps, lr: torch.optim.Adam(ps, lr=lr))
     sweep = lr_sweep(t.ctx.model, batches, lr=t.ctx.optimizer.param_groups[0]["lr"],
                      make_optimizer=make, forward=forward, loss_fn=loss_fn)
-    evidence["lr_sweep"] = sweep
+    ev.results["lr_sweep"] = sweep
     if sweep.details["arms"][1.0]["nonfinite"]:
         return Finding("H1", "divergence", "the current LR diverges from the step-50 state while "
-                       "÷10 descends", "optimizer", _descent_forecast(task)), evidence
+                       "÷10 descends", "optimizer", _descent_forecast(task))
     return Finding("NONE", "healthy", "no defect found: the logger is honest, every layer gets "
                    "gradients and updates, the 64-sample batch is memorised, and the current LR "
-                   "descends from the step-50 state"), evidence
+                   "descends from the step-50 state")
 
 
 def diagnose(bug: str | None = None, seeds=(0, 1), config: Config | None = None) -> TriageRecord:
     """Triage a setup (the healthy reference, or one with a zoo bug) on two seeds.
 
-    Returns a filled `TriageRecord` whose conviction is marked as a suggestion.
+    Returns a filled `TriageRecord` whose conviction is marked as a suggestion. The
+    same steps, one button at a time, are `labkit.explorer.Explorer`.
     """
-    seeds = list(seeds)
-    if len(seeds) != 2 or seeds[0] == seeds[1]:
-        raise ValueError(f"seeds={seeds} must be two different seeds: one to convict, one to confirm.")
-    if config is None:
-        from .train import resolve
-        config = resolve(None, bug, None, {})[0]
-    setup = _setup(bug, config)
-    rec = TriageRecord(f"bug {bug}" if bug else f"reference setup (task={config.task})")
-    findings, first_evidence = [], None
-    for seed in seeds:
-        finding, evidence = investigate(setup, seed)
-        findings.append(finding)
-        if first_evidence is None:
-            first_evidence = evidence
-    base = first_evidence["base"]
-    rec.record_hashes(base)
-    rec.record_baseline(base)
-    for row in ("raw_vs_reported", "overfit", "label_shuffle"):
-        rec.record_probe(row, first_evidence[row])
-    a, b = findings
-    if (a.system, a.key) != (b.system, b.key):
-        rec.notes.append(f"seed {seeds[0]} points to {a.system} ({a.key}) but seed {seeds[1]} to "
-                         f"{b.system} ({b.key}); the conviction stays UNKNOWN")
-        return rec
-    rec.convict(a.system, a.mechanism, by="diagnose", seeds=seeds)
-    if a.system == "NONE":
-        rec.not_needed("intervention", "n/a: no defect to intervene on")
-        rec.not_needed("confirmation", f"n/a: seed {seeds[1]} shows the same healthy evidence")
-        return rec
-    if not a.seam or not a.forecast:
-        rec.notes.append("no single seam to put back was identified; intervene by hand")
-        return rec
-    child = {**setup, "reference_seam": a.seam}
-    rec.plan_intervention(setup, child, a.forecast)
-    rec.record_intervention_run(_trainer(child, seeds[0], CONFIRM_STEPS).run())
-    rec.record_confirmation(_trainer(child, seeds[1], CONFIRM_STEPS).run())
-    return rec
+    from .explorer import Explorer
+    explorer = Explorer(bug, seeds=seeds, config=config)
+    explorer.run_all()
+    return explorer.record

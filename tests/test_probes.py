@@ -79,7 +79,7 @@ def test_first_nonfinite_finds_input_module_loss_and_gradient():
     bad = x.clone()
     bad[3, 1] = math.nan
     r = probes.first_nonfinite(model, (bad, y))
-    assert r.details["where"] == "input 0" and "rows [3]" in r.verdict
+    assert r.details["where"] == "input 0" and "batch rows [3]" in r.verdict
     with torch.no_grad():
         model[2].weight[0, 0] = math.inf
     r = probes.first_nonfinite(model, (x, y))

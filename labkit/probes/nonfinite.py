@@ -57,7 +57,7 @@ def first_nonfinite(model: nn.Module, batch, *, forward=default_forward, loss_fn
             if not torch.isfinite(value).all():
                 n = int((~torch.isfinite(value)).sum())
                 rows = sorted({int(i) for i in (~torch.isfinite(value)).nonzero()[:, 0]})[:5]
-                return found(f"input {key}", "data", f"{n} NaN/inf values in rows {rows}")
+                return found(f"input {key}", "data", f"{n} NaN/inf values in batch rows {rows}")
             checks.append((f"input {key}", True))
     labels = batch.get("labels") if isinstance(batch, dict) else None
     if labels is not None and labels.dim() == 2 and int((labels[:, 1:] != IGNORE).sum()) == 0:
