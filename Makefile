@@ -34,6 +34,7 @@ exercises: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_loop.py
+	$(BIN)/python benchmarks/bench_triage.py
 
 clean-env:
 	rm -rf $(VENV)

@@ -48,6 +48,18 @@ def test_gradient_audit_reads_none_zero_and_missing_from_optimizer():
     assert rows["2.weight"]["grad_norm"] == pytest.approx(model[2].weight.grad.norm().item())
 
 
+def test_gradient_audit_spots_a_layer_replaced_after_the_optimizer():
+    model, (x, y) = tiny(), batch()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = nn.Linear(4, 5)  # the new head is not what the optimizer holds
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    audit = probes.gradient_audit(model, opt, loss)
+    assert audit.details["foreign_tensors"] == 2
+    assert "2.weight is not in the optimizer" in audit.details["problems"]
+    assert any("replaced after the optimizer was built" in p for p in audit.details["problems"])
+
+
 def test_gradient_audit_flags_a_disconnected_loss():
     model, (x, y) = tiny(), batch()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -81,6 +81,12 @@ def gradient_audit(model: nn.Module, optimizer: torch.optim.Optimizer,
         if state in ("none", "nonfinite"):
             problems.append(f"{name}: {GRAD_READING[state]}")
         rows.append(row)
+    model_ids = {id(p) for p in model.parameters()}
+    strangers = [p for group in optimizer.param_groups for p in group["params"]
+                 if id(p) not in model_ids]
+    if strangers:
+        problems.append(f"the optimizer also owns {len(strangers)} tensor(s) that are not in this "
+                        "model: a layer replaced after the optimizer was built?")
     none = [r["name"] for r in rows if r["grad"] == "none"]
     if none and len(none) == len(named):
         verdict = "no parameter has a gradient: the loss is disconnected from the model"
@@ -88,7 +94,8 @@ def gradient_audit(model: nn.Module, optimizer: torch.optim.Optimizer,
         verdict = f"{len(problems)} problem(s): " + "; ".join(problems[:3])
     else:
         verdict = "ok: every trainable parameter is in the optimizer with a finite gradient"
-    return ProbeResult("gradient audit", verdict, {"rows": rows, "problems": problems})
+    return ProbeResult("gradient audit", verdict, {"rows": rows, "problems": problems,
+                                                   "foreign_tensors": len(strangers)})
 
 
 class UpdateProbe:
