@@ -109,3 +109,27 @@ def run_forward(model, batch, forward=default_forward):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"model {type(model).__name__} cannot take this batch "
                          f"({_describe(batch)}); {_expects(model)}. PyTorch said: {first}") from exc
+
+
+def fit(model: nn.Module, batches, forward, loss_fn, make_optimizer) -> tuple[list, list]:
+    """Plain training on `batches` in order: (loss per step, total gradient norm per step).
+
+    A loss with no graph is logged with a None gradient norm and no step is taken.
+    """
+    params = [p for _, p in trainable(model)]
+    opt = make_optimizer(params)
+    losses, norms = [], []
+    model.train()
+    for batch in batches:
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(run_forward(model, batch, forward), batch)
+        losses.append(loss.item())
+        if loss.grad_fn is None:
+            norms.append(None)
+            continue
+        loss.backward()
+        grads = [p.grad for p in params if p.grad is not None]
+        norms.append(float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
+                     if grads else None)
+        opt.step()
+    return losses, norms

@@ -9,26 +9,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from ._common import ProbeResult, default_forward, default_loss, run_forward, trainable
-
-
-def _arm(model, batches, forward, loss_fn, make_optimizer, lr):
-    params = [p for _, p in trainable(model)]
-    opt = make_optimizer(params, lr)
-    losses, norms = [], []
-    for batch in batches:
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(run_forward(model, batch, forward), batch)
-        losses.append(loss.item())
-        if loss.grad_fn is None:
-            norms.append(None)
-            continue
-        loss.backward()
-        grads = [p.grad for p in params if p.grad is not None]
-        norms.append(float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
-                     if grads else None)
-        opt.step()
-    return losses, norms
+from ._common import ProbeResult, default_forward, default_loss, fit, run_forward
 
 
 def lr_sweep(model: nn.Module, batches: list, *, lr: float, make_optimizer=None,
@@ -44,7 +25,8 @@ def lr_sweep(model: nn.Module, batches: list, *, lr: float, make_optimizer=None,
     make_optimizer = make_optimizer or (lambda params, lr: torch.optim.SGD(params, lr=lr))
     arms = {}
     for f in factors:
-        losses, norms = _arm(copy.deepcopy(model), batches, forward, loss_fn, make_optimizer, lr * f)
+        losses, norms = fit(copy.deepcopy(model), batches, forward, loss_fn,
+                            lambda params, lr=lr * f: make_optimizer(params, lr))
         finite = [v for v in losses if math.isfinite(v)]
         drop = losses[0] - (finite[-1] if len(finite) == len(losses) else math.nan)
         arms[f] = {"lr": lr * f, "loss_first": losses[0], "loss_last": losses[-1], "drop": drop,

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 
 from ..data import IGNORE
-from ._common import ProbeResult, default_forward, default_loss, run_forward, trainable
+from ._common import ProbeResult, default_forward, default_loss, fit
 
 REACHED = 0.1  # "about 0": final loss below this fraction of the first loss
 DEAD_NORM = 1e-6  # a gradient norm this small counts as no flow
@@ -25,33 +25,12 @@ def _sgd(lr):
     return lambda params: torch.optim.SGD(params, lr=lr)
 
 
-def _fit(model, batch, forward, loss_fn, make_optimizer, steps):
-    params = [p for _, p in trainable(model)]
-    opt = make_optimizer(params)
-    losses, norms = [], []
-    model.train()
-    for _ in range(steps):
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(run_forward(model, batch, forward), batch)
-        if loss.grad_fn is None:
-            losses.append(loss.item())
-            norms.append(None)
-            continue
-        loss.backward()
-        grads = [p.grad for p in params if p.grad is not None]
-        norms.append(float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
-                     if grads else None)
-        losses.append(loss.item())
-        opt.step()
-    return losses, norms
-
-
 def overfit_probe(model: nn.Module, batch, *, forward=default_forward, loss_fn=default_loss,
                   steps: int = 200, lr: float = 0.5, make_optimizer=None) -> ProbeResult:
     """Train a copy of `model` on one fixed batch; verdict: reaches ~0, stalls with ~0 norms,
     or stalls with healthy norms. The learner's model is not modified."""
     model = copy.deepcopy(model)
-    losses, norms = _fit(model, batch, forward, loss_fn, make_optimizer or _sgd(lr), steps)
+    losses, norms = fit(model, [batch] * steps, forward, loss_fn, make_optimizer or _sgd(lr))
     first, last = losses[0], losses[-1]
     tail = [n for n in norms[steps // 2:] if n is not None]
     head = [n for n in norms[:10] if n is not None]
