@@ -1,7 +1,8 @@
 """`NormRecorder`: per-layer-group gradient and update norms, every step, cheaply.
 
 Per step it runs three fused ``torch._foreach_*`` calls (copy, subtract, norm)
-and keeps the results as tensors; Python floats are made once, at the end. That
+and one stack, and keeps the results as one tensor per step; Python floats are
+made once, at the end. That
 is what keeps full instrumentation within a few tens of percent of a plain loop.
 """
 
@@ -33,8 +34,9 @@ class NormRecorder:
         self.clipping = clipping
         self._zero = torch.zeros(())
         self._pre_clip: list[torch.Tensor] = []
-        self._rows: list = []  # per step: 2P 0-d tensors, grad norms then update norms
+        self._rows: list[torch.Tensor] = []  # per step: (2P,) grad norms, then update norms
         self._present_rows: list[tuple[bool, ...]] = []  # which grads were not None
+        self._all_present = (True,) * len(self.params)
 
     def record_grads(self) -> None:
         """Measure gradients before clipping rescales them (only needed when clipping)."""
@@ -48,16 +50,20 @@ class NormRecorder:
         """One fused norm call over this step's gradients and updates."""
         torch._foreach_sub_(self._before, self._data)  # now holds old - new
         grads = [p.grad for p in self.params]
-        present = tuple(g is not None for g in grads)
+        present = self._all_present
+        if any(g is None for g in grads):
+            present = tuple(g is not None for g in grads)
         if self.clipping:
             row = self._pre_clip + list(torch._foreach_norm(self._before))
-        elif all(present):
+        elif present is self._all_present:
             row = torch._foreach_norm(grads + self._before)
         else:
             kept = [g for g in grads if g is not None]
             norms = torch._foreach_norm(kept + self._before)
             row = self._fill(norms[: len(kept)], grads) + list(norms[len(kept):])
-        self._rows.append(row)
+        # One stacked tensor per step, not 2P small ones: thousands of live 0-d tensors make
+        # Python's garbage collector the most expensive part of the instrumentation.
+        self._rows.append(torch.stack(row))
         self._present_rows.append(present)
 
     def _fill(self, norms, grads) -> list[torch.Tensor]:
@@ -70,8 +76,7 @@ class NormRecorder:
         P = len(self.params)
         if not self._rows:
             return {"grad_norm": [], "update_norm": []}
-        flat = torch.stack([n for row in self._rows for n in row]).cpu()
-        both = flat.double().view(len(self._rows), 2 * P)  # (S, 2P)
+        both = torch.stack(self._rows).cpu().double()  # (S, 2P)
         grads, updates = both[:, :P], both[:, P:]  # (S, P) each
         present = torch.tensor(self._present_rows, dtype=torch.bool)  # (S, P)
         out: dict[str, list] = {}

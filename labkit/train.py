@@ -76,6 +76,7 @@ class Trainer:
         self._amp = _autocast(config)
         self._loop_s = 0.0
         self._lm = data.kind == "lm"
+        self._n_train = len(data)
         self.step_index = 0  # the next step to run
         model.train()
 
@@ -92,7 +93,7 @@ class Trainer:
         step = ctx.step = self.step_index
         ctx.epoch, ctx.batch_id = epoch, batch_id = divmod(step, ctx.steps_per_epoch)
         config = self.config
-        ctx.batch = make_batch(ctx.data.train, batch_indices(config, len(ctx.data), epoch, batch_id),
+        ctx.batch = make_batch(ctx.data.train, batch_indices(config, self._n_train, epoch, batch_id),
                                config, batch_id)
         with self._amp:
             ctx.output = seams.forward(ctx)
