@@ -24,7 +24,6 @@ Order of the rules, first match wins (each on two seeds, which must agree):
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -64,18 +63,6 @@ def _trainer(setup: dict, seed: int, steps: int | None = None) -> Trainer:
         seams = get_bug(setup["bug"]).patch(Seams()).replace(**{name: getattr(Seams(), name)})
         return Trainer(Config(**settings), seams=seams)
     return Trainer(Config(**settings), bug=setup.get("bug"))
-
-
-def _pipeline(trainer: Trainer):
-    """forward(model, batch) and loss_fn(output, batch) that call the setup's own seams."""
-    ctx0, seams = trainer.ctx, trainer.seams
-
-    def forward(model, batch):
-        return seams.forward(dataclasses.replace(ctx0, model=model, batch=batch))
-
-    def loss_fn(output, batch):
-        return seams.loss(dataclasses.replace(ctx0, batch=batch, output=output))
-    return forward, loss_fn
 
 
 def _descent_forecast(task: str) -> str:
@@ -172,7 +159,7 @@ class _null:
 def _nonfinite(setup: dict, seed: int, base, k: int) -> Finding:
     t = _trainer(setup, seed)
     t.run(k)
-    forward, loss_fn = _pipeline(t)
+    forward, loss_fn = t.pipeline()
     batch = t.batch(k)
     fp16 = t.config.precision == "fp16"
     where = first_nonfinite(t.ctx.model, batch, forward=forward, loss_fn=loss_fn,
@@ -208,7 +195,7 @@ class Evidence:
         self.setup, self.seed = setup, seed
         self.trainer = _trainer(setup, seed)
         self.task = self.trainer.config.task
-        self.forward, self.loss_fn = _pipeline(self.trainer)
+        self.forward, self.loss_fn = self.trainer.pipeline()
         self.results: dict = {}
 
     def baseline(self):

@@ -9,6 +9,7 @@ as it was at step k.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import torch
@@ -86,6 +87,18 @@ class Trainer:
         epoch, batch_id = divmod(step, ctx.steps_per_epoch)
         return make_batch(ctx.data.train, batch_indices(config, len(ctx.data), epoch, batch_id),
                           config, batch_id)
+
+    def pipeline(self):
+        """(forward(model, batch), loss_fn(output, batch)) built from this setup's own seams,
+        in the form `labkit.probes` take, so a probe sees exactly what the loop computes."""
+        ctx0, seams = self.ctx, self.seams
+
+        def forward(model, batch):
+            return seams.forward(dataclasses.replace(ctx0, model=model, batch=batch))
+
+        def loss_fn(output, batch):
+            return seams.loss(dataclasses.replace(ctx0, batch=batch, output=output))
+        return forward, loss_fn
 
     def step(self) -> None:
         """Run and record one optimizer step."""

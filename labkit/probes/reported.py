@@ -51,11 +51,15 @@ def raw_vs_reported(run=None, *, raw=None, reported=None, batch_id=None,
     batch_id = batch_id if batch_id is not None else [0] + [1] * (len(raw) - 1)
     honest = {"per-batch raw loss": list(raw), "epoch running mean": _epoch_mean(raw, batch_id),
               "running mean over the run": _epoch_mean(raw, [0] + [1] * (len(raw) - 1))}
-    for name, values in honest.items():
-        if _close(reported, values, tolerance):
-            return ProbeResult("raw vs reported", f"agree: the logger shows the {name}",
-                               {"agree": True, "matches": name, "steps_compared": len(raw),
-                                "mechanism": None})
+    matches = [name for name, values in honest.items() if _close(reported, values, tolerance)]
+    if matches:
+        prefer = "epoch running mean" if "epoch running mean" in matches else matches[0]
+        others = [m for m in matches if m != prefer]
+        also = (f" (on this curve also indistinguishable from the {' and the '.join(others)})"
+                if others else "")
+        return ProbeResult("raw vs reported", f"agree: the logger shows the {prefer}{also}",
+                           {"agree": True, "matches": prefer, "all_matches": matches,
+                            "steps_compared": len(raw), "mechanism": None})
     finite = [i for i, (a, b) in enumerate(zip(honest["epoch running mean"], reported))
               if math.isfinite(a) and math.isfinite(b)]
     raw_f = [raw[i] for i in finite]
