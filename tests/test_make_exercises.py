@@ -70,7 +70,7 @@ def test_committed_exercises_are_in_sync_and_leak_nothing():
     assert mx.generate(check=True) == [], "run `make exercises`"
     for sol in sorted((ROOT / "solutions").glob("*.ipynb")):
         ex = nbformat.read(ROOT / "exercises" / sol.name, as_version=4)
-        ex_text = "\n".join(c.source for c in ex.cells)
+        ex_lines = {ln.strip() for c in ex.cells for ln in c.source.splitlines()}
         for cell in nbformat.read(sol, as_version=4).cells:
             hidden = []
             if "solution" in cell.metadata.get("tags", []):
@@ -80,4 +80,4 @@ def test_committed_exercises_are_in_sync_and_leak_nothing():
                 hidden = body.splitlines()
             for line in hidden:
                 if len(line.strip()) > 12:
-                    assert line.strip() not in ex_text, f"{sol.name} leaks: {line.strip()}"
+                    assert line.strip() not in ex_lines, f"{sol.name} leaks: {line.strip()}"
