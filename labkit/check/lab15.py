@@ -1,21 +1,13 @@
-"""Answer checks for the exercise notebooks. A wrong answer raises `CheckFailed` with a
-sentence that teaches; a right one returns a short confirmation.
-
-Each check is named after its exercise (``lab15_...``), and its tests carry the same
-pytest marker, so ``pytest -m lab15`` checks one exercise.
-"""
+"""Lab 15's answer checks: predictions, a checkable FORECAST, and the conviction."""
 
 from __future__ import annotations
 
 import re
 
-from .triage import Prediction, TriageRecord, TriageRefused
+from ..triage import Prediction, TriageRecord, TriageRefused
+from ._base import CheckFailed
 
 SHAPES = ("flat", "descending", "nan")
-
-
-class CheckFailed(AssertionError):
-    """Raised with a teaching sentence when an answer is not right yet."""
 
 
 def lab15_predictions(predictions: dict) -> str:
@@ -46,7 +38,7 @@ def lab15_forecast(text: str) -> str:
 
 def lab15_conviction(mystery: str, record: TriageRecord) -> str:
     """The record gives a verdict and it names the right system."""
-    from .lab15 import truth
+    from ..lab15 import truth
     try:
         line = record.verdict()
     except TriageRefused as exc:
