@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
         return 2
     port = int(os.environ.get("PORT", "8888"))
     cmd = lab_command(notebook, port=port, token=token, open_browser="--no-browser" not in argv)
-    print(f"JupyterLab on http://127.0.0.1:{port}/lab?token={token}", flush=True)
+    print(f"JupyterLab on http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}", flush=True)
     os.execv(cmd[0], cmd)
     return 0
 
