@@ -20,7 +20,7 @@ PRECISIONS = ("fp32", "fp16")
 class Config:
     task: str = "classify"  # "classify": MLP on 2-D blobs; "lm": TinyCausalLM on prompt/response tokens
     dataset: str | None = None  # None = the task's default ("blobs" / "tokens"); "imbalanced" for Exercise F
-    n_classes: int = 10  # C = 10 puts the loss at init on ln 10 = 2.303, the chapter's flat line
+    n_classes: int = 10  # C = 10 puts the loss at init on ln 10 = 2.303; dataset="imbalanced" is 2
     vocab_size: int = 50  # V = 50 keeps the LM tiny; ln 50 = 3.912 at init
     hidden: int = 64  # MLP width (the LM uses d_model = hidden // 2): big enough to overfit 64 samples
     depth: int = 2  # hidden layers in the MLP backbone / transformer blocks in the LM (1-2)
@@ -48,6 +48,8 @@ class Config:
         if self.dataset is None:
             object.__setattr__(self, "dataset", DATASETS_FOR[self.task][0])
         check_choice("dataset", self.dataset, DATASETS_FOR[self.task])
+        if self.dataset == "imbalanced":
+            object.__setattr__(self, "n_classes", 2)  # the imbalanced set is binary
         if self.optimizer is None:
             object.__setattr__(self, "optimizer", "sgd" if self.task == "classify" else "adam")
         check_choice("optimizer", self.optimizer, OPTIMIZERS)

@@ -55,7 +55,9 @@ def plot_train_val(run: Run, ax=None):
     """Per-step raw training loss as points; periodic train-eval and val loss as markers."""
     ax = _ax(ax, "train vs val")
     x, y = _finite(run.table["step"], run.table["loss_raw"])
-    ax.plot(x, y, ".", ms=2, alpha=0.35, color="tab:blue", label="online train loss (raw)")
+    ax.plot(x, y, ".", ms=2, alpha=0.35, color="tab:blue", label="loss_raw (each batch)")
+    x, y = _finite(run.table["step"], run.table["loss_reported"])
+    ax.plot(x, y, "-", lw=1, color="tab:blue", label="online train loss (logger's epoch mean)")
     for name, style in (("train_eval_loss", "s-"), ("val_loss", "o-")):
         if name in run.evals:
             x, y = _finite(run.evals["step"], run.evals[name])
@@ -90,7 +92,8 @@ def plot_compare(runs: dict[str, Run], ax=None, column: str = "loss_raw", log: b
     """Several runs' raw per-step values on one axis, as points."""
     ax = _ax(ax, column)
     for name, run in runs.items():
-        x, y = _finite(run.table["step"], run.column(column))
+        steps = run.table["step"] if column in run.table else run.evals["step"]  # eval columns
+        x, y = _finite(steps, run.column(column))
         ax.plot(x, y, ".", ms=2.5, alpha=0.7, label=name)
         step = run.first_nonfinite_step(column)
         if step is not None:

@@ -34,7 +34,10 @@ def test_norm_plot_has_a_series_per_layer_group_and_counts_nulls():
 def test_train_val_and_compare_plots():
     run = train(steps=20, eval_every=10)
     ax = plots.plot_train_val(run)
-    assert [line.get_label() for line in ax.lines][1:] == ["train_eval_loss", "val_loss"]
+    assert [line.get_label() for line in ax.lines][1:] == [
+        "online train loss (logger's epoch mean)", "train_eval_loss", "val_loss"]
     ax = plots.plot_compare({"a": run, "b": train(steps=20, seed=1)})
     assert len(ax.lines) == 2
+    ax = plots.plot_compare({"a": run}, column="val_loss")
+    assert list(ax.lines[0].get_xdata()) == [9, 19]  # eval columns sit at their eval steps
     plt.close("all")

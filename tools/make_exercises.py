@@ -64,6 +64,7 @@ def strip_code(source: str, where: str) -> str:
 
 def make_exercise(nb, path: Path):
     nb = nbformat.from_dict(nb)  # a copy
+    nb.metadata.pop("widgets", None)  # saved widget state of the solved run
     for i, cell in enumerate(nb.cells):
         tags = cell.metadata.get("tags", [])
         for tag in tags:
@@ -80,6 +81,7 @@ def make_exercise(nb, path: Path):
             cell.outputs, cell.execution_count = [], None
         elif "solution" in tags:
             cell.source = ANSWER_STUB
+        cell.metadata.pop("execution", None)  # run timestamps belong to the solved copy
         cell.metadata["tags"] = [t for t in tags if t != "solution"]
         if not cell.metadata["tags"]:
             del cell.metadata["tags"]

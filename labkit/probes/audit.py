@@ -128,14 +128,21 @@ class UpdateProbe:
         for name, p in self.params.items():
             delta = float((p.detach() - self._before[name]).float().norm())
             weight = float(p.detach().float().norm())
-            rows.append({"name": name, "delta_norm": delta,
+            rows.append({"name": name, "delta_norm": delta, "grad_is_none": p.grad is None,
                          "relative_update": delta / (weight + 1e-12)})
-        frozen = [r["name"] for r in rows if r["delta_norm"] == 0.0]
+        frozen = [r["name"] for r in rows if r["delta_norm"] == 0.0 and not r["grad_is_none"]]
+        unreached = [r["name"] for r in rows if r["delta_norm"] == 0.0 and r["grad_is_none"]]
         huge = [r["name"] for r in rows if not math.isfinite(r["relative_update"])
                 or r["relative_update"] > 1.0]
+        parts = []
         if frozen:
-            verdict = (f"no update for {', '.join(frozen)}: check optimizer membership, the "
-                       "learning rate and GradScaler skips")
+            parts.append(f"no update for {', '.join(frozen)}: check optimizer membership, the "
+                         "learning rate and GradScaler skips")
+        if unreached:
+            parts.append(f"no update for {', '.join(unreached)}: its gradient is None, so the loss "
+                         "never reached it (see the gradient audit)")
+        if parts:
+            verdict = "; ".join(parts)
         elif huge:
             verdict = f"huge update for {', '.join(huge)}: the step is larger than the weights"
         else:

@@ -102,7 +102,7 @@ def label_alignment(batch) -> ProbeResult:
     ids, labels = batch["input_ids"], batch["labels"]
     mask = batch.get("attention_mask", torch.ones_like(ids))
     kept = labels != IGNORE
-    n = int(kept.sum())
+    n = int(kept[:, 1:].sum())  # position 0 is never a target once the model shifts
     if n == 0:
         return ProbeResult("label audit", "no supervised tokens: every label is -100",
                            {"supervised": 0, "aligned": None, "pre_shifted": None, "pad_supervised": 0})
