@@ -6,6 +6,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.labkit-installed
 PORT   ?= 8888
+# Extra pip options, e.g. PIP_EXTRA='--extra-index-url https://download.pytorch.org/whl/cpu'
+# on a machine where PyPI's default torch wheel would be the multi-GB CUDA build.
+PIP_EXTRA ?=
 
 .PHONY: lab test exercises bench env clean-env help
 
@@ -20,7 +23,7 @@ env: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[lab,test]'
+	$(BIN)/python -m pip install --quiet $(PIP_EXTRA) -c constraints.txt -e '.[lab,test]'
 	@touch $(STAMP)
 
 lab: $(STAMP)

@@ -1,8 +1,8 @@
 """labkit: a study lab for model-training fundamentals and loss-curve diagnosis.
 
-    >>> import labkit
-    >>> run = labkit.train(seed=0)          # the healthy reference run
-    >>> run.table["loss_raw"][:3]           # per-step raw loss
+    import labkit
+    run = labkit.train(seed=0)          # the healthy reference run
+    run.table["loss_raw"][:3]           # per-step raw loss
 """
 
 __version__ = "0.1.0"

@@ -21,7 +21,7 @@ def _add_run(sub):
     p.add_argument("--task", help="classify (MLP, 10 blobs; the default) or lm (tiny causal LM)")
     p.add_argument("--seed", type=int, help="default 0")
     p.add_argument("--steps", type=int, help="default 200")
-    p.add_argument("--lr", type=float, default=None, help="default: 0.1 for SGD, 3e-3 for Adam")
+    p.add_argument("--lr", type=float, default=None, help="default: 0.1 for classify (SGD), 3e-3 for lm (Adam)")
     p.add_argument("--precision", help="fp32 (default) or fp16 (autocast + GradScaler)")
     p.add_argument("--bug", default=None, help="inject a bug from `labkit bugs`")
     p.add_argument("--json", default=None, metavar="PATH",
@@ -79,7 +79,7 @@ def _add_triage(sub):
     p = sub.add_parser("triage", help="run the H3 -> H2 -> H1 triage and print the paper form")
     p.add_argument("--bug", default=None, help="a bug from `labkit bugs`; omit for the healthy setup")
     p.add_argument("--task", default=None, help="classify or lm (healthy setup only)")
-    p.add_argument("--seeds", type=_seeds, default=(0, 1), help="two seeds, e.g. 0,1")
+    p.add_argument("--seeds", type=_seeds, default=(0, 1), help="two seeds (default 0,1)")
     p.add_argument("--json", default=None, metavar="PATH", help="also save the record here")
     p.set_defaults(func=cmd_triage)
 
@@ -90,7 +90,10 @@ def cmd_triage(args) -> int:
     from .diagnose import diagnose
     from .triage import TriageRefused
     if args.bug is not None:
-        get_bug(args.bug)  # unknown names fail here, before any training
+        bug = get_bug(args.bug)  # unknown names fail here, before any training
+        if args.task:
+            raise ValueError(f"--task applies only without --bug; {args.bug} runs under "
+                             f"task={bug.setup.get('task', 'classify')!r}.")
     config = Config.make(task=args.task) if args.task and not args.bug else None
     record = diagnose(args.bug, seeds=args.seeds, config=config)
     if args.json:

@@ -43,13 +43,20 @@ def signature(run: Run) -> dict:
     }
 
 
-def signature_table(runs: dict[str, Run], system: str | None = None) -> str:
-    """A fixed-width text table of signatures, rounded so notebooks can compare it."""
+def signature_table(runs: dict[str, Run], system: str | None = None,
+                    healthy: dict[str, Run] | None = None) -> str:
+    """A fixed-width text table of signatures, rounded so notebooks can compare it.
+
+    With `healthy` (task -> Run), the healthy run of each task shown comes first, as the
+    yardstick for every row below it."""
     lines = [f"{'bug':26s} {'loss0':>6s} {'last20':>7s} {'reported':>8s} {'lr':>6s} {'NaN@':>5s} "
              f"{'max|g|':>8s}  null grads / zero updates"]
-    for name, run in runs.items():
-        if system and (run.meta.get("bug") is None or BUGS[name.split(":")[0]].system != system):
-            continue
+    shown = {name: run for name, run in runs.items()
+             if not system or BUGS[name.split(":")[0]].system == system}
+    tasks = {run.config["task"] for run in shown.values()}
+    rows = {f"healthy ({task})": run for task, run in (healthy or {}).items() if task in tasks}
+    rows.update(shown)
+    for name, run in rows.items():
         s = signature(run)
         nan_at = "-" if s["first_nonfinite"] is None else str(s["first_nonfinite"])
         gmax = "-" if s["grad_norm_max"] is None else f"{s['grad_norm_max']:.2g}"

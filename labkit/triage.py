@@ -213,8 +213,11 @@ class TriageRecord:
                 if self.rows[row]["status"] == "n/a":
                     out.append(f"{row} cannot be n/a for a {conv['system']} conviction")
         seeds = set(self.seeds) | set(conv.get("evidence_seeds") or [])
-        if len(seeds) < 2:
-            out.append(f"the decisive result rests on {len(seeds)} seed(s); confirm on a second seed")
+        if not seeds:
+            out.append("no seed has run the decisive test yet; run it, then confirm on a second seed")
+        elif len(seeds) < 2:
+            out.append(f"the decisive result rests on one seed ({sorted(seeds)[0]}); confirm on a "
+                       "second seed")
         for row in ("intervention", "confirmation"):
             if self.rows[row]["data"].get("met") is False:
                 out.append(f"the {row} run did not meet its FORECAST")
@@ -234,7 +237,7 @@ class TriageRecord:
         labels = {"hashes": "Hashes (seed/data/model-init)", "baseline": "Baseline",
                   "raw_vs_reported": "H3 raw-vs-reported", "overfit": "Overfit 64-sample",
                   "label_shuffle": "Label-shuffle control", "intervention": "Intervention (one)",
-                  "confirmation": "Confirm (second seed)", "conviction": "CONVICTION"}
+                  "confirmation": "Confirm (second seed)", "conviction": "Conviction"}
         for name in ROWS:
             row = self.rows[name]
             shown = row["text"] if row["status"] != UNKNOWN or row["text"] else UNKNOWN
@@ -259,9 +262,9 @@ class TriageRecord:
             row = self.rows[name]
             unknown = row["status"] == UNKNOWN
             style = ' style="background:#fde2e2;font-weight:bold"' if unknown else ""
-            text = html.escape(row["text"] or "") if not unknown or row["text"] else UNKNOWN
+            text = html.escape(row["text"] or "")
             if unknown:
-                text = f"{UNKNOWN} {text}".strip()
+                text = f"{UNKNOWN} ({text})" if text else UNKNOWN
             cells.append(f"<tr><th style='text-align:left'>{name}</th><td{style}>{text}</td></tr>")
         try:
             footer = html.escape(self.verdict())

@@ -71,3 +71,8 @@ def test_triage_prints_the_form_and_ends_with_the_conviction(tmp_path):
 def test_triage_bad_input_exits_2_with_one_line(args, words):
     rc, out, err = run_cli(*args)
     assert rc == 2 and words in err and len(err.strip().splitlines()) == 1 and not out
+
+
+def test_triage_refuses_task_together_with_bug():
+    rc, out, err = run_cli("triage", "--bug", "detach", "--task", "lm")
+    assert rc == 2 and "--task applies only without --bug" in err and not out

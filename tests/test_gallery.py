@@ -15,6 +15,8 @@ def test_signature_and_table_report_the_measured_numbers():
     assert gallery.signature(runs["nan_in_inputs"])["first_nonfinite"] == 10
     table = gallery.signature_table(runs, "H3").splitlines()
     assert len(table) == 2 and table[1].startswith("stale_log") and "2.302" in table[1]
+    table = gallery.signature_table(runs, "H3", healthy).splitlines()
+    assert table[1].startswith("healthy (classify)") and table[2].startswith("stale_log")
     fig = gallery.plot_system(runs, healthy, "H1")
     assert [ax.get_title() for ax in fig.axes if ax.get_title()] == ["detach"]
     plt.close("all")

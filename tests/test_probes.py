@@ -202,3 +202,10 @@ def test_bad_inputs_are_refused_with_a_sentence():
         probes.loss_at_init(model, (torch.randn(8, 7), y))
     with pytest.raises(ValueError, match="integer token ids"):
         probes.loss_at_init(nn.Sequential(nn.Embedding(10, 4)), (torch.randn(2, 3), y))
+
+
+def test_gradient_audit_refuses_a_batch_where_the_loss_belongs():
+    model, (x, y) = tiny(), batch()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(TypeError, match="loss must be the loss tensor.*got dict"):
+        probes.gradient_audit(model, opt, {"x": x, "y": y})

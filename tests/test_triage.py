@@ -64,12 +64,12 @@ def test_verdict_refused_until_rows_known_and_two_seeds():
         rec.verdict()
     msg = str(info.value)
     for part in ("intervention is UNKNOWN", "confirmation is UNKNOWN", "conviction is UNKNOWN",
-                 "rests on 0 seed(s)"):
+                 "no seed has run the decisive test yet"):
         assert part in msg
     rec.plan_intervention({"bug": "stale_log"}, {"bug": None}, "loss_reported < 1.0 by step 150")
     assert rec.record_intervention_run(labkit.train(steps=160, seed=0))
     rec.convict("H3", "the logger reports a stale value")
-    with pytest.raises(TriageRefused, match="confirmation is UNKNOWN.*rests on 1 seed"):
+    with pytest.raises(TriageRefused, match=r"confirmation is UNKNOWN.*rests on one seed \(0\)"):
         rec.verdict()
     with pytest.raises(TriageRefused, match="must use a second seed"):
         rec.record_confirmation(labkit.train(steps=160, seed=0))

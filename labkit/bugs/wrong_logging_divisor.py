@@ -2,7 +2,8 @@
 
 Symptom:   the reported loss is tiny and nearly flat while the raw per-batch loss descends.
 Mechanism: the logger sums the batch losses of the epoch and divides by 500, a number
-           left over from another dataset, instead of the count of batches seen (16 here).
+           left over from another dataset, instead of the count of batches seen so far in the
+           epoch (1 to 16 here).
            Training is fine; the journalism about it is wrong.
 Fix:       divide by the true count; assert the logged value against an independent
            recomputation (the raw-vs-reported probe).

@@ -64,6 +64,9 @@ def gradient_audit(model: nn.Module, optimizer: torch.optim.Optimizer,
     """Run after backward(), before step(): per parameter, is it trainable, owned, and what is its grad?"""
     named = trainable(model)
     owned = check_optimizer(model, optimizer)
+    if loss is not None and not isinstance(loss, torch.Tensor):
+        raise TypeError(f"loss must be the loss tensor your forward pass produced (a scalar); "
+                        f"got {type(loss).__name__}. Call gradient_audit after loss.backward().")
     problems = []
     if loss is not None and (not loss.requires_grad or loss.grad_fn is None):
         problems.append("the loss has no grad_fn: no autograd graph reaches it")
