@@ -8,14 +8,12 @@ import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
+from helpers import one_sentence
 from labkit.check.ex_a import ex_a_curve, ex_a_head_learns, ex_a_null_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ex_a
 
-
-def one_sentence(message: str) -> bool:
-    return message.endswith(".") and not re.search(r"[.:;]\s+[A-Z]", message)
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,13 @@ import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
+from helpers import one_sentence
 from labkit.check.ex_b import (ex_b_frozen_groups, ex_b_grad_state, ex_b_worse_variant,
                                ex_b_zero_grad_clears)
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ex_b
 
-
-def one_sentence(message: str) -> bool:
-    return message.endswith(".") and not re.search(r"[.:;]\s+[A-Z]", message)
 
 
 @pytest.fixture(scope="module")

@@ -16,3 +16,17 @@ def layer_groups(answer, run) -> set[str]:
         raise CheckFailed(f"{unknown[0]!r} is not a layer group of this run: name groups exactly as "
                           "run.groups spells them, not modules or single tensors.")
     return set(answer)
+
+
+def need_bool(answer) -> bool:
+    """Refuse anything but True or False."""
+    if not isinstance(answer, bool):
+        raise CheckFailed(f"Answer True or False; got {answer!r}.")
+    return answer
+
+
+def need_one_of(answer, choices) -> str:
+    """Refuse an answer outside `choices`."""
+    if answer not in choices:
+        raise CheckFailed(f"Answer with one of {', '.join(map(repr, choices))}; got {answer!r}.")
+    return answer

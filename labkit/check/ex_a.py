@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import CheckFailed, layer_groups
+from ._base import CheckFailed, layer_groups, need_bool, need_one_of
 
 CURVES = {"flat": "stays at ln C, nothing learns", "slower": "falls, but more slowly than healthy "
           "and ends well above it", "same": "matches the healthy run", "nan": "blows up"}
@@ -28,8 +28,7 @@ def ex_a_null_groups(answer, run) -> str:
 
 def ex_a_head_learns(answer) -> str:
     """Can the head still learn with the backbone detached?"""
-    if not isinstance(answer, bool):
-        raise CheckFailed(f"Answer True or False; got {answer!r}.")
+    need_bool(answer)
     if not answer:
         raise CheckFailed("The head sits after the detach, so the loss still reaches it: read "
                           "grad_norm/head and update_norm/head in the detached run, and how far its "
@@ -39,8 +38,7 @@ def ex_a_head_learns(answer) -> str:
 
 def ex_a_curve(answer) -> str:
     """What does the detached run's loss curve look like next to the healthy one?"""
-    if answer not in CURVES:
-        raise CheckFailed(f"Answer with one of {', '.join(map(repr, CURVES))}; got {answer!r}.")
+    need_one_of(answer, CURVES)
     hints = {"flat": "A flat curve means nothing learns, yet the detached loss moves: compare its "
                      "step-0 loss with the mean of its last 20 steps.",
              "same": "Put the two runs on one plot and compare the means of their last 20 raw "

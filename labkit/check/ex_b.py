@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import CheckFailed, layer_groups
+from ._base import CheckFailed, layer_groups, need_bool, need_one_of
 
 GRAD_STATES = ("none", "zero", "finite")
 VARIANTS = ("backbone_only", "head_only")  # which part the optimizer was given
@@ -28,8 +28,7 @@ def ex_b_frozen_groups(answer, run) -> str:
 
 def ex_b_grad_state(answer) -> str:
     """The gradient of the parameters left out of the optimizer: 'none', 'zero' or 'finite'?"""
-    if answer not in GRAD_STATES:
-        raise CheckFailed(f"Answer with one of {', '.join(map(repr, GRAD_STATES))}; got {answer!r}.")
+    need_one_of(answer, GRAD_STATES)
     if answer == "none":
         raise CheckFailed("None would mean autograd never reached those weights, yet they are still "
                           "between the input and the loss: their grad_norm column holds numbers, "
@@ -42,8 +41,7 @@ def ex_b_grad_state(answer) -> str:
 
 def ex_b_zero_grad_clears(answer) -> str:
     """Does optimizer.zero_grad() clear the gradient of a parameter the optimizer does not own?"""
-    if not isinstance(answer, bool):
-        raise CheckFailed(f"Answer True or False; got {answer!r}.")
+    need_bool(answer)
     if answer:
         raise CheckFailed("If zero_grad() cleared it, the left-out group's grad_norm would stay "
                           "near its step-0 size as in the healthy run: compare its first and last "
@@ -53,8 +51,7 @@ def ex_b_zero_grad_clears(answer) -> str:
 
 def ex_b_worse_variant(answer) -> str:
     """Which omission hurts the loss more: optimizing the backbone only, or the head only?"""
-    if answer not in VARIANTS:
-        raise CheckFailed(f"Answer with one of {', '.join(map(repr, VARIANTS))}; got {answer!r}.")
+    need_one_of(answer, VARIANTS)
     if answer == "head_only":
         raise CheckFailed("Compare the means of the last 20 raw losses of the two runs before you "
                           "answer: the variant hurt more is the one whose loss ends higher.")
