@@ -76,6 +76,7 @@ class Trainer:
         self.n_steps = total_steps(config, data)
         self._amp = _autocast(config)
         self._loop_s = 0.0
+        self._eval_s = 0.0  # time spent in periodic evaluation, part of loop_s
         self._lm = data.kind == "lm"
         self._n_train = len(data)
         self.step_index = 0  # the next step to run
@@ -138,11 +139,13 @@ class Trainer:
         self.step_index += 1
 
     def evaluate(self) -> None:
+        t0 = time.perf_counter()
         ctx = self.ctx
         self.evals["step"].append(ctx.step)
         for split_name, split in (("train_eval", ctx.data.train), ("val", ctx.data.val)):
             for metric, value in evaluate(ctx.model, split, self.config, ctx.data.kind).items():
                 self.evals.setdefault(f"{split_name}_{metric}", []).append(value)
+        self._eval_s += time.perf_counter() - t0
 
     def run(self, steps: int | None = None) -> Run:
         """Run the remaining steps (or `steps` more) and return the `Run` so far."""
@@ -179,7 +182,8 @@ class Trainer:
         }
         now = time.perf_counter()
         timing = {"wall_s": now - self._t0, "loop_s": self._loop_s + (now - t0),
-                  "started_at": self.started_at, "created_at": time.time()}
+                  "eval_s": self._eval_s, "started_at": self.started_at,
+                  "created_at": time.time()}
         return Run(table={k: list(v) for k, v in table.items()},
                    evals={k: list(v) for k, v in self.evals.items()}, meta=meta, timing=timing)
 
