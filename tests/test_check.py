@@ -1,14 +1,12 @@
 """Lab 15's checks teach on wrong answers, and the solution solves all three mysteries."""
 
-from pathlib import Path
 
-import nbformat
 import pytest
 
 from labkit import check, lab15
 from labkit.triage import TriageRecord
+from helpers import run_solution
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.lab15
 
 
@@ -42,12 +40,6 @@ def test_conviction_of_the_wrong_system_gets_a_hint_not_the_answer():
 
 @pytest.mark.parametrize("mystery", ["B", "C"])
 def test_solution_solves_every_mystery(tmp_path, mystery):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / f"lab15_{mystery}.ipynb"
-    papermill.execute_notebook(str(ROOT / "solutions" / "lab15_one_variable_intervention.ipynb"),
-                               str(out), parameters={"mystery": mystery}, kernel_name="python3",
-                               cwd=str(ROOT / "solutions"), progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = run_solution("lab15_one_variable_intervention", tmp_path, mystery=mystery)
     assert f"ok: CONVICTION: {lab15.truth(mystery)} — " in text
     assert "forecast 'loss < 1.0 by step 150' MET" in text

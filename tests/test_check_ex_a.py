@@ -1,17 +1,14 @@
 """Exercise A's checks teach on wrong answers, and the solution passes them on another seed."""
 
 import re
-from pathlib import Path
 
-import nbformat
 import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
-from helpers import one_sentence
+from helpers import one_sentence, run_solution
 from labkit.check.ex_a import ex_a_curve, ex_a_head_learns, ex_a_null_groups
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ex_a
 
 
@@ -77,13 +74,7 @@ def test_wrong_curves_point_at_the_evidence(answer, words):
 
 
 def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "ex_a_seed1.ipynb"
-    papermill.execute_notebook(str(ROOT / "solutions" / "ex_a_break_the_graph.ipynb"), str(out),
-                               parameters={"seed": 1}, kernel_name="python3",
-                               cwd=str(ROOT / "solutions"), progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = run_solution("ex_a_break_the_graph", tmp_path, seed=1)
     assert "detached: loss at step 0 = 2.30" in text
     assert "ok: 2 of 3 groups never get a gradient (None, not 0)" in text
     assert "ok: the head learns" in text

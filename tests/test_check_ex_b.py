@@ -1,18 +1,15 @@
 """Exercise B's checks teach on wrong answers, and the solution passes them on another seed."""
 
 import re
-from pathlib import Path
 
-import nbformat
 import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
-from helpers import one_sentence
+from helpers import one_sentence, run_solution
 from labkit.check.ex_b import (ex_b_frozen_groups, ex_b_grad_state, ex_b_worse_variant,
                                ex_b_zero_grad_clears)
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ex_b
 
 
@@ -71,13 +68,7 @@ def test_wrong_answers_point_at_the_evidence(check, answer, words):
 
 
 def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "ex_b_seed1.ipynb"
-    papermill.execute_notebook(str(ROOT / "solutions" / "ex_b_optimizer_membership.ipynb"),
-                               str(out), parameters={"seed": 1}, kernel_name="python3",
-                               cwd=str(ROOT / "solutions"), progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = run_solution("ex_b_optimizer_membership", tmp_path, seed=1)
     assert "head_only and detach have the same raw loss at every step: True" in text
     assert "ok: head: a gradient at every step, an update of exactly 0" in text
     assert "ok: backbone.0, backbone.2: a gradient at every step, an update of exactly 0" in text

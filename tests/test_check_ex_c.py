@@ -1,15 +1,13 @@
 """Exercise C's checks teach on wrong answers, and the solution passes them on another seed."""
 
-from pathlib import Path
 
-import nbformat
 import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
 from labkit.check.ex_c import ex_c_forecast, ex_c_lr_roles, ex_c_update_ratio
+from helpers import run_solution
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ex_c
 LRS = [1e-6, 1e-4, 1e-2, 1, 30]
 RIGHT = {1e-6: "too small", 1e-4: "too small", 1e-2: "slow", 1: "best", 30: "too large"}
@@ -58,12 +56,6 @@ def test_wrong_roles_get_a_sentence_pointing_at_the_evidence(runs, wrong, words)
 
 
 def test_solution_passes_its_checks_on_another_seed(tmp_path):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "ex_c_seed1.ipynb"
-    papermill.execute_notebook(str(ROOT / "solutions" / "ex_c_learning_rate_sweep.ipynb"),
-                               str(out), parameters={"seed": 1}, kernel_name="python3",
-                               cwd=str(ROOT / "solutions"), progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = run_solution("ex_c_learning_rate_sweep", tmp_path, seed=1)
     assert text.count("ok: ") == 3
     assert "lr=30 blew up (non-finite, or ended above its start): True" in text

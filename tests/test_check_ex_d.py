@@ -1,15 +1,13 @@
 """Exercise D's checks teach on wrong answers, and the solution passes them on another seed."""
 
-from pathlib import Path
 
-import nbformat
 import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
 from labkit.check.ex_d import ex_d_cause, ex_d_eval_vs_no_grad, ex_d_ordering
+from helpers import run_solution
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ex_d
 
 
@@ -64,12 +62,6 @@ def test_eval_and_no_grad_are_different_switches():
 
 
 def test_solution_passes_its_checks_on_another_seed(tmp_path):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "ex_d_seed1.ipynb"
-    papermill.execute_notebook(str(ROOT / "solutions" / "ex_d_validation_below_training.ipynb"),
-                               str(out), parameters={"seed": 1}, kernel_name="python3",
-                               cwd=str(ROOT / "solutions"), progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = run_solution("ex_d_validation_below_training", tmp_path, seed=1)
     assert text.count("ok: ") == 4
     assert "ok: dropout (online - train_eval" in text

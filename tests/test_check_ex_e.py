@@ -1,16 +1,14 @@
 """Exercise E's checks teach on wrong answers, and the solution still passes them on seed 1."""
 
 import math
-from pathlib import Path
 
-import nbformat
 import pytest
 
 from labkit.check import CheckFailed
 from labkit.check.ex_e import (ex_e_double_shift_floor, ex_e_inflated_count, ex_e_nan_variant,
                                ex_e_perplexity, ex_e_two_ahead)
+from helpers import run_solution
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ex_e
 
 
@@ -61,13 +59,7 @@ def test_failures_are_assertion_errors_with_one_sentence():
 
 
 def test_solution_runs_on_seed_1_and_passes_its_checks(tmp_path):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "ex_e_seed1.ipynb"
-    papermill.execute_notebook(str(ROOT / "solutions" / "ex_e_masking_errors.ipynb"), str(out),
-                               parameters={"seed": 1}, kernel_name="python3",
-                               cwd=str(ROOT / "solutions"), progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = run_solution("ex_e_masking_errors", tmp_path, seed=1)
     assert sum(line.startswith("ok: ") for line in text.splitlines()) == 5, text[-2000:]
     assert "double_shift val_response_loss rose" in text
     assert "all_masked_labels: 200 of 200 updates are exactly 0" in text

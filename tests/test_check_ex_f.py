@@ -1,16 +1,14 @@
 """Exercise F's checks teach on wrong answers, and the solution still passes them on seed 1."""
 
-from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
 from labkit.check import CheckFailed
 from labkit.check.ex_f import (ex_f_exact_match, ex_f_exposing_metric, ex_f_majority_accuracy,
                                ex_f_minority_recall)
+from helpers import run_solution
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ex_f
 
 Y_95_5 = torch.tensor([0] * 95 + [1] * 5)
@@ -56,13 +54,7 @@ def test_exact_match_multiplies_per_token_chances():
 
 
 def test_solution_runs_on_seed_1_and_passes_its_checks(tmp_path):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "ex_f_seed1.ipynb"
-    papermill.execute_notebook(str(ROOT / "solutions" / "ex_f_loss_metric_mismatch.ipynb"), str(out),
-                               parameters={"seed": 1}, kernel_name="python3",
-                               cwd=str(ROOT / "solutions"), progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = run_solution("ex_f_loss_metric_mismatch", tmp_path, seed=1)
     assert sum(line.startswith("ok: ") for line in text.splitlines()) == 4, text[-2000:]
     assert "ok: minority recall = 0 / " in text  # the 50-step checkpoint ignores class 1 on seed 1 too
     assert "ok: 0.95^10 = 0.599" in text
