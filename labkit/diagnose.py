@@ -208,9 +208,14 @@ class Evidence:
             self.results["raw_vs_reported"] = raw_vs_reported(self.baseline())
         return self.results["raw_vs_reported"]
 
-    def subset(self) -> dict:
-        fresh = _trainer(self.setup, self.seed)
-        return fresh, make_batch(fresh.ctx.data.train, torch.arange(64), fresh.config, 0)
+    def subset(self):
+        """(a fresh trainer at init, its first 64 training rows), built once per seed; the
+        probes deep-copy the model, so every probe starts from the same init."""
+        if "subset" not in self.results:
+            fresh = _trainer(self.setup, self.seed)
+            self.results["subset"] = (fresh, make_batch(fresh.ctx.data.train, torch.arange(64),
+                                                        fresh.config, 0))
+        return self.results["subset"]
 
     def overfit(self):
         if "overfit" not in self.results:
