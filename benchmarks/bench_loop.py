@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import labkit
-from labkit.train import batch_indices, make_batch, make_data, make_model, steps_per_epoch
+from labkit.core.seams import batch_indices, make_batch, make_data, make_model, steps_per_epoch
 
 
 def plain_loop(config: labkit.Config) -> float:

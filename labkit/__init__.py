@@ -3,24 +3,53 @@
     import labkit
     run = labkit.train(seed=0)          # the healthy reference run
     run.table["loss_raw"][:3]           # per-step raw loss
+
+The package is grouped by job (see README, "Where things live"): `core` (the run),
+`bugs` (the zoo), `diagnosis` (probes, the triage record, automatic triage),
+`forecast` (sealed predictions and their scores), `learn` (answer checks, grading,
+gallery, plots), `widgets`, and the plumbing (`cli`, `store`, `errors`).
+
+`import labkit` loads none of them: each public name below is imported on first use,
+so the import costs nearly nothing and never pulls in matplotlib or the widgets.
 """
+
+from __future__ import annotations
+
+import importlib
+
+from . import _moved
 
 __version__ = "0.1.0"
 
-from .config import Config
-from .data import Dataset, make_blobs, make_imbalanced, make_tokens
-from .diagnose import diagnose
-from .forecast import Forecast
-from .forecast_history import ForecastHistory
-from .forecast_score import ForecastScore
-from .models import MLP, LMOutput, TinyCausalLM
-from .run import Run
-from .seams import Seams, evaluate
-from .train import Trainer, config_hash, train
-from .triage import Prediction, TriageRecord, TriageRefused
+_moved.install()
 
-__all__ = [
-    "Config", "Dataset", "Forecast", "ForecastHistory", "ForecastScore", "LMOutput", "MLP",
-    "Prediction", "Run", "Seams", "TinyCausalLM", "Trainer", "TriageRecord", "TriageRefused",
-    "config_hash", "diagnose", "evaluate", "make_blobs", "make_imbalanced", "make_tokens", "train",
-]
+# public name -> the module that defines it
+_PUBLIC = {
+    "Config": "core.config", "Dataset": "core.data", "make_blobs": "core.data",
+    "make_imbalanced": "core.data", "make_tokens": "core.data", "MLP": "core.models",
+    "LMOutput": "core.models", "TinyCausalLM": "core.models", "Run": "core.run",
+    "Seams": "core.seams", "evaluate": "core.seams", "config_hash": "core.train",
+    "Trainer": "bugs.inject", "train": "bugs.inject",
+    "diagnose": "diagnosis.explorer", "Prediction": "diagnosis.triage",
+    "TriageRecord": "diagnosis.triage", "TriageRefused": "diagnosis.triage",
+    "Forecast": "forecast", "ForecastHistory": "forecast", "ForecastScore": "forecast",
+}
+_SUBPACKAGES = ("core", "bugs", "diagnosis", "forecast", "learn", "widgets", "probes", "check",
+                "cli", "store", "errors")
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+        globals()[name] = value  # the next lookup is a plain attribute
+        return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    from .errors import suggest
+    raise AttributeError(f"labkit has no attribute {name!r}.{suggest(name, list(_PUBLIC) + list(_SUBPACKAGES))}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC) | set(_SUBPACKAGES))

@@ -30,7 +30,7 @@ def _add_run(sub):
 
 
 def cmd_run(args) -> int:
-    from .train import train
+    from .bugs.inject import train
     given = {"task": args.task, "seed": args.seed, "steps": args.steps, "lr": args.lr,
              "precision": args.precision}
     run = train(bug=args.bug, **{k: v for k, v in given.items() if v is not None})
@@ -86,9 +86,9 @@ def _add_triage(sub):
 
 def cmd_triage(args) -> int:
     from .bugs import get_bug
-    from .config import Config
-    from .diagnose import diagnose
-    from .triage import TriageRefused
+    from .core.config import Config
+    from .diagnosis.explorer import diagnose
+    from .diagnosis.triage import TriageRefused
     if args.bug is not None:
         bug = get_bug(args.bug)  # unknown names fail here, before any training
         if args.task:

@@ -15,9 +15,9 @@ import pytest
 
 import labkit
 from labkit.bugs import BUGS, STAGES, SYSTEMS, get_bug
-from labkit.config import Config
-from labkit.data import make_tokens
-from labkit.train import batch_indices
+from labkit.core.config import Config
+from labkit.core.data import make_tokens
+from labkit.core.seams import batch_indices
 
 SEEDS = (0, 1)
 LN10 = math.log(10)
@@ -262,7 +262,7 @@ def test_cli_lists_bugs_and_refuses_unknown_names():
 
 def test_all_masked_guard_catches_what_pytorch_turns_into_nan():
     from labkit.bugs.all_masked_labels import data_all_masked
-    from labkit.guards import require_supervised_tokens
+    from labkit.core.guards import require_supervised_tokens
     data = data_all_masked(Config(task="lm"))
     with pytest.raises(ValueError, match="no supervised tokens"):
         require_supervised_tokens(data.train["labels"][:32])

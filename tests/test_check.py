@@ -3,8 +3,9 @@
 
 import pytest
 
-from labkit import check, lab15
-from labkit.triage import TriageRecord
+from labkit import check
+from labkit.diagnosis import lab15
+from labkit.diagnosis.triage import TriageRecord
 from helpers import run_solution
 
 pytestmark = pytest.mark.lab15

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from labkit.data import BOS, EOS, IGNORE, PAD, SEP, make_blobs, make_imbalanced, make_tokens
+from labkit.core.data import BOS, EOS, IGNORE, PAD, SEP, make_blobs, make_imbalanced, make_tokens
 
 
 @pytest.mark.parametrize("make", [make_blobs, make_imbalanced, make_tokens])
@@ -77,7 +77,7 @@ def test_bad_sizes_are_refused_with_the_parameter_name():
 def test_responses_follow_the_two_successor_chain():
     # Each response token is one of two successors of the token before it, so a
     # model reading the previous token can reach ln 2 per response token.
-    from labkit.data import _successors
+    from labkit.core.data import _successors
     ds = make_tokens(seed=3)
     succ = _successors(50, torch.Generator().manual_seed(3))
     ids, resp = ds.train["input_ids"], ds.train["response_mask"]

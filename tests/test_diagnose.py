@@ -4,7 +4,7 @@ import pytest
 
 import labkit
 from labkit.bugs import BUGS, get_bug
-from labkit.diagnose import diagnose
+from labkit import diagnose
 
 CASES = list(BUGS) + ["missing_optimizer_params:head_only", "zero_lr:per_batch_scheduler"]
 # The mechanism line must name the mechanism, in words a learner would search for.

@@ -1,7 +1,7 @@
 """The Explorer runs the triage one step at a time; the panel only displays it."""
 
-from labkit.diagnose import diagnose
-from labkit.explorer import STEPS, Explorer
+from labkit import diagnose
+from labkit.diagnosis.explorer import STEPS, Explorer
 from labkit.widgets import ExplorerPanel
 
 

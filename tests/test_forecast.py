@@ -9,9 +9,9 @@ import pytest
 
 import labkit
 from labkit.forecast import SHAPES, Forecast, classify_shape
-from labkit.forecast_history import ForecastHistory
-from labkit.forecast_score import ForecastScore
-from labkit.train import config_hash
+from labkit.forecast.history import ForecastHistory
+from labkit.forecast.score import ForecastScore
+from labkit.core.train import config_hash
 
 STEPS = 40  # short runs keep the file fast; the rules do not depend on length
 

@@ -3,7 +3,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from labkit import gallery  # noqa: E402
+from labkit.learn import gallery  # noqa: E402
 
 
 def test_signature_and_table_report_the_measured_numbers():

@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from labkit.data import make_tokens
-from labkit.guards import require_finite, require_supervised_tokens
+from labkit.core.data import make_tokens
+from labkit.core.guards import require_finite, require_supervised_tokens
 
 
 def test_counts_supervised_tokens_after_the_shift():

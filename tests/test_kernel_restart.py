@@ -25,7 +25,7 @@ def test_forecast_history_and_triage_record_survive_a_kernel_restart(tmp_path):
 import os
 os.environ["LABKIT_HOME"] = {str(tmp_path)!r}
 import labkit
-from labkit.forecast_history import ForecastHistory
+from labkit.forecast.history import ForecastHistory
 """
         _run(kc, setup + """
 f = labkit.Forecast([(0, 2.3), (40, 2.3)], shape="flat").seal(labkit.Config(steps=50), bug="zero_lr")

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from labkit.metrics import (confusion_matrix, model_confusion, per_class_recall,  # noqa: E402
+from labkit.core.metrics import (confusion_matrix, model_confusion, per_class_recall,  # noqa: E402
                             plot_confusion)
 
 pytestmark = pytest.mark.ex_f

@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from labkit.data import IGNORE, make_blobs, make_tokens
-from labkit.models import MLP, TinyCausalLM, shifted_lm_loss
+from labkit.core.data import IGNORE, make_blobs, make_tokens
+from labkit.core.models import MLP, TinyCausalLM, shifted_lm_loss
 
 
 def test_mlp_has_named_backbone_and_head_and_dropout():

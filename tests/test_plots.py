@@ -5,7 +5,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from labkit import plots, train  # noqa: E402
+from labkit import train  # noqa: E402
+from labkit.core import plots  # noqa: E402
 
 
 def test_loss_plot_draws_every_finite_raw_point_and_marks_nan():

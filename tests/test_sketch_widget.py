@@ -8,8 +8,8 @@ import traitlets
 
 import labkit
 from labkit.forecast import Forecast
-from labkit.forecast_history import ForecastHistory
-from labkit.train import config_hash
+from labkit.forecast.history import ForecastHistory
+from labkit.core.train import config_hash
 from labkit.widgets import SketchForecast
 
 STEPS = 40

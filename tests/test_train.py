@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 import labkit
 from labkit import Config, Seams, train
-from labkit.train import batch_indices, make_batch, make_data, make_model
+from labkit.core.seams import batch_indices, make_batch, make_data, make_model
 
 
 def _strip(run):

@@ -1,7 +1,7 @@
 """Helpers for bugs that rewrite the token data the way a faulty collator would."""
 
-from ..data import Dataset
-from ..seams import make_data
+from ..core.data import Dataset
+from ..core.seams import make_data
 
 
 def rewrite_labels(config, rewrite) -> Dataset:

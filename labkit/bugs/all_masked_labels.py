@@ -12,7 +12,7 @@ Stage:     loss/masking.    System: H2 (the batches carry no supervised targets)
 Taught in: Exercise E.
 """
 
-from ..data import IGNORE, SEP
+from ..core.data import IGNORE, SEP
 from ._base import Bug
 from ._lm import rewrite_labels
 

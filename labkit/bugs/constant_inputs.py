@@ -8,7 +8,7 @@ Fix:       look at a batch of inputs after preprocessing (min, max, std per feat
 Stage:     data/targets.    System: H2 (no learnable signal).    Taught in: Lab 15.
 """
 
-from ..seams import make_data
+from ..core.seams import make_data
 from ._base import Bug
 
 

@@ -8,7 +8,7 @@ Fix:       remove the detach (or move it to code that really must not backpropag
 Stage:     graph.    System: H1 (gradient flow blocked).    Taught in: Exercise A.
 """
 
-from ..seams import StepContext
+from ..core.seams import StepContext
 from ._base import Bug
 
 

@@ -12,7 +12,7 @@ Stage:     data/targets.    System: H2 (input-label pairs misaligned).    Taught
 
 import torch
 
-from ..data import IGNORE
+from ..core.data import IGNORE
 from ._base import Bug
 from ._lm import rewrite_labels
 

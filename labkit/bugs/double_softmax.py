@@ -12,7 +12,7 @@ Taught in: Exercise F (loss/metric) and the bug gallery.
 
 import torch
 
-from ..seams import StepContext
+from ..core.seams import StepContext
 from ._base import Bug
 
 

@@ -15,7 +15,7 @@ Taught in: the bug gallery (fp16 section).
 
 import torch
 
-from ..seams import StepContext
+from ..core.seams import StepContext
 from ._base import Bug
 
 

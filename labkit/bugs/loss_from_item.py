@@ -11,7 +11,7 @@ Stage:     graph.    System: H1 (loss disconnected).    Taught in: Exercise A.
 import torch
 import torch.nn.functional as F
 
-from ..seams import StepContext
+from ..core.seams import StepContext
 from ._base import Bug
 
 

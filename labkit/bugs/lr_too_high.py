@@ -11,7 +11,7 @@ Stage:     optimizer.    System: H1 (divergence).    Taught in: Exercise C.
 
 import dataclasses
 
-from ..seams import make_optimizer
+from ..core.seams import make_optimizer
 from ._base import Bug
 
 

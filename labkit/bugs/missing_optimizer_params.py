@@ -11,7 +11,7 @@ Fix:       build the optimizer from ``model.parameters()`` (after any head repla
 Stage:     optimizer.    System: H1.    Taught in: Exercise B.
 """
 
-from ..seams import make_optimizer
+from ..core.seams import make_optimizer
 from ._base import Bug
 
 

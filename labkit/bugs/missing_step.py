@@ -7,7 +7,7 @@ Fix:       call ``optimizer.step()`` after ``backward()`` every step.
 Stage:     optimizer.    System: H1.    Taught in: Exercise B.
 """
 
-from ..seams import StepContext
+from ..core.seams import StepContext
 from ._base import Bug
 
 

@@ -7,7 +7,7 @@ Fix:       call ``optimizer.zero_grad()`` once per step, before ``backward()``.
 Stage:     gradients.    System: H1.    Taught in: Exercise B.
 """
 
-from ..seams import StepContext
+from ..core.seams import StepContext
 from ._base import Bug
 
 

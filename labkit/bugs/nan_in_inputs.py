@@ -10,7 +10,7 @@ Stage:     data/targets.    System: H2.    Taught in: the bug gallery (NaN secti
 
 import math
 
-from ..seams import make_data
+from ..core.seams import make_data
 from ._base import Bug
 
 CORRUPT_ROW = 300  # a row of the training split, fixed so the NaN step is reproducible

@@ -9,7 +9,7 @@ Fix:       ``labels[attention_mask == 0] = -100``; count valid tokens and check 
 Stage:     loss/masking.    System: H1 (loss averaged over padding).    Taught in: Exercise E.
 """
 
-from ..data import PAD
+from ..core.data import PAD
 from ._base import Bug
 from ._lm import rewrite_labels
 

@@ -10,7 +10,7 @@ Stage:     data/targets.    System: H2 (no learnable signal).    Taught in: Lab 
 
 import torch
 
-from ..seams import make_data
+from ..core.seams import make_data
 from ._base import Bug
 
 

@@ -9,7 +9,7 @@ Fix:       log the loss of the current step; compare the logged value with an in
 Stage:     evaluation/logging.    System: H3 (instrumentation).    Taught in: Lab 15.
 """
 
-from ..seams import StepContext
+from ..core.seams import StepContext
 from ._base import Bug
 
 

@@ -10,7 +10,7 @@ Fix:       divide by the true count; assert the logged value against an independ
 Stage:     evaluation/logging.    System: H3 (instrumentation).    Taught in: Lab 15.
 """
 
-from ..seams import StepContext
+from ..core.seams import StepContext
 from ._base import Bug
 
 HARD_CODED_BATCHES = 500

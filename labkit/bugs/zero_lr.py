@@ -13,7 +13,7 @@ import dataclasses
 
 import torch
 
-from ..seams import StepContext, make_optimizer
+from ..core.seams import StepContext, make_optimizer
 from ._base import Bug
 
 

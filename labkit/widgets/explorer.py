@@ -10,8 +10,8 @@ import html
 
 import ipywidgets as w
 
-from ..explorer import Explorer
-from ..triage import TriageRefused
+from ..diagnosis.explorer import Explorer
+from ..diagnosis.triage import TriageRefused
 
 
 class ExplorerPanel(w.VBox):

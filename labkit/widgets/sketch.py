@@ -18,10 +18,10 @@ from pathlib import Path
 import anywidget
 import traitlets as t
 
-from ..config import Config
+from ..core.config import Config
 from ..errors import check_choice, check_number
-from ..forecast import SHAPES, Forecast, check_points
-from ..forecast_history import ForecastHistory
+from ..forecast.forecast import SHAPES, Forecast, check_points
+from ..forecast.history import ForecastHistory
 
 HERE = Path(__file__).parent
 
@@ -51,7 +51,7 @@ class SketchForecast(anywidget.AnyWidget):
                             f"{type(config).__name__}.")
         cfg = None
         if isinstance(config, Config) or (config is None and bug is not None):
-            from ..train import resolve
+            from ..bugs.inject import resolve
             cfg = resolve(config, bug, None, {})[0]
         steps = cfg.steps if steps is None and cfg is not None else steps or 200
         check_number("steps", steps, minimum=2, integer=True)

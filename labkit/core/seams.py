@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from . import data as data_mod
 from .config import Config
 from .data import IGNORE, Dataset
-from .errors import suggest
+from ..errors import suggest
 from .models import MLP, TinyCausalLM
 
 SEAM_NAMES = ("data", "model", "optimizer", "forward", "loss", "backward", "step", "log")

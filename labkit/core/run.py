@@ -12,8 +12,8 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from ._hash import hash_json
-from .store import decode_nonfinite, encode_nonfinite
+from .hashing import hash_json
+from ..store import decode_nonfinite, encode_nonfinite
 
 FORMAT = "labkit.run/1"
 @dataclass
@@ -43,7 +43,7 @@ class Run:
             return self.table[name]
         if name in self.evals:
             return self.evals[name]
-        from .errors import suggest
+        from ..errors import suggest
         allowed = list(self.table) + list(self.evals)
         raise KeyError(f"column={name!r} is not in this run; available: "
                        f"{', '.join(allowed)}.{suggest(name, allowed)}")
@@ -111,7 +111,7 @@ class Run:
         text = json.dumps(self.to_dict(timing), indent=None, separators=(",", ":"),
                           allow_nan=False)
         if path is not None:
-            from .store import atomic_write_text
+            from ..store import atomic_write_text
             atomic_write_text(path, text)
         return text
 
@@ -119,7 +119,7 @@ class Run:
     def from_json(cls, text_or_path) -> "Run":
         text = str(text_or_path)
         if not text.lstrip().startswith("{"):
-            from .store import read_text
+            from ..store import read_text
             text = read_text(text_or_path, what="run")
         try:
             d = json.loads(text)

@@ -1,4 +1,4 @@
-"""`diagnose`: run the triage H3 -> H2 -> H1 on a setup and fill a `TriageRecord`.
+"""The rules of automatic triage, H3 -> H2 -> H1, read off one seed's `Evidence`.
 
 It looks only at evidence a learner could gather: the baseline's per-step table,
 the probes run on the setup's own pipeline (its data, model, forward and loss),
@@ -25,56 +25,11 @@ Order of the rules, first match wins (each on two seeds, which must agree):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 
-from .config import Config
-from .probes import (first_nonfinite, gradient_audit, label_alignment, label_shuffle_control,
-                     lr_sweep, overfit_probe, raw_vs_reported)
-from .seams import Seams, make_batch
-from .train import Trainer
-from .triage import TriageRecord
-
-BASELINE_STEPS = 50
-CONFIRM_STEPS = 160  # the intervention runs far enough to judge "... by step 150"
-
-
-@dataclass
-class Finding:
-    system: str  # "H1" | "H2" | "H3" | "NONE"
-    key: str  # short id of the mechanism, compared across seeds
-    mechanism: str  # the conviction's mechanism line
-    seam: str | None = None  # the seam to put back to the reference in the intervention
-    forecast: str | None = None  # the FORECAST for that intervention
-
-
-def _setup(bug, config: Config) -> dict:
-    return {**config.as_dict(), "bug": bug, "reference_seam": None}
-
-
-def _trainer(setup: dict, seed: int, steps: int | None = None) -> Trainer:
-    settings = {k: v for k, v in setup.items() if k not in ("bug", "reference_seam")}
-    settings.update(seed=seed, **({"steps": steps} if steps else {}))
-    seams = None
-    if setup.get("reference_seam"):
-        from .bugs import get_bug
-        name = setup["reference_seam"]
-        seams = get_bug(setup["bug"]).patch(Seams()).replace(**{name: getattr(Seams(), name)})
-        return Trainer(Config(**settings), seams=seams)
-    return Trainer(Config(**settings), bug=setup.get("bug"))
-
-
-def _descent_forecast(task: str) -> str:
-    return "loss < 1.0 by step 150" if task == "classify" else "loss < 1.5 by step 150"
-
-
-def _probe_optimizer(task: str):
-    """Plain SGD for the MLP (the chapter's probe); Adam for the transformer, which SGD
-    cannot fit in 100 steps."""
-    if task == "classify":
-        return 200, lambda params: torch.optim.SGD(params, lr=0.5)
-    return 100, lambda params: torch.optim.Adam(params, lr=1e-2)
+from .evidence import BASELINE_STEPS, Evidence, Finding, _descent_forecast, _trainer
+from .probes import first_nonfinite, gradient_audit, label_alignment, lr_sweep
 
 
 def _grad_total(params) -> float | None:
@@ -188,54 +143,6 @@ def _nonfinite(setup: dict, seed: int, base, k: int) -> Finding:
     return Finding("H1", "nonfinite_other", f"{where.verdict} at step {k}", None, None)
 
 
-class Evidence:
-    """The evidence for one seed, gathered stage by stage (each stage at most once)."""
-
-    def __init__(self, setup: dict, seed: int):
-        self.setup, self.seed = setup, seed
-        self.trainer = _trainer(setup, seed)
-        self.task = self.trainer.config.task
-        self.forward, self.loss_fn = self.trainer.pipeline()
-        self.results: dict = {}
-
-    def baseline(self):
-        if "base" not in self.results:
-            self.results["base"] = self.trainer.run(BASELINE_STEPS)
-        return self.results["base"]
-
-    def raw_vs_reported(self):
-        if "raw_vs_reported" not in self.results:
-            self.results["raw_vs_reported"] = raw_vs_reported(self.baseline())
-        return self.results["raw_vs_reported"]
-
-    def subset(self):
-        """(a fresh trainer at init, its first 64 training rows), built once per seed; the
-        probes deep-copy the model, so every probe starts from the same init."""
-        if "subset" not in self.results:
-            fresh = _trainer(self.setup, self.seed)
-            self.results["subset"] = (fresh, make_batch(fresh.ctx.data.train, torch.arange(64),
-                                                        fresh.config, 0))
-        return self.results["subset"]
-
-    def overfit(self):
-        if "overfit" not in self.results:
-            fresh, subset = self.subset()
-            steps, make_opt = _probe_optimizer(self.task)
-            self.results["overfit"] = overfit_probe(
-                fresh.ctx.model, subset, forward=self.forward, loss_fn=self.loss_fn, steps=steps,
-                make_optimizer=make_opt)
-        return self.results["overfit"]
-
-    def label_shuffle(self):
-        if "label_shuffle" not in self.results:
-            fresh, subset = self.subset()
-            steps, make_opt = _probe_optimizer(self.task)
-            self.results["label_shuffle"] = label_shuffle_control(
-                fresh.ctx.model, subset, real=self.overfit(), forward=self.forward,
-                loss_fn=self.loss_fn, steps=steps, make_optimizer=make_opt)
-        return self.results["label_shuffle"]
-
-
 def investigate(setup: dict, seed: int, evidence: Evidence | None = None) -> tuple[Finding, Evidence]:
     """Gather what is missing of the evidence for one seed; return the first rule that fires."""
     ev = evidence or Evidence(setup, seed)
@@ -297,15 +204,3 @@ def _decide(ev: Evidence) -> Finding:
     return Finding("NONE", "healthy", "no defect found: the logger is honest, every layer gets "
                    "gradients and updates, the 64-sample batch is memorised, and the current LR "
                    "descends from the step-50 state")
-
-
-def diagnose(bug: str | None = None, seeds=(0, 1), config: Config | None = None) -> TriageRecord:
-    """Triage a setup (the healthy reference, or one with a zoo bug) on two seeds.
-
-    Returns a filled `TriageRecord` whose conviction is marked as a suggestion. The
-    same steps, one button at a time, are `labkit.explorer.Explorer`.
-    """
-    from .explorer import Explorer
-    explorer = Explorer(bug, seeds=seeds, config=config)
-    explorer.run_all()
-    return explorer.record

@@ -9,8 +9,9 @@ is `Explorer(...).run_all()`; the Explorer panel widget calls `run_next()`.
 
 from __future__ import annotations
 
-from .config import Config
-from .diagnose import CONFIRM_STEPS, Evidence, _setup, _trainer, investigate
+from ..core.config import Config
+from .evidence import CONFIRM_STEPS, Evidence, _setup, _trainer
+from .rules import investigate
 from .triage import TriageRecord
 
 STEPS = ("baseline", "raw_vs_reported", "overfit", "label_shuffle", "suggest", "intervention",
@@ -24,7 +25,7 @@ class Explorer:
             raise ValueError(f"seeds={seeds} must be two different seeds: one to convict, "
                              "one to confirm.")
         if config is None:
-            from .train import resolve
+            from ..bugs.inject import resolve
             config = resolve(None, bug, None, {})[0]
         self.bug, self.seeds, self.config = bug, seeds, config
         self.setup = _setup(bug, config)
@@ -109,3 +110,14 @@ class Explorer:
         child = {**self.setup, "reference_seam": self.finding.seam}
         self.record.record_confirmation(_trainer(child, self.seeds[1], CONFIRM_STEPS).run())
         return self.record.rows["confirmation"]["text"]
+
+
+def diagnose(bug: str | None = None, seeds=(0, 1), config: Config | None = None) -> TriageRecord:
+    """Triage a setup (the healthy reference, or one with a zoo bug) on two seeds.
+
+    Returns a filled `TriageRecord` whose conviction is marked as a suggestion. The
+    same steps, one button at a time, are `labkit.explorer.Explorer`.
+    """
+    explorer = Explorer(bug, seeds=seeds, config=config)
+    explorer.run_all()
+    return explorer.record

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ..errors import suggest
+from ...errors import suggest
 from ._base import CheckFailed
 
 METRICS = ("cross_entropy", "accuracy", "minority_recall", "confusion_matrix")

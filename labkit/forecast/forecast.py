@@ -10,12 +10,7 @@ NaN step, shape, note, config hash and seal time) shows whether a saved copy was
 changed later. Scoring refuses a forecast made for another setup or sealed after
 the run began. `ForecastHistory` keeps every sealed forecast with its score.
 
-Shape rule (`classify_shape`), applied to the run's raw per-step loss in order:
-  nan         some loss is NaN or infinite;
-  diverging   the median of the last 10% of points is over 1.5x that of the first 10%;
-  spiky       some single step multiplies the loss by more than 2;
-  descending  the last 10% sits more than 10% below the first 10%;
-  flat        anything else.
+The shape rule (`classify_shape`) lives in `labkit.forecast.shapes`.
 """
 
 from __future__ import annotations
@@ -25,80 +20,12 @@ import json
 import math
 import time
 
-from .errors import check_choice, check_number
-from .store import atomic_write_json, read_json
+from ..errors import check_choice, check_number
+from ..store import atomic_write_json, read_json
+from .points import check_fields, check_points  # noqa: F401 (check_points re-exported)
+from .shapes import SHAPES, classify_shape
 
-SHAPES = ("flat", "descending", "diverging", "spiky", "nan")
 FORMAT = "labkit.forecast/1"
-
-
-# ---- checking input --------------------------------------------------------
-
-def check_points(points, nan_step) -> tuple:
-    """Points as a tuple of (int step, float loss), strictly increasing in step."""
-    if isinstance(points, str):  # a papermill parameter may arrive as JSON text
-        try:
-            points = json.loads(points)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"points={points!r} is not valid JSON ({exc.msg}); write it like "
-                             "'[[0, 2.3], [199, 0.5]]'.") from None
-    if isinstance(points, dict):
-        points = sorted((int(k), v) for k, v in points.items())
-    out = []
-    for i, pair in enumerate(points):
-        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
-            raise TypeError(f"points[{i}] must be a (step, loss) pair; got {pair!r}.")
-        step, loss = pair
-        if isinstance(step, float) and step.is_integer():
-            step = int(step)
-        check_number(f"points[{i}][0] (the step)", step, minimum=0, integer=True)
-        check_number(f"points[{i}][1] (the loss)", loss)
-        if not (0 < loss < math.inf):
-            raise ValueError(f"points[{i}][1] (the loss at step {step}) must be a positive, finite "
-                             f"number; got {loss!r}. To predict a blow-up, set nan_step instead.")
-        if out and step <= out[-1][0]:
-            word = "repeats" if step == out[-1][0] else "comes before"
-            raise ValueError(f"points[{i}] has step {step}, which {word} step {out[-1][0]} of "
-                             "the point before it; list each step once, in increasing order.")
-        if nan_step is not None and step >= nan_step:
-            raise ValueError(f"points[{i}] is at step {step}, but nan_step={nan_step} says the "
-                             "loss is already NaN there; drop points from the NaN step on.")
-        out.append((step, float(loss)))
-    if not out and nan_step != 0:
-        raise ValueError("A forecast needs at least one (step, loss) point; got none "
-                         "(only nan_step=0, NaN from the very first step, needs no points).")
-    return tuple(out)
-
-
-def _check_fields(points, shape, nan_step, note) -> dict:
-    check_number("nan_step", nan_step, minimum=0, integer=True, allow_none=True)
-    if shape is not None:
-        check_choice("shape", shape, SHAPES)
-    if shape == "nan" and nan_step is None:
-        raise ValueError("shape='nan' needs nan_step, the step where you expect the first NaN.")
-    if nan_step is not None and shape not in (None, "nan"):
-        raise ValueError(f"shape={shape!r} contradicts nan_step={nan_step}: a run that turns "
-                         "NaN is classified 'nan'; use shape='nan' or drop nan_step.")
-    if not isinstance(note, str):
-        raise TypeError(f"note must be text (str); got {type(note).__name__}.")
-    return {"points": check_points(points, nan_step), "shape": shape, "nan_step": nan_step,
-            "note": note}
-
-
-def classify_shape(losses, nan_step=None) -> str:
-    """One of SHAPES for a sequence of losses, by the rule in the module docstring."""
-    losses = list(losses)
-    if nan_step is not None or any(v is None or not math.isfinite(v) for v in losses):
-        return "nan"
-    logs = [math.log(max(v, 1e-12)) for v in losses]
-    k = max(1, len(logs) // 10)
-    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    change = med(logs[-k:]) - med(logs[:k])  # log of (end level / start level)
-    if change > math.log(1.5):
-        return "diverging"
-    if any(b - a > math.log(2) for a, b in zip(logs, logs[1:])):
-        return "spiky"
-    return "descending" if change < math.log(0.9) else "flat"
 
 
 # ---- the forecast ------------------------------------------------------------
@@ -109,7 +36,7 @@ class Forecast:
     __slots__ = ("_fields", "_seal")
 
     def __init__(self, points=(), *, shape=None, nan_step=None, note=""):
-        object.__setattr__(self, "_fields", _check_fields(points, shape, nan_step, note))
+        object.__setattr__(self, "_fields", check_fields(points, shape, nan_step, note))
         object.__setattr__(self, "_seal", None)  # {config_hash, sealed_at, content_hash}
 
     @classmethod
@@ -140,7 +67,7 @@ class Forecast:
         if self._seal is not None:
             raise AttributeError("This forecast is sealed, so it can no longer be edited; make a "
                                  "new Forecast to predict something else.")
-        object.__setattr__(self, "_fields", _check_fields(**{**self._fields, **change}))
+        object.__setattr__(self, "_fields", check_fields(**{**self._fields, **change}))
 
     def __setattr__(self, name, value):
         if name not in ("points", "shape", "nan_step", "note"):
@@ -196,7 +123,8 @@ class Forecast:
                 raise ValueError("Pass bug only with a Config; a config hash already includes it.")
             the_hash = config
         else:
-            from .train import config_hash, resolve
+            from ..bugs.inject import resolve
+            from ..core.train import config_hash
             config, _, bug_name = resolve(config, bug, None, {})
             the_hash = config_hash(config, bug_name)
         object.__setattr__(self, "_seal", {"config_hash": the_hash, "sealed_at": time.time()})
@@ -232,7 +160,7 @@ class Forecast:
             raise ValueError(f"This forecast was sealed at {clock(self.sealed_at)}, after the run "
                              f"started at {clock(started)}, so it is hindsight, not a forecast; "
                              "seal before training.")
-        from .forecast_score import ForecastScore
+        from .score import ForecastScore
         return ForecastScore.compare(self, run)
 
     def plot(self, run=None, ax=None, *, log=False):

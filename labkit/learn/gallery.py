@@ -7,9 +7,9 @@ import statistics
 
 import matplotlib.pyplot as plt
 
-from .bugs import BUGS, SYSTEMS
-from .run import Run
-from .train import train
+from ..bugs import BUGS, SYSTEMS
+from ..core.run import Run
+from ..bugs.inject import train
 
 
 def run_zoo(seed: int = 0, names=None) -> tuple[dict[str, Run], dict[str, Run]]:

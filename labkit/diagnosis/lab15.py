@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from .bugs import get_bug
-from .errors import check_choice
-from .seams import Seams, make_batch
-from .train import Trainer
+from ..bugs import get_bug
+from ..errors import check_choice
+from ..core.seams import Seams, make_batch
+from ..core.train import Trainer
 
 _MYSTERIES = {"A": "wrong_logging_divisor", "B": "shuffled_labels", "C": "zero_lr:per_batch_scheduler"}
 FIXES = {"logger": "log", "data": "data", "scheduler": "step"}

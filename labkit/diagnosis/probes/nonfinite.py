@@ -10,7 +10,7 @@ import contextlib
 import torch
 import torch.nn as nn
 
-from ..data import IGNORE
+from ...core.data import IGNORE
 from ._common import ProbeResult, default_forward, default_loss, run_forward, trainable
 
 

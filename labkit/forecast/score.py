@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .forecast import classify_shape
+from .shapes import classify_shape
 
 CLOSE = 0.1  # mean log-error below this (within ~10%) counts as a close forecast
 ROUGH = 0.5  # ... below this (within a factor ~1.6) as roughly right

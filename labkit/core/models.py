@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .data import IGNORE
-from .errors import check_number
+from ..errors import check_number
 
 
 class MLP(nn.Module):

@@ -19,90 +19,18 @@ a row is UNKNOWN or the decisive result rests on one seed.
 
 from __future__ import annotations
 
-import hashlib
 import html
-import math
-import re
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
-from .errors import suggest
-from .store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
+from ..errors import suggest
+from ..store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
+from .prediction import FORECAST_COLUMNS, Prediction, TriageRefused  # noqa: F401 (re-exported)
 
 UNKNOWN = "UNKNOWN"
 ROWS = ("hashes", "baseline", "raw_vs_reported", "overfit", "label_shuffle", "intervention",
         "confirmation", "conviction")
 SYSTEM_NAMES = {"H1": "optimizer/loss", "H2": "data", "H3": "instrumentation", "NONE": "no defect"}
 FORMAT = "labkit.triage/1"
-_FORECAST = re.compile(r"^\s*(?P<column>[a-z_]+)\s*(?P<op><|>)\s*(?P<value>-?[0-9.]+(?:e-?\d+)?)"
-                       r"\s+by\s+step\s+(?P<step>\d+)\s*$")
-FORECAST_COLUMNS = ("loss", "loss_raw", "loss_reported", "grad_norm", "update_norm")
-
-
-class TriageRefused(ValueError):
-    """A rule of the form was broken; the message lists what is missing or wrong."""
-
-
-@dataclass
-class Prediction:
-    """A FORECAST such as "loss < 1.5 by step 100", sealed before the run it predicts.
-
-    It is judged on the mean of the column over the ten steps ending at that step, so one
-    noisy batch cannot decide it.
-    """
-
-    text: str
-    sealed_at: float | None = None
-    content_hash: str | None = None
-
-    def __post_init__(self):
-        self.parse()
-
-    def parse(self) -> dict:
-        m = _FORECAST.match(self.text)
-        if not m:
-            raise ValueError(f"forecast={self.text!r} is not understood; write it as "
-                             "'<column> < or > <number> by step <N>', e.g. 'loss < 1.5 by step 100'.")
-        if m["column"] not in FORECAST_COLUMNS:
-            raise ValueError(f"forecast column {m['column']!r} is not allowed; choose one of "
-                             f"{', '.join(FORECAST_COLUMNS)}.{suggest(m['column'], FORECAST_COLUMNS)}")
-        return {"column": "loss_raw" if m["column"] == "loss" else m["column"], "op": m["op"],
-                "value": float(m["value"]), "step": int(m["step"])}
-
-    def _digest(self) -> str:
-        return hashlib.sha256(f"{self.text}|{self.sealed_at!r}".encode()).hexdigest()[:16]
-
-    def seal(self) -> "Prediction":
-        if self.sealed_at is not None:
-            raise TriageRefused("this forecast is already sealed; write a new one instead of "
-                                "re-sealing it.")
-        self.sealed_at = time.time()
-        self.content_hash = self._digest()
-        return self
-
-    def intact(self) -> bool:
-        return self.sealed_at is not None and self.content_hash == self._digest()
-
-    def check(self, run) -> tuple[bool, float]:
-        """(met, observed) for a run; the run must have started after the seal."""
-        if not self.intact():
-            raise TriageRefused(f"the forecast {self.text!r} was edited after it was sealed "
-                                "(its content hash no longer matches); write and seal a new one.")
-        started = run.timing.get("started_at")
-        if started is None or started < self.sealed_at:
-            raise TriageRefused("the forecast was sealed after this run started; a forecast "
-                                "must be written before the run it predicts.")
-        p = self.parse()
-        steps, values = run.table["step"], run.column(p["column"])
-        window = [v for s, v in zip(steps, values) if p["step"] - 9 <= s <= p["step"]]
-        if not window:
-            raise TriageRefused(f"the run has no steps near step {p['step']} (it has {len(steps)}).")
-        observed = (sum(window) / len(window) if all(v is not None for v in window) else math.nan)
-        met = math.isfinite(observed) and (observed < p["value"] if p["op"] == "<"
-                                           else observed > p["value"])
-        return met, observed
-
-
 def _row(status=UNKNOWN, text="", **data) -> dict:
     return {"status": status, "text": text, "data": data}
 
@@ -274,7 +202,7 @@ class TriageRecord:
                 + "".join(cells) + f"</table><p>{footer}</p>")
 
     def plot_raw_vs_reported(self, run, ax=None):
-        from .plots import plot_loss
+        from ..core.plots import plot_loss
         return plot_loss(run, ax=ax, label=self.subject)
 
     # ---- storage -------------------------------------------------------------

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._hash import hash_tensors
-from .errors import check_number
+from .hashing import hash_tensors
+from ..errors import check_number
 
 IGNORE = -100  # label value that cross-entropy skips (PyTorch and Hugging Face convention)
 PAD, BOS, SEP, EOS = 0, 1, 2, 3  # special token ids; content tokens start at 4

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from .errors import check_number
+from ..errors import check_number
 
 
 def _labels(name: str, values, n_classes: int) -> torch.Tensor:

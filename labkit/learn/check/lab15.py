@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..triage import Prediction, TriageRecord, TriageRefused
+from ...diagnosis.triage import Prediction, TriageRecord, TriageRefused
 from ._base import CheckFailed
 
 SHAPES = ("flat", "descending", "nan")
@@ -38,7 +38,7 @@ def lab15_forecast(text: str) -> str:
 
 def lab15_conviction(mystery: str, record: TriageRecord) -> str:
     """The record gives a verdict and it names the right system."""
-    from ..lab15 import truth
+    from ...diagnosis.lab15 import truth
     try:
         line = record.verdict()
     except TriageRefused as exc:

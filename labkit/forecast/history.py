@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from .forecast import Forecast
-from .forecast_score import ForecastScore
-from .store import atomic_write_json, read_json
+from .score import ForecastScore
+from ..store import atomic_write_json, read_json
 
 HISTORY_FORMAT = "labkit.forecast_history/1"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .errors import check_choice, check_number, suggest
+from ..errors import check_choice, check_number, suggest
 
 TASKS = ("classify", "lm")
 DATASETS_FOR = {"classify": ("blobs", "imbalanced"), "lm": ("tokens",)}

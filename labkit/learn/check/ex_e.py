@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import suggest
+from ...errors import suggest
 from ._base import CheckFailed
 
 RUNS = ("correct", "double_shift", "padding_in_loss", "all_masked_labels", "prompt_in_loss")

@@ -15,7 +15,7 @@ import time
 import torch
 import torch.nn as nn
 
-from ._hash import hash_json, hash_module
+from .hashing import hash_json, hash_module
 from .config import Config
 from .data import IGNORE
 from .record import NormRecorder
@@ -30,33 +30,20 @@ def config_hash(config: Config, bug: str | None = None) -> str:
     return hash_json({"config": config.as_dict(), "bug": bug})
 
 
-def resolve(config: Config | None, bug, seams: Seams | None, settings: dict):
-    """The config and seams of a run: a bug brings its seam and the setup it shows under."""
-    seams = seams or Seams()
-    if bug is None:
-        base = config or Config()
-        return (base.replace(**settings) if settings else base), seams, None
-    from .bugs import get_bug
-    the_bug = get_bug(bug)
-    if config is None:  # the bug's setup (e.g. task="lm", precision="fp16") unless overridden
-        config = Config.make(**{**the_bug.setup, **settings})
-    elif settings:
-        config = config.replace(**settings)
-    needed = the_bug.setup.get("task", "classify")
-    if config.task != needed:
-        raise ValueError(f"bug {the_bug.name!r} needs task={needed!r}; got task={config.task!r}.")
-    return config, the_bug.patch(seams), the_bug.name
-
-
 class Trainer:
     """The reference loop, one step at a time: ``Trainer(config).run()`` is ``train(config)``."""
 
-    def __init__(self, config: Config | None = None, *, bug: str | None = None,
-                 seams: Seams | None = None, **settings):
+    def __init__(self, config: Config | None = None, *, seams: Seams | None = None,
+                 bug: str | None = None, **settings):
+        """`seams` already carry any injected bug; `bug` is only its name, kept in the Run.
+        A bug given by name is `labkit.Trainer` (``labkit.bugs.inject``), which patches the
+        seams and then calls this."""
         if config is not None and not isinstance(config, Config):
             raise TypeError(f"config must be a labkit Config; got {type(config).__name__}.")
-        self.config, self.seams, self.bug = resolve(config, bug, seams, settings)
-        config, seams = self.config, self.seams
+        config = config or Config()
+        self.config = config = config.replace(**settings) if settings else config
+        self.seams = seams = seams or Seams()
+        self.bug = bug
         self.started_at, self._t0 = time.time(), time.perf_counter()
         torch.manual_seed(config.seed)
         data = seams.data(config)
@@ -188,17 +175,6 @@ class Trainer:
                    evals={k: list(v) for k, v in self.evals.items()}, meta=meta, timing=timing)
 
 
-def train(config: Config | None = None, *, bug: str | None = None, seams: Seams | None = None,
-          **settings) -> Run:
-    """Train the reference setup and return its `Run`.
-
-    ``train()`` trains the healthy classifier; ``train(task="lm", seed=1)``
-    changes settings; ``train(bug="detach")`` injects a bug from the zoo, under
-    the setup where it shows (``get_bug(name).setup``) unless `config` is given.
-    """
-    return Trainer(config, bug=bug, seams=seams, **settings).run()
-
-
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
     return __version__

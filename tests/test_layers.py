@@ -1,0 +1,151 @@
+"""labkit's import structure: no circles, and no import from a higher group into a lower one.
+
+The groups, lowest first. A module may import from its own group or from a group of a
+lower rank; groups of the same rank may not import each other. Every import counts,
+also one inside a function, since a lazy import still ties the two modules together.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "labkit"
+RANKS = {
+    "errors": 0, "store": 0, "_moved": 0,
+    "core": 1,
+    "bugs": 2,
+    "diagnosis": 3, "forecast": 3,
+    "learn": 4,
+    "widgets": 5,
+    "cli": 6,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def group(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def imports(path: Path) -> set[str]:
+    """Absolute names of the labkit modules that `path` imports, anywhere in its body."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("labkit")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("labkit"):
+                continue
+            for alias in node.names:  # `from . import data` imports the module labkit.x.data
+                sub = f"{target}.{alias.name}"
+                found.add(sub if _is_module(sub) else target)
+    return {m for m in found if m != "labkit"}  # the package root holds only __version__
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split("."))
+    return (ROOT / rel).with_suffix(".py").exists() or (ROOT / rel / "__init__.py").exists()
+
+
+MODULES = {module_name(p): p for p in PKG.rglob("*.py") if p != PKG / "__init__.py"}
+GRAPH = {name: imports(path) for name, path in MODULES.items()}
+
+
+def test_every_group_has_a_rank():
+    assert {group(m) for m in MODULES} <= set(RANKS), sorted({group(m) for m in MODULES} - set(RANKS))
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_only_its_own_group_or_lower(module):
+    mine = group(module)
+    for target in GRAPH[module]:
+        theirs = group(target)
+        if theirs == mine:
+            continue
+        assert RANKS[theirs] < RANKS[mine], (
+            f"{module} (group {mine}, rank {RANKS[mine]}) imports {target} (group {theirs}, "
+            f"rank {RANKS[theirs]}): move the shared piece down to a group both may import")
+
+
+def _circles() -> list[list[str]]:
+    """Every strongly connected set of two or more modules (Tarjan), plus self-imports."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH.get(v, ()):
+            if w not in GRAPH:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in GRAPH.get(v, ()):
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles():
+    assert _circles() == []
+
+
+def test_the_circle_finder_finds_a_planted_circle():
+    GRAPH["labkit.core.config"].add("labkit.core.seams")  # seams imports config already
+    try:
+        assert ["labkit.core.config", "labkit.core.seams"] in _circles()
+    finally:
+        GRAPH["labkit.core.config"].discard("labkit.core.seams")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_modules_stay_small(module):
+    lines = len(MODULES[module].read_text().splitlines())
+    assert lines <= 260, f"{module} has {lines} lines; split it by job"
+
+
+def test_import_labkit_is_cheap():
+    """`import labkit` loads no torch, matplotlib, widgets, transformers or sqlite."""
+    code = ("import sys, labkit; heavy = ('torch', 'matplotlib', 'ipywidgets', 'anywidget', "
+            "'transformers', 'tensorboard', 'sqlite3'); "
+            "print(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_training_does_not_load_matplotlib_or_widgets():
+    code = ("import sys, labkit; labkit.train(steps=3); labkit.diagnose; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'matplotlib', 'ipywidgets', 'anywidget', 'transformers', 'tensorboard'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
