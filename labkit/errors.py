@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 
 
 def suggest(given: object, allowed) -> str:
@@ -41,10 +42,19 @@ def check_number(param: str, given, *, minimum=None, maximum=None, integer=False
     ok_type = isinstance(given, int) if integer else isinstance(given, (int, float))
     if isinstance(given, bool) or not ok_type:
         raise TypeError(f"{param} must be {kind}; got {given!r} ({type(given).__name__}).")
-    if given != given:  # NaN
-        raise ValueError(f"{param} must be {kind}; got NaN.")
+    if not math.isfinite(given):  # NaN, inf or -inf: no setting of labkit means any of them
+        allowed = _range_text(minimum, maximum, strict_min) or "any finite number"
+        raise ValueError(f"{param}={given!r} is not allowed; it must be a finite number "
+                         f"({allowed}), not NaN or infinity.")
     if minimum is not None and (given <= minimum if strict_min else given < minimum):
         bound = f"greater than {minimum}" if strict_min else f"at least {minimum}"
         raise ValueError(f"{param}={given!r} is out of range; it must be {bound}.")
     if maximum is not None and given > maximum:
         raise ValueError(f"{param}={given!r} is out of range; it must be at most {maximum}.")
+
+
+def _range_text(minimum, maximum, strict_min) -> str:
+    low = None if minimum is None else (f"greater than {minimum}" if strict_min
+                                        else f"at least {minimum}")
+    high = None if maximum is None else f"at most {maximum}"
+    return " and ".join(x for x in (low, high) if x)
