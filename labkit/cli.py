@@ -107,7 +107,19 @@ def cmd_triage(args) -> int:
         return 1
 
 
-COMMANDS = [_add_run, _add_bugs, _add_triage]
+def _add_grade(sub):
+    p = sub.add_parser("grade", help="run exercise notebooks and report every answer check")
+    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="exercise notebooks (.ipynb)")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the rows here as JSON")
+    p.set_defaults(func=cmd_grade)
+
+
+def cmd_grade(args) -> int:
+    from .learn.grade import grade
+    return grade(args.notebooks, json_path=args.json)
+
+
+COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade]
 
 
 def build_parser() -> argparse.ArgumentParser:

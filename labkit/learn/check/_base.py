@@ -1,8 +1,59 @@
-"""What every answer check shares."""
+"""What every answer check shares: the failure that teaches, and the record of outcomes.
+
+A check that finds a wrong answer raises `CheckFailed` with one teaching sentence. In
+a notebook the failure shows as that sentence in a styled box, with no traceback into
+labkit's source (which would print the check's own code, hints for every wrong choice
+included); the cell still fails, so nbval and `labkit grade` see it.
+
+Every public check is wrapped by `answer_check`, which appends what happened to
+`OUTCOMES`; `labkit grade` reads that list from the kernel after the notebook ran.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+
+OUTCOMES: list[dict] = []  # {"check", "status": "passed" | "failed", "message"}, in call order
+
+_BOX = ("<div style=\"border-left:4px solid #c0392b;background:#fdf2f0;padding:8px 12px;"
+        "margin:4px 0;font-family:var(--jp-content-font-family, sans-serif);\">"
+        "<b style=\"color:#c0392b\">Not yet: {check}</b><br>{sentence}</div>")
 
 
 class CheckFailed(AssertionError):
     """Raised with a teaching sentence when an answer is not right yet."""
+
+    check: str | None = None  # the name of the check that raised it, set by answer_check
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows these lines instead of a traceback; a styled box goes above them."""
+        what = self.check or "answer check"
+        try:
+            from IPython import get_ipython
+            from IPython.display import HTML, display
+            if getattr(get_ipython(), "kernel", None) is not None:  # a notebook, not a terminal
+                display(HTML(_BOX.format(check=html.escape(what),
+                                         sentence=html.escape(str(self)))))
+        except ImportError:  # no IPython: the line below still teaches
+            pass
+        return [f"\x1b[1;31mCheckFailed\x1b[0m ({what}): {self}"]
+
+
+def answer_check(fn):
+    """Record each call of the check `fn` in OUTCOMES and name it on its failures."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            result = fn(*args, **kwargs)
+        except CheckFailed as exc:
+            exc.check = fn.__name__
+            OUTCOMES.append({"check": fn.__name__, "status": "failed", "message": str(exc)})
+            raise
+        OUTCOMES.append({"check": fn.__name__, "status": "passed", "message": str(result)})
+        return result
+    wrapper.is_answer_check = True
+    return wrapper
 
 
 def layer_groups(answer, run) -> set[str]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ._base import CheckFailed, layer_groups, need_bool, need_one_of
+from ._base import CheckFailed, answer_check, layer_groups, need_bool, need_one_of
 
 CURVES = {"flat": "stays at ln C, nothing learns", "slower": "falls, but more slowly than healthy "
           "and ends well above it", "same": "matches the healthy run", "nan": "blows up"}
 
 
+@answer_check
 def ex_a_null_groups(answer, run) -> str:
     """Which layer groups of the detached run never receive a gradient (grad is None)?"""
     truth = {g for g in run.groups if all(v is None for v in run.table[f"grad_norm/{g}"])}
@@ -26,6 +27,7 @@ def ex_a_null_groups(answer, run) -> str:
     return f"ok: {len(truth)} of {len(run.groups)} groups never get a gradient (None, not 0)"
 
 
+@answer_check
 def ex_a_head_learns(answer) -> str:
     """Can the head still learn with the backbone detached?"""
     need_bool(answer)
@@ -36,6 +38,7 @@ def ex_a_head_learns(answer) -> str:
     return "ok: the head learns, on features the frozen random backbone gives it"
 
 
+@answer_check
 def ex_a_curve(answer) -> str:
     """What does the detached run's loss curve look like next to the healthy one?"""
     need_one_of(answer, CURVES)

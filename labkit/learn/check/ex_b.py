@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ._base import CheckFailed, layer_groups, need_bool, need_one_of
+from ._base import CheckFailed, answer_check, layer_groups, need_bool, need_one_of
 
 GRAD_STATES = ("none", "zero", "finite")
 VARIANTS = ("backbone_only", "head_only")  # which part the optimizer was given
 
 
+@answer_check
 def ex_b_frozen_groups(answer, run) -> str:
     """Which layer groups never move (update_norm exactly 0 at every step) in this run?"""
     truth = {g for g in run.groups if all(v == 0 for v in run.table[f"update_norm/{g}"])}
@@ -26,6 +27,7 @@ def ex_b_frozen_groups(answer, run) -> str:
     return f"ok: {', '.join(sorted(truth))}: a gradient at every step, an update of exactly 0"
 
 
+@answer_check
 def ex_b_grad_state(answer) -> str:
     """The gradient of the parameters left out of the optimizer: 'none', 'zero' or 'finite'?"""
     need_one_of(answer, GRAD_STATES)
@@ -39,6 +41,7 @@ def ex_b_grad_state(answer) -> str:
     return "ok: a finite, nonzero gradient that nothing applies"
 
 
+@answer_check
 def ex_b_zero_grad_clears(answer) -> str:
     """Does optimizer.zero_grad() clear the gradient of a parameter the optimizer does not own?"""
     need_bool(answer)
@@ -49,6 +52,7 @@ def ex_b_zero_grad_clears(answer) -> str:
     return "ok: zero_grad() clears only what the optimizer owns, so the left-out gradient piles up"
 
 
+@answer_check
 def ex_b_worse_variant(answer) -> str:
     """Which omission hurts the loss more: optimizing the backbone only, or the head only?"""
     need_one_of(answer, VARIANTS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ._base import CheckFailed
+from ._base import CheckFailed, answer_check
 
 ROLES = ("too small", "slow", "best", "too large")
 STUCK = 0.1  # a raw loss that never strays this far from its first value has not moved
@@ -23,6 +23,7 @@ def _roles_or_fail(answer, what: str, lrs) -> None:
                           f"these are not: {bad}.")
 
 
+@answer_check
 def ex_c_forecast(forecast: dict, lrs) -> str:
     """Before any run: a role for every LR, exactly one of them 'best'."""
     _roles_or_fail(forecast, "a forecast", lrs)
@@ -32,6 +33,7 @@ def ex_c_forecast(forecast: dict, lrs) -> str:
     return f"ok: forecast written down for {len(forecast)} learning rates before any run"
 
 
+@answer_check
 def ex_c_update_ratio(ratios: dict) -> str:
     """Plain SGD moves the weights by lr * gradient, so update_norm / grad_norm is the LR."""
     for lr, ratio in ratios.items():
@@ -50,6 +52,7 @@ def _measured(run) -> dict:
     return {"stray": stray, "drop": loss[0] - end, "end": end, "steps": len(loss)}
 
 
+@answer_check
 def ex_c_lr_roles(roles: dict, runs: dict) -> str:
     """Each LR's role from its own run: never moved, went down, ended lowest, or blew up."""
     _roles_or_fail(roles, "a role", runs)

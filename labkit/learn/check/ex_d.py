@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ._base import CheckFailed
+from ._base import CheckFailed, answer_check
 
 NAMES = {"online": "online", "loss_reported": "online", "train_eval": "train_eval", "val": "val"}
 CLOSE = 0.2  # two losses within 20% of each other count as ≈
@@ -36,6 +36,7 @@ def _parse(ordering: str) -> list:
     return _chain(names, [op in "≈~=" for op in ops])
 
 
+@answer_check
 def ex_d_ordering(ordering: str, run) -> str:
     """The order of online, train_eval and val loss at the last evaluation."""
     said, losses = _parse(ordering), _three(run)
@@ -49,6 +50,7 @@ def ex_d_ordering(ordering: str, run) -> str:
     return f"ok: {ordering} at step {run.evals['step'][-1]}"
 
 
+@answer_check
 def ex_d_cause(cause: str, run, control) -> str:
     """Why val sits below online train loss; `control` is the same run with dropout=0."""
     (o, te, v), (co, cte, _) = _three(run).values(), _three(control).values()
@@ -68,6 +70,7 @@ def ex_d_cause(cause: str, run, control) -> str:
     raise CheckFailed(f"Not {cause!r}: {why[cause]}.")
 
 
+@answer_check
 def ex_d_eval_vs_no_grad(dropout_under_no_grad: bool, graph_under_eval: bool) -> str:
     """model.eval() switches layer behaviour; torch.no_grad() switches graph recording."""
     if dropout_under_no_grad is not True:

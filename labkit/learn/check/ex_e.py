@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...errors import suggest
-from ._base import CheckFailed
+from ._base import CheckFailed, answer_check
 
 RUNS = ("correct", "double_shift", "padding_in_loss", "all_masked_labels", "prompt_in_loss")
 
@@ -23,6 +23,7 @@ def _number(name: str, value) -> float:
     return float(value)
 
 
+@answer_check
 def ex_e_nan_variant(answer: str) -> str:
     """Which run's loss is NaN from the first step?"""
     if _run_name(answer) != "all_masked_labels":
@@ -31,6 +32,7 @@ def ex_e_nan_variant(answer: str) -> str:
     return "ok: every label is -100, so the mean is 0/0 = NaN and every update is exactly 0"
 
 
+@answer_check
 def ex_e_two_ahead(answer: str) -> str:
     """Which run trains position t to predict the token at t+2?"""
     if _run_name(answer) != "double_shift":
@@ -40,6 +42,7 @@ def ex_e_two_ahead(answer: str) -> str:
     return "ok: labels shifted by hand and again in the model: each position targets t+2"
 
 
+@answer_check
 def ex_e_double_shift_floor(value: float) -> str:
     """The lowest loss a double-shifted run can reach on this corpus, in nats."""
     value = _number("value", value)
@@ -52,6 +55,7 @@ def ex_e_double_shift_floor(value: float) -> str:
     return f"ok: 2 x 2 = 4 equally likely paths two steps ahead, floor ln 4 = {math.log(4):.3f}"
 
 
+@answer_check
 def ex_e_inflated_count(answer) -> str:
     """Which runs put more target tokens into the mean than the correct run does?"""
     names = {_run_name(a) for a in ([answer] if isinstance(answer, str) else answer)}
@@ -65,6 +69,7 @@ def ex_e_inflated_count(answer) -> str:
     return "ok: padding_in_loss adds pad targets, prompt_in_loss adds unlearnable prompt targets"
 
 
+@answer_check
 def ex_e_perplexity(loss: float, perplexity: float) -> str:
     """Perplexity is e to the mean per-token loss (the loss is in nats)."""
     loss, perplexity = _number("loss", loss), _number("perplexity", perplexity)

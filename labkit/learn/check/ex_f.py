@@ -7,7 +7,7 @@ import math
 import torch
 
 from ...errors import suggest
-from ._base import CheckFailed
+from ._base import CheckFailed, answer_check
 
 METRICS = ("cross_entropy", "accuracy", "minority_recall", "confusion_matrix")
 
@@ -22,6 +22,7 @@ def _close(a: float, b: float) -> bool:
     return math.isfinite(b) and abs(a - b) < 5e-3
 
 
+@answer_check
 def ex_f_majority_accuracy(accuracy: float, y_true) -> str:
     """The accuracy of a model that always predicts the most common class in `y_true`."""
     accuracy, y = _number("accuracy", accuracy), torch.as_tensor(y_true).long().flatten()
@@ -35,6 +36,7 @@ def ex_f_majority_accuracy(accuracy: float, y_true) -> str:
                       "model is right exactly on those examples.")
 
 
+@answer_check
 def ex_f_minority_recall(cm, recall: float, minority: int = 1) -> str:
     """Recall of class `minority` read from a confusion matrix (rows true, columns predicted)."""
     cm, recall = torch.as_tensor(cm).double(), _number("recall", recall)
@@ -52,6 +54,7 @@ def ex_f_minority_recall(cm, recall: float, minority: int = 1) -> str:
                       "true classes); read both cells from the matrix again.")
 
 
+@answer_check
 def ex_f_exposing_metric(answer: str) -> str:
     """Which tracked number shows that the model ignores the minority class?"""
     if answer in ("minority_recall", "confusion_matrix"):
@@ -66,6 +69,7 @@ def ex_f_exposing_metric(answer: str) -> str:
                       f"{suggest(answer, METRICS)}")
 
 
+@answer_check
 def ex_f_exact_match(p_token: float, n_tokens: int, value: float) -> str:
     """Chance that all `n_tokens` independent tokens are right, each with chance `p_token`."""
     value, expected = _number("value", value), p_token ** n_tokens

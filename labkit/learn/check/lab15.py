@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 from ...diagnosis.triage import Prediction, TriageRecord, TriageRefused
-from ._base import CheckFailed
+from ._base import CheckFailed, answer_check
 
 SHAPES = ("flat", "descending", "nan")
 
 
+@answer_check
 def lab15_predictions(predictions: dict) -> str:
     """Three hypotheses, three different drawn curves: flat, descending, NaN-with-gradient-record."""
     if not isinstance(predictions, dict) or set(predictions) != {"H1", "H2", "H3"}:
@@ -26,6 +27,7 @@ def lab15_predictions(predictions: dict) -> str:
     return "ok: three hypotheses, three distinguishable curves"
 
 
+@answer_check
 def lab15_forecast(text: str) -> str:
     """A FORECAST must be quantitative: a column, a threshold and a step."""
     try:
@@ -36,6 +38,7 @@ def lab15_forecast(text: str) -> str:
     return f"ok: {text!r} can be checked against a run"
 
 
+@answer_check
 def lab15_conviction(mystery: str, record: TriageRecord) -> str:
     """The record gives a verdict and it names the right system."""
     from ...diagnosis.lab15 import truth

@@ -1,0 +1,121 @@
+"""`labkit grade`: every answer check gets a row, on a blank, a solved and a wrong notebook."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from labkit.learn.grade import check_names, checks_in, format_table, Row
+
+ROOT = Path(__file__).resolve().parents[1]
+EX_A = "ex_a_break_the_graph.ipynb"
+pytestmark = pytest.mark.slow
+
+
+def labkit_cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "labkit.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """One `labkit grade` over three copies of Exercise A: blank, solved, one wrong answer."""
+    tmp = tmp_path_factory.mktemp("grade")
+    blank = tmp / "blank" / EX_A
+    solved = tmp / "solved" / EX_A
+    wrong = tmp / "wrong" / EX_A
+    for path, src in ((blank, ROOT / "exercises" / EX_A), (solved, ROOT / "solutions" / EX_A),
+                      (wrong, ROOT / "solutions" / EX_A)):
+        path.parent.mkdir()
+        path.write_text(src.read_text())
+    nb = nbformat.read(wrong, as_version=4)
+    answer = [c for c in nb.cells if c.cell_type == "code" and "head_learns = True" in c.source]
+    assert len(answer) == 1
+    answer[0].source = answer[0].source.replace("head_learns = True", "head_learns = False")
+    nbformat.write(nb, wrong)
+    out = labkit_cli("grade", str(blank), str(solved), str(wrong), "--json", str(tmp / "g.json"))
+    return out, json.loads((tmp / "g.json").read_text())
+
+
+def rows_of(data, folder):
+    return [r for r in data["rows"] if Path(r["notebook"]).parent.name == folder]
+
+
+def test_blank_exercise_is_all_not_yet_answered(graded):
+    _, data = graded
+    rows = rows_of(data, "blank")
+    assert [r["check"] for r in rows] == ["ex_a_null_groups", "ex_a_head_learns", "ex_a_curve"]
+    assert {r["status"] for r in rows} == {"not yet answered"}
+
+
+def test_solution_passes_every_check(graded):
+    _, data = graded
+    assert {r["status"] for r in rows_of(data, "solved")} == {"passed"}
+
+
+def test_one_wrong_answer_fails_that_row_with_its_sentence(graded):
+    _, data = graded
+    rows = {r["check"]: r for r in rows_of(data, "wrong")}
+    assert rows["ex_a_head_learns"]["status"] == "failed"
+    assert rows["ex_a_head_learns"]["message"].startswith("The head sits after the detach")
+    assert rows["ex_a_null_groups"]["status"] == rows["ex_a_curve"]["status"] == "passed"
+
+
+def test_one_table_a_summary_a_total_and_exit_1(graded):
+    out, data = graded
+    assert out.returncode == 1
+    assert "Traceback" not in out.stdout + out.stderr
+    assert "ex_a: 5/9 passed, 1 failed, 3 not yet answered" in out.stdout
+    assert out.stdout.rstrip().splitlines()[-1] == (
+        "TOTAL: 5 passed, 1 failed, 3 not yet answered, in 1 exercise(s)")
+    assert all(len(line) <= 100 for line in out.stdout.splitlines())
+    assert data["summary"]["total"] == {"passed": 5, "failed": 1, "not yet answered": 3}
+
+
+def test_solved_alone_exits_0(tmp_path):
+    out = labkit_cli("grade", str(ROOT / "solutions" / "ex_f_loss_metric_mismatch.ipynb"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "failed" not in out.stdout.split("TOTAL")[0].replace("0 failed", "")
+
+
+@pytest.mark.parametrize("target, says", [
+    ("notebooks/02_forecast_first.ipynb", "is not a labkit exercise"),
+    ("exercises/no_such.ipynb", "does not exist"),
+    ("README.md", "is not a readable Jupyter notebook"),
+])
+def test_not_an_exercise_is_one_line_and_exit_2(target, says):
+    out = labkit_cli("grade", target)
+    assert out.returncode == 2
+    assert says in out.stderr and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_checks_in_reads_calls_not_mentions():
+    names = check_names()
+    assert len(names) >= 25
+    src = "# ex_a_curve(x) is in a comment\nprint(ex_a_curve(curve))\ncheck.ex_a_head_learns(h)"
+    assert checks_in(src, names) == ["ex_a_curve", "ex_a_head_learns"]
+
+
+def test_table_wraps_within_100_columns():
+    row = Row("n.ipynb", "ex_a", "ex_a_curve", "q " * 80, "failed", "why " * 60, 3)
+    text = format_table([row])
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert "ex_a: 0/1 passed, 1 failed, 0 not yet answered" in text
+
+
+def test_a_failed_check_shows_a_box_and_its_sentence_not_a_traceback(tmp_path):
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("from labkit.check import ex_a_head_learns\n"
+                                          "ex_a_head_learns(False)")]
+    NotebookClient(nb, kernel_name="python3", allow_errors=True).execute()
+    outputs = nb.cells[0].outputs
+    error = [o for o in outputs if o.output_type == "error"]
+    html = [o for o in outputs if o.output_type == "display_data"]
+    assert error and error[0].ename == "CheckFailed"
+    assert len(error[0].traceback) == 1 and "File" not in error[0].traceback[0]
+    assert "The head sits after the detach" in error[0].traceback[0]
+    assert html and "The head sits after the detach" in html[0].data["text/html"]
