@@ -1,5 +1,6 @@
 """`make lab`'s launcher serves JupyterLab on loopback and refuses requests without the token."""
 
+import json
 import os
 import socket
 import subprocess
@@ -37,15 +38,18 @@ def test_lab_requires_the_token():
                             stderr=subprocess.STDOUT, text=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        for _ in range(120):
-            try:
-                if _get(f"{base}/api/status?token={token}") == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
+        lines = []
+        for line in proc.stdout:  # the launcher prints the URL only once the server answers
+            lines.append(line)
+            if f"?token={token}" in line:
+                assert _get(f"{base}/api/status?token={token}") == 200
+                break
         else:
-            pytest.fail("JupyterLab did not start within 60 s")
+            pytest.fail("the launcher never printed the URL:\n" + "".join(lines))
+        assert line.strip() == f"{base}/lab/tree/notebooks/00_start_here.ipynb?token={token}"
+        overrides = Path(sys.prefix, "share", "jupyter", "lab", "settings", "overrides.json")
+        news = json.loads(overrides.read_text())["@jupyterlab/apputils-extension:notification"]
+        assert news["fetchNews"] == "false"
         assert _get(f"{base}/api/contents/notebooks") == 403
         assert _get(f"{base}/api/contents/notebooks?token=wrong-token") == 403
         assert _get(f"{base}/api/contents/notebooks?token={token}") == 200
