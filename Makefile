@@ -23,7 +23,7 @@ env: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	@echo "labkit: setting up $(VENV) (first time only, and after pyproject.toml or constraints.txt change)."
 	@echo "labkit: installing torch 2.13.0 (CPU), JupyterLab, nbval, papermill and labkit itself;"
-	@echo "labkit: about 2 minutes and 1.7 GB the first time, under a minute with pip's cache warm."
+	@echo "labkit: about 2-3 minutes and 1.7 GB the first time."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip --progress-bar on
 	$(BIN)/python -m pip install --progress-bar on $(PIP_EXTRA) -c constraints.txt -e '.[lab,test]'
