@@ -12,7 +12,7 @@ from labkit.learn.grade import check_names, checks_in, format_table, Row
 
 ROOT = Path(__file__).resolve().parents[1]
 EX_A = "ex_a_break_the_graph.ipynb"
-pytestmark = pytest.mark.slow
+
 
 
 def labkit_cli(*args, cwd=ROOT):
@@ -75,12 +75,14 @@ def test_one_table_a_summary_a_total_and_exit_1(graded):
     assert data["summary"]["total"] == {"passed": 5, "failed": 1, "not yet answered": 3}
 
 
+@pytest.mark.slow
 def test_solved_alone_exits_0(tmp_path):
     out = labkit_cli("grade", str(ROOT / "solutions" / "ex_f_loss_metric_mismatch.ipynb"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "failed" not in out.stdout.split("TOTAL")[0].replace("0 failed", "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, says", [
     ("notebooks/02_forecast_first.ipynb", "is not a labkit exercise"),
     ("exercises/no_such.ipynb", "does not exist"),
@@ -106,6 +108,7 @@ def test_table_wraps_within_100_columns():
     assert "ex_a: 0/1 passed, 1 failed, 0 not yet answered" in text
 
 
+@pytest.mark.slow
 def test_a_failed_check_shows_a_box_and_its_sentence_not_a_traceback(tmp_path):
     from nbclient import NotebookClient
     nb = nbformat.v4.new_notebook()
@@ -119,3 +122,19 @@ def test_a_failed_check_shows_a_box_and_its_sentence_not_a_traceback(tmp_path):
     assert len(error[0].traceback) == 1 and "File" not in error[0].traceback[0]
     assert "The head sits after the detach" in error[0].traceback[0]
     assert html and "The head sits after the detach" in html[0].data["text/html"]
+
+
+def test_a_placeholder_or_missing_work_is_not_yet_answered_not_failed():
+    import labkit
+    from labkit.check import NotYetAnswered, ex_a_curve, lab15_conviction
+    from labkit.learn.check import _base
+    before = len(_base.OUTCOMES)
+    with pytest.raises(NotYetAnswered, match="Replace the ... placeholder"):
+        ex_a_curve(...)
+    with pytest.raises(NotYetAnswered, match="no conviction yet"):
+        lab15_conviction("A", labkit.TriageRecord("blank"))
+    with pytest.raises(_base.CheckFailed) as wrong:
+        ex_a_curve("flat")
+    assert not isinstance(wrong.value, NotYetAnswered)
+    assert [o["status"] for o in _base.OUTCOMES[before:]] == [
+        "not yet answered", "not yet answered", "failed"]

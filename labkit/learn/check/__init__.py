@@ -6,7 +6,7 @@ exercise's module; its tests carry the same id as a pytest marker, so ``pytest -
 checks one exercise.
 """
 
-from ._base import CheckFailed
+from ._base import CheckFailed, NotYetAnswered
 from .ex_a import ex_a_curve, ex_a_head_learns, ex_a_null_groups
 from .ex_b import ex_b_frozen_groups, ex_b_grad_state, ex_b_worse_variant, ex_b_zero_grad_clears
 from .ex_c import ex_c_forecast, ex_c_lr_roles, ex_c_update_ratio
@@ -18,7 +18,7 @@ from .ex_f import (ex_f_exact_match, ex_f_exposing_metric, ex_f_majority_accurac
 from .lab15 import lab15_conviction, lab15_forecast, lab15_predictions
 
 __all__ = [
-    "CheckFailed", "ex_a_curve", "ex_a_head_learns", "ex_a_null_groups", "ex_b_frozen_groups",
+    "CheckFailed", "NotYetAnswered", "ex_a_curve", "ex_a_head_learns", "ex_a_null_groups", "ex_b_frozen_groups",
     "ex_b_grad_state", "ex_b_worse_variant", "ex_b_zero_grad_clears", "ex_c_forecast",
     "ex_c_lr_roles", "ex_c_update_ratio", "ex_d_cause", "ex_d_eval_vs_no_grad", "ex_d_ordering",
     "ex_e_double_shift_floor", "ex_e_inflated_count", "ex_e_nan_variant", "ex_e_perplexity",

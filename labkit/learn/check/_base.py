@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 import html
 
-OUTCOMES: list[dict] = []  # {"check", "status": "passed" | "failed", "message"}, in call order
+OUTCOMES: list[dict] = []  # {"check", "status", "message"}, in call order; status is
+# "passed", "failed" or "not yet answered"
 
 _BOX = ("<div style=\"border-left:4px solid #c0392b;background:#fdf2f0;padding:8px 12px;"
         "margin:4px 0;font-family:var(--jp-content-font-family, sans-serif);\">"
@@ -40,15 +41,23 @@ class CheckFailed(AssertionError):
         return [f"\x1b[1;31mCheckFailed\x1b[0m ({what}): {self}"]
 
 
+class NotYetAnswered(CheckFailed):
+    """Raised when the answer is still missing: a `...` placeholder, or work not yet done."""
+
+
 def answer_check(fn):
     """Record each call of the check `fn` in OUTCOMES and name it on its failures."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
+            if any(a is ... for a in (*args, *kwargs.values())):
+                raise NotYetAnswered("Replace the ... placeholder above with your answer, then run "
+                                     "this cell again.")
             result = fn(*args, **kwargs)
         except CheckFailed as exc:
             exc.check = fn.__name__
-            OUTCOMES.append({"check": fn.__name__, "status": "failed", "message": str(exc)})
+            status = "not yet answered" if isinstance(exc, NotYetAnswered) else "failed"
+            OUTCOMES.append({"check": fn.__name__, "status": status, "message": str(exc)})
             raise
         OUTCOMES.append({"check": fn.__name__, "status": "passed", "message": str(result)})
         return result

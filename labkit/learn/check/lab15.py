@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ...diagnosis.triage import Prediction, TriageRecord, TriageRefused
-from ._base import CheckFailed, answer_check
+from ._base import CheckFailed, NotYetAnswered, answer_check
 
 SHAPES = ("flat", "descending", "nan")
 
@@ -42,6 +42,9 @@ def lab15_forecast(text: str) -> str:
 def lab15_conviction(mystery: str, record: TriageRecord) -> str:
     """The record gives a verdict and it names the right system."""
     from ...diagnosis.lab15 import truth
+    if not record.rows["conviction"]["data"].get("system"):
+        raise NotYetAnswered("The record has no conviction yet: fill its rows in order, then "
+                             "call record.convict(system, mechanism).")
     try:
         line = record.verdict()
     except TriageRefused as exc:
