@@ -30,6 +30,9 @@ def test_forecast_must_be_checkable():
 
 def test_conviction_of_the_wrong_system_gets_a_hint_not_the_answer():
     rec = TriageRecord("x")
+    with pytest.raises(check.NotYetAnswered, match="no conviction yet"):
+        check.lab15_conviction("A", rec)
+    rec.convict("H1", "a guess with no rows behind it")
     with pytest.raises(check.CheckFailed, match="refuses a verdict"):
         check.lab15_conviction("A", rec)
     assert lab15.truth("C") == "H1"
