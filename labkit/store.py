@@ -1,9 +1,15 @@
-"""Atomic JSON storage for what a learner writes: forecasts, triage records, scores.
+"""Atomic JSON files: runs, single forecasts and triage records saved where the learner asks.
 
-A write goes to a temporary file in the same folder, is flushed to disk, then
-renamed over the target, so a crash never leaves half a file. The previous
-good copy is kept as ``<name>.bak``. A corrupt file raises a clear error and
-is left untouched for the learner to inspect.
+A write goes to a temporary file in the same folder (``.<name>.labkit<pid>.<random>.tmp``),
+is flushed to disk, then renamed over the target, so a crash never leaves half a file
+and a reader never finds the target missing. The previous good copy is kept as
+``<name>.bak``: it is hard-linked (or copied) there before the rename, never moved away.
+A corrupt file raises a clear error and is left untouched for the learner to inspect.
+
+A write killed midway (``kill -9``, a kernel restart) leaves its temporary file behind;
+`sweep_tmp` removes such leftovers, and every write sweeps its own folder first.
+Everything a learner writes over time (forecasts, scores, drills) lives in
+`labkit.learner_store` instead.
 """
 
 from __future__ import annotations
@@ -11,30 +17,95 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
+import re
+import secrets
+import shutil
+import time
 from pathlib import Path
+
+# .<target>.labkit<pid>.<8 random>.tmp (this module), or .<target>.json.<8 random>.tmp
+# (labkit before the pid was added); anything else in the folder is not ours to touch.
+_TMP_NOW = re.compile(r"^\..+\.labkit(?P<pid>\d+)\.[a-z0-9_]{8}\.tmp$")
+_TMP_OLD = re.compile(r"^\..+\.json(\.bak)?\.[a-z0-9_]{8}\.tmp$")
+STALE_TMP_S = 600  # a write takes milliseconds; a temporary file this old was abandoned
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but belongs to someone else
+        return True
+    return True
+
+
+def sweep_tmp(folder) -> list[Path]:
+    """Remove temporary files that killed writes left in `folder`; return what was removed.
+
+    A file tagged with the id of a process that no longer runs goes at once; an untagged
+    one (older labkit) once it is STALE_TMP_S old, so a write in progress is never touched.
+    """
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        now, old = _TMP_NOW.match(name), _TMP_OLD.match(name)
+        if not (now or old):
+            continue
+        path = Path(folder) / name
+        try:
+            if (now and not _alive(int(now["pid"]))) or time.time() - path.stat().st_mtime > STALE_TMP_S:
+                path.unlink()
+                removed.append(path)
+        except OSError:  # gone already, or not ours to remove
+            pass
+    return removed
+
+
+def _tmp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.labkit{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def _keep_backup(path: Path) -> None:
+    """Make <name>.bak a copy of `path` without `path` ever being absent."""
+    side = _tmp_name(path.with_name(path.name + ".bak"))
+    try:
+        os.link(path, side)  # the same bytes under a second name; `path` is replaced, not edited
+    except OSError:
+        shutil.copy2(path, side)
+    os.replace(side, path.with_name(path.name + ".bak"))
 
 
 def atomic_write_text(path, text: str, *, backup: bool = True) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_tmp(path.parent)
+    tmp = _tmp_name(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(tmp, "x", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         if backup and path.exists():
-            bak = path.with_name(path.name + ".bak")
             try:  # keep the last copy that still parses as the backup
                 json.loads(path.read_text(encoding="utf-8"))
-                os.replace(path, bak)
+                _keep_backup(path)
             except (ValueError, OSError):
                 pass
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # a full disk or a read-only folder: one sentence
+            err = type(exc)(f"Could not write {str(path)!r} ({exc.strerror or exc}); the file "
+                            "there before, if any, is unchanged.")
+            err.errno = exc.errno
+            raise err from None
         raise
     return path
 
