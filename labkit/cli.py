@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from .cli_store import add_export, add_import
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage block, exit 2
@@ -107,7 +109,7 @@ def cmd_triage(args) -> int:
         return 1
 
 
-COMMANDS = [_add_run, _add_bugs, _add_triage]
+COMMANDS = [_add_run, _add_bugs, _add_triage, add_export, add_import]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,12 +132,12 @@ def main(argv=None) -> int:
     except _Usage as exc:
         print(exc, file=sys.stderr)
         return 2
-    except (ValueError, KeyError, FileNotFoundError) as exc:
+    except BrokenPipeError:
+        return 0
+    except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"labkit: error: {msg}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 def _json_out(obj) -> str:
