@@ -115,6 +115,7 @@ class LearnerStore:
     # ---- failing in one sentence ------------------------------------------------------
     def _failure(self, exc, doing: str) -> StoreError:
         return StoreError(failure_sentence(self.path, exc, doing))
+
     @contextmanager
     def _writing(self, doing: str):
         """One write transaction: all of it is stored, or none of it."""

@@ -126,8 +126,8 @@ def migrate_old_history(store) -> None:
         except FileNotFoundError:  # another process imported and renamed it just now
             continue
         except ValueError as exc:
-            warnings.warn(f"{exc} It was left where it is and will be tried again; fix or "
-                          "move it to stop this warning.", stacklevel=3)
+            warnings.warn(f"{exc} It will be tried again each time the store opens; fix it "
+                          "or move it away to stop this warning.", stacklevel=3)
             continue
         counts = store.merge(records, source=str(old), keep_on_conflict=True)
         done = _free_name(old.with_name(name + ".imported"))

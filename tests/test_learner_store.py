@@ -243,6 +243,15 @@ def test_an_old_forecasts_json_is_imported_once_and_export_gives_it_back(tmp_pat
     assert len(ForecastHistory()) == 4 and not left.exists()
 
 
+def test_a_half_written_old_history_is_left_in_place_and_its_backup_imported(tmp_path):
+    old, expected = old_history(tmp_path)
+    old.write_text(old.read_text()[:100])  # what a crash of the old code could leave
+    with pytest.warns(UserWarning, match="not valid JSON.*tried again each time the store opens"):
+        entries = ForecastHistory(tmp_path / "labkit.sqlite3").entries()
+    assert [Forecast.from_dict(e["forecast"]) for e in entries] == [expected[0][0], expected[2][0]]
+    assert old.exists() and (tmp_path / "forecasts.json.bak.imported").exists()
+
+
 def test_export_then_import_elsewhere_merges_without_duplicates(tmp_path, monkeypatch, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     monkeypatch.setenv("LABKIT_HOME", str(a))
