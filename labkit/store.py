@@ -59,7 +59,8 @@ def sweep_tmp(folder) -> list[Path]:
             continue
         path = Path(folder) / name
         try:
-            if (now and not _alive(int(now["pid"]))) or time.time() - path.stat().st_mtime > STALE_TMP_S:
+            abandoned = now and not _alive(int(now["pid"]))
+            if abandoned or time.time() - path.stat().st_mtime > STALE_TMP_S:
                 path.unlink()
                 removed.append(path)
         except OSError:  # gone already, or not ours to remove
