@@ -114,12 +114,14 @@ def write_notebook(folder: Path, history: Path) -> str:
     return "sketch.ipynb"
 
 
-def wait_for_file(path: Path, seconds: float) -> dict:
+def wait_for_forecasts(store: Path, seconds: float) -> list:
+    """The forecasts the kernel keeps in `store`, once there is at least one."""
+    from labkit.forecast.history import ForecastHistory
     deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"the kernel never wrote {path} after Seal"
+    while not store.exists() or not ForecastHistory(store).entries():
+        assert time.monotonic() < deadline, f"the kernel never saved a forecast to {store} after Seal"
         time.sleep(0.2)
-    return json.loads(path.read_text())
+    return ForecastHistory(store).entries()
 
 
 def test_draw_and_seal_a_forecast_in_jupyterlab(lab, tmp_path):
@@ -127,7 +129,7 @@ def test_draw_and_seal_a_forecast_in_jupyterlab(lab, tmp_path):
     if exe is None:
         pytest.skip("no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
                     "chromium on PATH); install it with `apt-get install chromium`")
-    history = tmp_path / "history" / "forecasts.json"
+    history = tmp_path / "history" / "labkit.sqlite3"
     name = write_notebook(lab["dir"], history)
     errors = []
     with sync_playwright() as pw:
@@ -159,7 +161,7 @@ def test_draw_and_seal_a_forecast_in_jupyterlab(lab, tmp_path):
             page.mouse.up()
             page.locator(".labkit-sketch circle.point").nth(5).wait_for(timeout=10_000)
             page.locator(".labkit-seal").click()
-            saved = wait_for_file(history, 30)
+            entries = wait_for_forecasts(history, 30)
             page.get_by_text("Sealed \u2713").wait_for(timeout=10_000)
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT))
@@ -167,7 +169,6 @@ def test_draw_and_seal_a_forecast_in_jupyterlab(lab, tmp_path):
             browser.close()
 
     from labkit.forecast import Forecast
-    entries = saved["entries"]
     assert len(entries) == 1
     forecast = Forecast.from_dict(entries[0]["forecast"])
     assert forecast.sealed and forecast.is_intact()

@@ -236,11 +236,11 @@ def test_plot_overlays_forecast_and_raw_points(zero_lr_setup):
 
 def test_history_survives_a_restart_and_never_overwrites(tmp_path, zero_lr_setup):
     f, run = zero_lr_setup
-    path = tmp_path / "forecasts.json"
-    a, b = ForecastHistory(path), ForecastHistory(path)  # two notebooks, one file
+    path = tmp_path / "labkit.sqlite3"
+    a, b = ForecastHistory(path), ForecastHistory(path)  # two notebooks, one store
     a.add(f)
     other = sealed()
-    b.add(other)  # b re-reads the file, so a's entry stays
+    b.add(other)
     assert len(ForecastHistory(path)) == 2
     a.add(f, f.score(run))  # the score joins the existing entry
     entries = ForecastHistory(path).entries()
@@ -249,35 +249,33 @@ def test_history_survives_a_restart_and_never_overwrites(tmp_path, zero_lr_setup
     assert ForecastHistory(path).forecasts()[0] == f
     with pytest.raises(ValueError, match="different score"):
         a.add(f, ForecastScore.from_dict({**f.score(run).to_dict(), "misses": 3}))
+    assert ForecastHistory(path).entries()[0]["score"] == f.score(run).to_dict()  # kept, not replaced
     with pytest.raises(ValueError, match="not sealed"):
         a.add(Forecast([[0, 1.0]]))
 
 
-def test_corrupt_history_is_reported_and_the_last_good_copy_kept(tmp_path):
-    path = tmp_path / "forecasts.json"
-    history = ForecastHistory(path)
-    history.add(sealed())
-    history.add(sealed())
-    path.write_text(path.read_text()[:40])  # a half-written file
-    broken = path.read_text()
-    with pytest.raises(ValueError, match="not valid JSON.*left untouched.*last good copy"):
-        history.add(sealed())
-    assert path.read_text() == broken
-    assert len(ForecastHistory(tmp_path / "forecasts.json.bak")) == 1
-    path.write_text('{"entries": []}')
-    with pytest.raises(ValueError, match="is not a labkit forecast history"):
-        len(history)
+def test_a_file_that_is_not_a_store_is_reported_and_left_untouched(tmp_path):
+    path = tmp_path / "labkit.sqlite3"
+    path.write_text('{"format": "labkit.forecast_history/1", "entries": [')  # half a JSON file
+    broken = path.read_bytes()
+    with pytest.raises(ValueError, match=r"is not a labkit store \(an old JSON forecast history\), "
+                                         "so labkit left it untouched.*labkit import"):
+        ForecastHistory(path).add(sealed())
+    assert path.read_bytes() == broken
+    with pytest.raises(ValueError, match="names a JSON file.*labkit import PATH"):
+        ForecastHistory(tmp_path / "forecasts.json")  # the pre-store way to name a history
 
 
 def test_default_path_is_under_labkit_home(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
-    assert ForecastHistory().path == tmp_path / "forecasts.json"
+    assert ForecastHistory().path == tmp_path / "labkit.sqlite3"
+    assert not (tmp_path / "labkit.sqlite3").exists()  # nothing opened until first use
     with pytest.raises(TypeError, match="path must be a file path"):
         ForecastHistory(3)
 
 
 def test_calibration_summarises_error_over_time(tmp_path):
-    history = ForecastHistory(tmp_path / "h.json")
+    history = ForecastHistory(tmp_path / "h.sqlite3")
     assert history.calibration()["summary"] == "0 forecast(s) recorded, none scored yet."
     run = None
     for loss in (9.0, 4.0, 2.4):  # three forecasts of the same flat run, each closer

@@ -1,4 +1,5 @@
-"""What a learner writes survives a real kernel restart: forecasts and triage records."""
+"""What a learner writes survives a real kernel restart: forecasts and triage records,
+in the learner store and as a saved JSON file."""
 
 import json
 
@@ -33,6 +34,7 @@ ForecastHistory().add(f, f.score(labkit.train(bug="zero_lr", steps=50)))
 rec = labkit.TriageRecord("restart test")
 rec.plan_intervention({"lr": 0.0}, {"lr": 0.1}, "loss < 1.0 by step 150")
 rec.save(os.path.join(os.environ["LABKIT_HOME"], "triage.json"))
+rec.keep()
 print(f.content_hash)
 """)
         km.restart_kernel(now=True)
@@ -41,13 +43,17 @@ print(f.content_hash)
 import json
 h = ForecastHistory()
 rec = labkit.TriageRecord.load(os.path.join(os.environ["LABKIT_HOME"], "triage.json"))
+from labkit.store.learner import default_store
+kept = default_store().triage_records()
 print(json.dumps({"n": len(h), "intact": h.forecasts()[0].is_intact(),
                   "score": h.entries()[0]["score"]["shape_actual"],
-                  "forecast": rec.forecast.text, "sealed": rec.forecast.intact()}))
+                  "forecast": rec.forecast.text, "sealed": rec.forecast.intact(),
+                  "kept": [k.forecast.text for k in kept]}))
 """)
         state = json.loads(after.strip().splitlines()[-1])
         assert state == {"n": 1, "intact": True, "score": "flat",
-                         "forecast": "loss < 1.0 by step 150", "sealed": True}
+                         "forecast": "loss < 1.0 by step 150", "sealed": True,
+                         "kept": ["loss < 1.0 by step 150"]}
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

@@ -1,6 +1,5 @@
 """SketchForecast without a browser: traits, presets, the seal path and the text repr."""
 
-import json
 import math
 
 import pytest
@@ -18,7 +17,7 @@ STEPS = 40
 @pytest.fixture
 def sketch(tmp_path):
     return SketchForecast(config=labkit.Config(steps=STEPS), bug="zero_lr",
-                          history_path=tmp_path / "forecasts.json")
+                          history_path=tmp_path / "labkit.sqlite3")
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
@@ -76,7 +75,8 @@ def test_seal_button_seals_saves_and_locks(sketch, tmp_path):
     assert sketch.sealed and sketch.sealed_forecast.is_intact()
     assert sketch.sealed_hash == sketch.sealed_forecast.content_hash[:12]
     assert sketch.sealed_hash in sketch.message
-    entries = json.loads((tmp_path / "forecasts.json").read_text())["entries"]
+    assert str(tmp_path / "labkit.sqlite3") in sketch.message
+    entries = ForecastHistory(tmp_path / "labkit.sqlite3").entries()
     assert [e["forecast"]["points"] for e in entries] == [[[0, 2.3], [20, 2.3], [39, 2.3]]]
     assert entries[0]["forecast"]["config_hash"] == config_hash(labkit.Config(steps=STEPS), "zero_lr")
     with pytest.raises(traitlets.TraitError, match="sealed"):
@@ -84,27 +84,27 @@ def test_seal_button_seals_saves_and_locks(sketch, tmp_path):
     with pytest.raises(traitlets.TraitError, match="sealed"):
         sketch.nan_step = 5
     assert sketch.seal() is sketch.sealed_forecast  # sealing again hands back the same forecast
-    assert len(ForecastHistory(tmp_path / "forecasts.json")) == 1
+    assert len(ForecastHistory(tmp_path / "labkit.sqlite3")) == 1
     run = labkit.train(bug="zero_lr", steps=STEPS)
     assert sketch.sealed_forecast.score(run).shape_match
 
 
 def test_seal_problems_show_in_the_widget_not_as_a_crash(tmp_path):
-    unbound = SketchForecast(points=[[0, 2.3]], history_path=tmp_path / "h.json")
+    unbound = SketchForecast(points=[[0, 2.3]], history_path=tmp_path / "h.sqlite3")
     unbound.seal_requested += 1
     assert not unbound.sealed and "without config or bug" in unbound.message
-    empty = SketchForecast(config=labkit.Config(), history_path=tmp_path / "h.json")
+    empty = SketchForecast(config=labkit.Config(), history_path=tmp_path / "h.sqlite3")
     empty.seal_requested += 1
     assert not empty.sealed and "at least one" in empty.message
     with pytest.raises(traitlets.TraitError, match="set it by sealing"):
         empty.sealed = True
-    assert not (tmp_path / "h.json").exists()
+    assert not (tmp_path / "h.sqlite3").exists()
 
 
 def test_text_repr_is_deterministic_and_has_no_address(tmp_path):
     def make():
         return SketchForecast(points=[[0, 2.3], [39, 2.3]], config=labkit.Config(steps=STEPS),
-                              history_path=tmp_path / "h.json")
+                              history_path=tmp_path / "h.sqlite3")
     a, b = make(), make()
     text = a._repr_mimebundle_()[0]["text/plain"]
     assert text == repr(b) == ("SketchForecast(2 points over 40 steps, shape=None, nan_step=None, "

@@ -210,16 +210,27 @@ class TriageRecord:
         return {"format": FORMAT, "subject": self.subject, "rows": self.rows, "seeds": self.seeds,
                 "notes": self.notes, "forecast": asdict(self.forecast) if self.forecast else None}
 
-    def save(self, path) -> None:
-        atomic_write_json(path, encode_nonfinite(self.to_dict()))
-
     @classmethod
-    def load(cls, path) -> "TriageRecord":
-        d = decode_nonfinite(read_json(path, what="triage record"))
-        if d.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a triage record (format {d.get('format')!r}).")
+    def from_dict(cls, d, source="this dict") -> "TriageRecord":
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            got = d.get("format") if isinstance(d, dict) else type(d).__name__
+            raise ValueError(f"{source} is not a triage record (format {got!r}, expected {FORMAT!r}).")
         rec = cls(d["subject"])
         rec.rows, rec.seeds, rec.notes = d["rows"], d["seeds"], d["notes"]
         if d["forecast"]:
             rec.forecast = Prediction(**d["forecast"])
         return rec
+
+    def save(self, path) -> None:
+        """Write this record as a JSON file of its own (NaN written as "NaN")."""
+        atomic_write_json(path, encode_nonfinite(self.to_dict()))
+
+    @classmethod
+    def load(cls, path) -> "TriageRecord":
+        return cls.from_dict(decode_nonfinite(read_json(path, what="triage record")), path)
+
+    def keep(self, store=None) -> str:
+        """Keep a snapshot of this record in the learner store (default $LABKIT_HOME); returns
+        its key. Keeping it unchanged again adds nothing; after more rows, a new snapshot."""
+        from ..store.learner import default_store
+        return (store or default_store()).add_triage(self)

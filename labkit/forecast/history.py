@@ -1,70 +1,86 @@
-"""`ForecastHistory`: every sealed forecast and its score, in one JSON file that
-survives kernel restarts and is never silently overwritten."""
+"""`ForecastHistory`: every sealed forecast and its score, kept in the learner store.
+
+Each forecast is one ``forecast`` record of `labkit.store.learner`, keyed by its content
+hash, so any number of notebooks, the CLI and restarted kernels add to the same history
+without losing or overwriting each other's entries. A forecast's score is attached once;
+a second, different score is refused.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
 from .forecast import Forecast
 from .score import ForecastScore
-from ..store import atomic_write_json, read_json
 
-HISTORY_FORMAT = "labkit.forecast_history/1"
+HISTORY_FORMAT = "labkit.forecast_history/1"  # the JSON file used before the store; imported
 
 
 def default_history_path() -> Path:
-    return Path(os.environ.get("LABKIT_HOME") or Path.home() / ".labkit") / "forecasts.json"
+    """The store file ForecastHistory() uses: ``$LABKIT_HOME/labkit.sqlite3``."""
+    from ..store.learner import store_path
+    return store_path()
+
+
+def _same(a, b) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def merge_entry(old: dict | None, new: dict) -> dict:
+    """The stored entry after `new` joins `old` (same content hash): a score is attached once."""
+    from ..store.learner import StoreConflict
+    if old is None:
+        return new
+    if not _same(old["forecast"], new["forecast"]):
+        raise StoreConflict("A different forecast is already stored under this content hash, so "
+                         "one of the two copies was edited after sealing; it was not stored.")
+    if new["score"] is None or _same(old["score"], new["score"]):
+        return old
+    if old["score"] is not None:
+        raise StoreConflict("This forecast already has a different score in the history; a "
+                            "forecast is scored once, against its own run.")
+    return {**old, "score": new["score"]}
 
 
 class ForecastHistory:
-    """Every sealed forecast (and its score, once scored), in one JSON file.
+    """Every sealed forecast (and its score, once scored), oldest first.
 
-    Each write re-reads the file first, so two notebooks (or a restarted kernel)
-    append to the same list instead of overwriting each other.
+    `path` is the store file (default ``$LABKIT_HOME/labkit.sqlite3``); nothing is opened
+    until the history is first read or added to.
     """
 
     def __init__(self, path=None):
         if path is not None and not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a file path; got {type(path).__name__}.")
-        self.path = Path(path) if path is not None else default_history_path()
+        if path is not None and Path(path).suffix == ".json":
+            raise ValueError(f"path={str(path)!r} names a JSON file, but forecasts are now kept "
+                             "in the learner store; give a store file such as "
+                             "'labkit.sqlite3' (or nothing, for $LABKIT_HOME/labkit.sqlite3), and "
+                             "bring an old forecasts.json in with `labkit import PATH`.")
+        from ..store.learner import default_store
+        self.store = default_store(path)
+        self.path = self.store.path
 
     def __repr__(self) -> str:
         return f"ForecastHistory({len(self)} entries)"
 
     def __len__(self) -> int:
-        return len(self.entries())
+        return self.store.count("forecast")
 
     def entries(self) -> list[dict]:
         """The stored entries, oldest first: {"forecast": ..., "score": ... or None, "added_at"}."""
-        if not self.path.exists():
-            return []
-        data = read_json(self.path, what="forecast history")
-        if not isinstance(data, dict) or data.get("format") != HISTORY_FORMAT:
-            raise ValueError(f"The file at {str(self.path)!r} is not a labkit forecast history "
-                             f"(expected format {HISTORY_FORMAT!r}); it was left untouched.")
-        return data["entries"]
+        return [r["body"] for r in self.store.records("forecast")]
 
     def add(self, forecast: Forecast, score: ForecastScore | None = None) -> dict:
         """Record a sealed forecast, or attach its score to the entry already recorded."""
         forecast.verify()
-        entries = self.entries()  # re-read: never write over entries added elsewhere
-        new = score.to_dict() if score is not None else None
-        for entry in entries:
-            if entry["forecast"].get("content_hash") == forecast.content_hash:
-                if new is None or entry["score"] == new:
-                    return entry
-                if entry["score"] is not None:
-                    raise ValueError("This forecast already has a different score in the "
-                                     "history; a forecast is scored once, against its own run.")
-                entry["score"] = new
-                break
-        else:
-            entry = {"forecast": forecast.to_dict(), "score": new, "added_at": time.time()}
-            entries.append(entry)
-        atomic_write_json(self.path, {"format": HISTORY_FORMAT, "entries": entries})
-        return entry
+        new = {"forecast": forecast.to_dict(), "added_at": time.time(),
+               "score": score.to_dict() if score is not None else None}
+        return self.store.update("forecast", forecast.content_hash,
+                                 lambda old: merge_entry(old, new))["body"]
 
     def forecasts(self) -> list[Forecast]:
         return [Forecast.from_dict(e["forecast"]) for e in self.entries()]

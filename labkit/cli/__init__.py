@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from .store import add_export, add_import
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage block, exit 2
@@ -30,7 +32,7 @@ def _add_run(sub):
 
 
 def cmd_run(args) -> int:
-    from .bugs.inject import train
+    from ..bugs.inject import train
     given = {"task": args.task, "seed": args.seed, "steps": args.steps, "lr": args.lr,
              "precision": args.precision}
     run = train(bug=args.bug, **{k: v for k, v in given.items() if v is not None})
@@ -50,7 +52,7 @@ def _add_bugs(sub):
 
 
 def cmd_bugs(args) -> int:
-    from .bugs import BUGS, SYSTEMS
+    from ..bugs import BUGS, SYSTEMS
     if args.json:
         print(_json_out([{k: b.as_dict()[k] for k in ("name", "system", "stage", "symptom",
                                                         "mechanism", "exercise", "seam", "variants")}
@@ -85,10 +87,10 @@ def _add_triage(sub):
 
 
 def cmd_triage(args) -> int:
-    from .bugs import get_bug
-    from .core.config import Config
-    from .diagnosis.explorer import diagnose
-    from .diagnosis.triage import TriageRefused
+    from ..bugs import get_bug
+    from ..core.config import Config
+    from ..diagnosis.explorer import diagnose
+    from ..diagnosis.triage import TriageRefused
     if args.bug is not None:
         bug = get_bug(args.bug)  # unknown names fail here, before any training
         if args.task:
@@ -115,11 +117,11 @@ def _add_grade(sub):
 
 
 def cmd_grade(args) -> int:
-    from .learn.grade import grade
+    from ..learn.grade import grade
     return grade(args.notebooks, json_path=args.json)
 
 
-COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade]
+COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, add_export, add_import]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,12 +144,12 @@ def main(argv=None) -> int:
     except _Usage as exc:
         print(exc, file=sys.stderr)
         return 2
-    except (ValueError, KeyError, FileNotFoundError) as exc:
+    except BrokenPipeError:
+        return 0
+    except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"labkit: error: {msg}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 def _json_out(obj) -> str:

@@ -1,0 +1,14 @@
+"""Where what a learner writes is kept.
+
+`files`: atomic JSON files (a write never leaves half a file; the last good copy stays as
+`.bak`), and strict-JSON encoding of NaN and infinity. `learner`: the `LearnerStore`, one
+SQLite file under $LABKIT_HOME for every record a learner makes, safe with several writers.
+The JSON helpers are re-exported here; the store is imported from `labkit.store.learner`
+when it is used, so reading a Run never loads sqlite3.
+"""
+
+from .files import (atomic_write_json, atomic_write_text, decode_nonfinite, encode_nonfinite,
+                    read_json, read_text, sweep_tmp)
+
+__all__ = ["atomic_write_json", "atomic_write_text", "decode_nonfinite", "encode_nonfinite",
+           "read_json", "read_text", "sweep_tmp"]

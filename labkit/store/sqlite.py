@@ -1,0 +1,130 @@
+"""Opening the learner store's SQLite file, and saying in words why it failed.
+
+`open_connection` refuses a file that is not a labkit store before SQLite writes a byte to
+it, then sets WAL, fsync at each commit and a busy timeout, and creates the tables of a
+new store in one transaction (two first users at once: one creates, the other waits).
+`failure_sentence` turns an SQLite or OS error into one sentence for the learner.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from pathlib import Path
+
+FORMAT = "labkit.store/1"
+BUSY_S = 30.0  # how long a write waits for another writer before giving up
+_HEADER = b"SQLite format 3\x00"
+
+
+class StoreError(ValueError):
+    """The store cannot do what was asked; the message says why and what to do."""
+
+
+class StoreConflict(StoreError):
+    """A write would replace a different value already stored under the same key."""
+
+
+def open_connection(path: Path) -> sqlite3.Connection:
+    check_store_file(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(failure_sentence(path, exc, "opening it")) from None
+    try:
+        _prepare(path, conn)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(failure_sentence(path, exc, "opening it")) from None
+        raise
+    return conn
+
+
+def _prepare(path: Path, conn) -> None:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if tables:  # an existing file: make sure it is ours before writing anything
+        check_store_tables(path, tables, conn)
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")  # fsync each commit: a returned write is on disk
+    if not tables:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("CREATE TABLE IF NOT EXISTS labkit_meta (name TEXT PRIMARY KEY, value TEXT)")
+        conn.execute("INSERT OR IGNORE INTO labkit_meta VALUES ('format', ?)", (FORMAT,))
+        conn.execute("CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                     "kind TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, "
+                     "created_at REAL NOT NULL, updated_at REAL NOT NULL, UNIQUE (kind, key))")
+        conn.execute("COMMIT")
+
+
+# ---- refusing what is not a store ----------------------------------------------------------
+
+_LEAVE_IT = ("so labkit left it untouched; move it elsewhere, or set LABKIT_HOME to another "
+             "folder, and labkit will start a new store")
+
+
+def check_store_file(path: Path) -> None:
+    """Refuse a file whose first bytes are not SQLite's, naming what it looks like."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_HEADER))
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        raise StoreError(f"The store path {str(path)!r} is a folder; give a file path such as "
+                         f"{str(path / 'labkit.sqlite3')!r}.") from None
+    except OSError as exc:
+        raise StoreError(failure_sentence(path, exc, "opening it")) from None
+    if head == _HEADER or not head:  # an empty file is an empty SQLite database
+        return
+    what = "an old JSON forecast history" if head.lstrip().startswith(b"{") else "not SQLite"
+    raise StoreError(f"The file {str(path)!r} is not a labkit store ({what}), {_LEAVE_IT}"
+                     + (f" (bring its forecasts in with `labkit import {path}`)."
+                        if what.startswith("an old") else "."))
+
+
+def check_store_tables(path: Path, tables: set, conn) -> None:
+    fmt = None
+    if "labkit_meta" in tables:
+        row = conn.execute("SELECT value FROM labkit_meta WHERE name='format'").fetchone()
+        fmt = row[0] if row else None
+    if fmt == FORMAT and "records" in tables:
+        return
+    if fmt and fmt.startswith("labkit.store/"):
+        raise StoreError(f"The store {str(path)!r} was written by a newer labkit (format "
+                         f"{fmt!r}; this one reads {FORMAT!r}); upgrade labkit to use it.")
+    raise StoreError(f"The file {str(path)!r} is an SQLite database but not a labkit store "
+                     f"(its tables are {', '.join(sorted(tables))}), {_LEAVE_IT}.")
+
+
+# ---- failures in words ----------------------------------------------------------------------
+
+def failure_sentence(path: Path, exc, doing: str) -> str:
+    """One sentence for an sqlite3.Error or OSError met while `doing` something to the store."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    code = getattr(exc, "errno", None)
+    detail = getattr(exc, "strerror", None) or str(exc)
+    where = f"The labkit store {str(path)!r}"
+    folder = str(path.parent)
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return (f"{where} is damaged ({detail}), so {doing} failed and labkit left the file "
+                "untouched; copy it somewhere safe (`sqlite3 FILE .recover` can often rescue "
+                "its records), then move it aside and labkit will start a new store.")
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")) or \
+            code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (f"{where} cannot be written ({detail}), so {doing} failed; nothing stored "
+                f"before was changed or lost, and since labkit writes beside the store even to "
+                f"read it, make the folder {folder!r} writable or set LABKIT_HOME to a "
+                "writable folder, then try again.")
+    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or code in (errno.ENOSPC, errno.EFBIG):
+        return (f"{where} could not be written ({detail}; the disk may be full), so {doing} "
+                "failed and was not saved; everything stored before is intact, so free some "
+                "space and try again.")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return (f"{where} stayed locked by another program for more than {BUSY_S:.0f} s, so "
+                f"{doing} failed and was not saved; close other notebooks or commands using it "
+                "and try again.")
+    return f"{where} failed while {doing} ({name or type(exc).__name__}: {detail}); nothing " \
+           "stored before was changed."
