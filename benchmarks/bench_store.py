@@ -26,7 +26,7 @@ from pathlib import Path
 
 from labkit.forecast import Forecast
 from labkit.forecast.history import HISTORY_FORMAT, ForecastHistory
-from labkit.forecast_score import ForecastScore
+from labkit.forecast.score import ForecastScore
 from labkit.store.learner import LearnerStore
 from labkit.store import atomic_write_json, read_json
 

@@ -43,9 +43,10 @@ def check_number(param: str, given, *, minimum=None, maximum=None, integer=False
     if isinstance(given, bool) or not ok_type:
         raise TypeError(f"{param} must be {kind}; got {given!r} ({type(given).__name__}).")
     if not math.isfinite(given):  # NaN, inf or -inf: no setting of labkit means any of them
-        allowed = _range_text(minimum, maximum, strict_min) or "any finite number"
+        allowed = _range_text(minimum, maximum, strict_min)
         raise ValueError(f"{param}={given!r} is not allowed; it must be a finite number "
-                         f"({allowed}), not NaN or infinity.")
+                         f"{'(' + allowed + ') ' if allowed else ''}, not NaN or infinity."
+                         .replace(" ,", ","))
     if minimum is not None and (given <= minimum if strict_min else given < minimum):
         bound = f"greater than {minimum}" if strict_min else f"at least {minimum}"
         raise ValueError(f"{param}={given!r} is out of range; it must be {bound}.")

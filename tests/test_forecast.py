@@ -48,7 +48,7 @@ def test_points_accepted_in_every_plain_form(given):
     ([[0, -1.0]], ValueError, "positive, finite"),
     ([[0, 0.0]], ValueError, "positive, finite"),
     ([[0, math.inf]], ValueError, "set nan_step instead"),
-    ([[0, math.nan]], ValueError, r"points\[0\]\[1\] \(the loss\) must be a number; got NaN"),
+    ([[0, math.nan]], ValueError, r"must be a positive, finite number; got nan. To predict a blow-up"),
     ([[0, "low"]], TypeError, r"points\[0\]\[1\] \(the loss\) must be a number; got 'low'"),
     ([[1.5, 2.0]], TypeError, r"points\[0\]\[0\] \(the step\) must be a whole number"),
     ([[-1, 2.0]], ValueError, "at least 0"),

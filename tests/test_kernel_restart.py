@@ -44,7 +44,7 @@ import json
 h = ForecastHistory()
 rec = labkit.TriageRecord.load(os.path.join(os.environ["LABKIT_HOME"], "triage.json"))
 from labkit.store.learner import default_store
-kept = default_store().triage_records()
+kept = labkit.TriageRecord.kept()
 print(json.dumps({"n": len(h), "intact": h.forecasts()[0].is_intact(),
                   "score": h.entries()[0]["score"]["shape_actual"],
                   "forecast": rec.forecast.text, "sealed": rec.forecast.intact(),

@@ -15,13 +15,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "labkit"
 RANKS = {
-    "errors": 0, "store": 0, "_moved": 0,
-    "core": 1,
-    "bugs": 2,
-    "diagnosis": 3, "forecast": 3,
-    "learn": 4,
-    "widgets": 5,
-    "cli": 6,
+    "errors": 0, "_moved": 0,
+    "store": 1,
+    "core": 2,
+    "bugs": 3,
+    "diagnosis": 4, "forecast": 4,
+    "learn": 5,
+    "widgets": 6,
+    "cli": 7,
 }
 
 

@@ -18,7 +18,7 @@ from helpers import one_sentence
 from labkit.cli import main
 from labkit.forecast import Forecast
 from labkit.forecast.history import HISTORY_FORMAT, ForecastHistory
-from labkit.forecast_score import ForecastScore
+from labkit.forecast.score import ForecastScore
 from labkit.store.learner import LearnerStore, StoreConflict, StoreError, default_store
 from labkit.store import atomic_write_json
 from labkit.diagnosis.triage import TriageRecord
@@ -144,7 +144,7 @@ def test_forecasts_and_triage_records_round_trip_through_the_store(tmp_path):
     back = Forecast.from_dict(entry["forecast"])
     assert back == f and back.is_intact()
     assert ForecastScore.from_dict(entry["score"]) == score(1)
-    kept = fresh.triage_records()
+    kept = TriageRecord.kept(fresh)
     assert [r.notes for r in kept] == [[], ["a second look"]]
     assert kept[0].to_dict()["rows"]["baseline"]["data"]["loss"][0] != kept[0].to_dict()["rows"][
         "baseline"]["data"]["loss"][0]  # NaN came back as NaN

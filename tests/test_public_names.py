@@ -59,7 +59,7 @@ def test_old_path_warning_points_at_the_importing_line():
     sys.modules.pop("labkit.triage", None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        from labkit.diagnosis.triage import TriageRecord  # noqa: F401
+        from labkit.triage import TriageRecord  # noqa: F401
     assert caught and caught[0].filename == __file__
 
 

@@ -21,8 +21,15 @@ def add_export(sub):
     p.set_defaults(func=cmd_export)
 
 
+def _kinds() -> None:
+    """Load the features that keep records, so the store knows their rules and formats."""
+    from ..diagnosis import triage  # noqa: F401
+    from ..forecast import kept  # noqa: F401
+
+
 def cmd_export(args) -> int:
     from ..store.learner import default_store
+    _kinds()
     from ..store import atomic_write_json
     store = default_store()
     doc = store.export()
@@ -44,6 +51,7 @@ def add_import(sub):
 
 def cmd_import(args) -> int:
     from ..store.learner import default_store
+    _kinds()
     from ..store import read_json
     from ..store.exchange import records_in
     records = records_in(read_json(args.path, what="file to import"), args.path)

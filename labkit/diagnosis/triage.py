@@ -24,6 +24,8 @@ from dataclasses import asdict
 
 from ..errors import suggest
 from ..store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
+from ..store.exchange import READERS
+from . import kept
 from .prediction import FORECAST_COLUMNS, Prediction, TriageRefused  # noqa: F401 (re-exported)
 
 UNKNOWN = "UNKNOWN"
@@ -232,5 +234,12 @@ class TriageRecord:
     def keep(self, store=None) -> str:
         """Keep a snapshot of this record in the learner store (default $LABKIT_HOME); returns
         its key. Keeping it unchanged again adds nothing; after more rows, a new snapshot."""
-        from ..store.learner import default_store
-        return (store or default_store()).add_triage(self)
+        return kept.keep(self, store)
+
+    @classmethod
+    def kept(cls, store=None) -> list["TriageRecord"]:
+        """Every record kept in the learner store, oldest first."""
+        return kept.kept(cls, store)
+
+
+READERS[FORMAT] = kept.reader(TriageRecord)

@@ -8,41 +8,20 @@ a second, different score is refused.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
 from .forecast import Forecast
+from .kept import HISTORY_FORMAT, merge_entry  # noqa: F401 (registers forecasts with the store)
 from .score import ForecastScore
 
-HISTORY_FORMAT = "labkit.forecast_history/1"  # the JSON file used before the store; imported
 
 
 def default_history_path() -> Path:
     """The store file ForecastHistory() uses: ``$LABKIT_HOME/labkit.sqlite3``."""
     from ..store.learner import store_path
     return store_path()
-
-
-def _same(a, b) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-
-
-def merge_entry(old: dict | None, new: dict) -> dict:
-    """The stored entry after `new` joins `old` (same content hash): a score is attached once."""
-    from ..store.learner import StoreConflict
-    if old is None:
-        return new
-    if not _same(old["forecast"], new["forecast"]):
-        raise StoreConflict("A different forecast is already stored under this content hash, so "
-                         "one of the two copies was edited after sealing; it was not stored.")
-    if new["score"] is None or _same(old["score"], new["score"]):
-        return old
-    if old["score"] is not None:
-        raise StoreConflict("This forecast already has a different score in the history; a "
-                            "forecast is scored once, against its own run.")
-    return {**old, "score": new["score"]}
 
 
 class ForecastHistory:

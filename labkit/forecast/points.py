@@ -31,7 +31,8 @@ def check_points(points, nan_step) -> tuple:
         if isinstance(step, float) and step.is_integer():
             step = int(step)
         check_number(f"points[{i}][0] (the step)", step, minimum=0, integer=True)
-        check_number(f"points[{i}][1] (the loss)", loss)
+        if not (isinstance(loss, float) and math.isnan(loss)) and loss != math.inf:
+            check_number(f"points[{i}][1] (the loss)", loss)  # type first; NaN/inf teach below
         if not (0 < loss < math.inf):
             raise ValueError(f"points[{i}][1] (the loss at step {step}) must be a positive, finite "
                              f"number; got {loss!r}. To predict a blow-up, set nan_step instead.")

@@ -1,28 +1,33 @@
-"""The learner store's borders: its records out and in as JSON, and old files brought in.
+"""The learner store's borders: its records out and in as JSON.
 
-- `same_or_refuse` / `merge_rule`: how a new body joins the one stored under its key (a
-  record is written once; a forecast may gain the score it lacked).
-- `export_document(store)`: every record as one JSON document (``labkit export``).
-- `records_in(doc, source)`: the records in a document ``labkit import`` accepts: an export,
-  an old forecast history (``labkit.forecast_history/1``), one forecast or one triage record.
-- `migrate_old_history(store)`: on opening a store, ``forecasts.json`` and its ``.bak`` in
-  the same folder are imported once and renamed ``*.imported``, so they are kept but not
-  read again.
+The store knows no kind of record: the features that keep records teach it, each from
+its own module, through three tables:
+- `MERGE_RULES[kind]`: how a new body joins the one stored under its key (the default,
+  `same_or_refuse`: a record is written once; forecasts let a score join later);
+- `READERS[format]`: turns a JSON document of that format into records (``labkit import``
+  takes an export, and whatever formats the features registered);
+- `CHECKS[kind]`: checks a record of that kind in an imported export;
+- `ON_OPEN`: called with the store each time it is opened in a process (the forecast
+  history imports an old ``forecasts.json`` this way).
+
+`export_document(store)`: every record as one JSON document (``labkit export``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
-import warnings
 from pathlib import Path
 
-from .files import read_json
-from .sqlite import FORMAT, StoreConflict
+FORMAT = "labkit.store/1"  # an export document, and the store's own mark
 
-HISTORY_FORMAT = "labkit.forecast_history/1"
-OLD_FILES = ("forecasts.json", "forecasts.json.bak")
+
+class StoreError(ValueError):
+    """The store cannot do what was asked; the message says why and what to do."""
+
+
+class StoreConflict(StoreError):
+    """A write would replace a different value already stored under the same key."""
 
 
 # ---- how a record joins the one already stored ---------------------------------------
@@ -42,12 +47,15 @@ def same_or_refuse(kind: str, key: str):
     return rule
 
 
+MERGE_RULES: dict = {}  # kind -> rule(old body or None, new body) -> stored body
+READERS: dict = {}  # format -> reader(doc, source) -> [record]
+ON_OPEN: list = []  # hook(store), run once per store and process
+CHECKS: dict = {}  # kind -> check(record, source), raising ValueError for a bad record
+
+
 def merge_rule(kind: str, key: str):
     """How a new body joins the one stored under (kind, key): `labkit import` uses it."""
-    if kind == "forecast":
-        from ..forecast.history import merge_entry
-        return merge_entry
-    return same_or_refuse(kind, key)
+    return MERGE_RULES.get(kind) or same_or_refuse(kind, key)
 
 
 # ---- out and in ----------------------------------------------------------------------
@@ -61,32 +69,8 @@ def export_document(store) -> dict:
             "counts": counts, "records": records}
 
 
-def _forecast_record(entry: dict, source) -> dict:
-    from ..forecast.forecast import Forecast
-    from ..forecast.score import ForecastScore
-    forecast = Forecast.from_dict(entry.get("forecast"))
-    if not forecast.sealed:
-        raise ValueError(f"{source} holds a forecast that was never sealed; only sealed "
-                         "forecasts are kept.")
-    if entry.get("score") is not None:
-        ForecastScore.from_dict(entry["score"])  # a malformed score fails here, not later
-    added = entry.get("added_at") or forecast.sealed_at
-    return {"kind": "forecast", "key": forecast.content_hash, "created_at": added,
-            "body": {"forecast": entry["forecast"], "score": entry.get("score"), "added_at": added}}
-
-
-def _triage_record(body: dict) -> dict:
-    from .learner import triage_key
-    from .files import decode_nonfinite
-    from ..diagnosis.triage import TriageRecord
-    TriageRecord.from_dict(decode_nonfinite(body))
-    return {"kind": "triage", "key": triage_key(body), "body": body}
-
-
 def records_in(doc, source) -> list[dict]:
     """The records a JSON document holds, checked; ValueError names `source` if it is not one."""
-    from ..forecast.forecast import FORMAT as FORECAST_FORMAT
-    from ..diagnosis.triage import FORMAT as TRIAGE_FORMAT
     fmt = doc.get("format") if isinstance(doc, dict) else None
     try:
         if fmt == FORMAT:
@@ -95,53 +79,22 @@ def records_in(doc, source) -> list[dict]:
                 if not (isinstance(r.get("kind"), str) and isinstance(r.get("key"), str)
                         and r["kind"] and r["key"] and "body" in r):
                     raise ValueError(f"a record needs a kind, a key and a body; got {r!r:.80}")
-                if r["kind"] == "forecast" and \
-                        _forecast_record(r["body"], source)["key"] != r["key"]:
-                    raise ValueError(f"forecast record {r['key']!r:.20} is not filed under its "
-                                     "own content hash")
+                if r["kind"] in CHECKS:
+                    CHECKS[r["kind"]](r, source)
                 out.append({k: r.get(k) for k in ("kind", "key", "body", "created_at")})
             return out
-        if fmt == HISTORY_FORMAT:
-            return [_forecast_record(e, source) for e in doc["entries"]]
-        if fmt == FORECAST_FORMAT:
-            return [_forecast_record({"forecast": doc}, source)]
-        if fmt == TRIAGE_FORMAT:
-            return [_triage_record(doc)]
+        if fmt in READERS:
+            return READERS[fmt](doc, source)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(f"{str(source)!r} is a {fmt} document but a damaged one ({exc}); "
                          "nothing was imported from it.") from None
+    known = ", ".join(repr(f) for f in [FORMAT, *READERS])
     raise ValueError(f"{str(source)!r} is not something labkit can import (its format is "
-                     f"{fmt!r}); give a `labkit export` file ({FORMAT!r}), an old forecast "
-                     f"history ({HISTORY_FORMAT!r}), a forecast or a triage record.")
+                     f"{fmt!r}); give one of these formats: {known}.")
 
 
-def migrate_old_history(store) -> None:
-    """Import ``forecasts.json`` (then its ``.bak``) beside the store, and rename each."""
-    for name in OLD_FILES:
-        old = store.path.parent / name
-        if not old.is_file():
-            continue
-        try:
-            records = records_in(read_json(old, what="old forecast history"), old)
-        except FileNotFoundError:  # another process imported and renamed it just now
-            continue
-        except ValueError as exc:
-            warnings.warn(f"{exc} It will be tried again each time the store opens; fix it "
-                          "or move it away to stop this warning.", stacklevel=3)
-            continue
-        counts = store.merge(records, source=str(old), keep_on_conflict=True)
-        done = _free_name(old.with_name(name + ".imported"))
-        try:
-            os.replace(old, done)
-        except FileNotFoundError:
-            continue
-        if counts["conflicts"]:
-            warnings.warn(f"{counts['conflicts']} forecast(s) in {str(old)!r} differ from the "
-                          f"copy already in the store; the store's copy was kept, and the old "
-                          f"file is kept as {str(done)!r}.", stacklevel=3)
-
-
-def _free_name(path: Path) -> Path:
+def free_name(path: Path) -> Path:
+    """`path`, or `path-2`, `path-3`, ... : the first name not taken."""
     n, candidate = 1, path
     while candidate.exists():
         n += 1

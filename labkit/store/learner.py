@@ -23,14 +23,13 @@ Why it is safe: WAL journal, fsync at every commit, a 30 s busy timeout, and eac
 one ``BEGIN IMMEDIATE`` transaction, so notebooks and the CLI take turns and a process killed
 mid-write leaves the last commit whole. A file that is not a labkit store, or is damaged,
 is named in one sentence and never written to; a read-only folder or a full disk also
-gets one sentence, and what was stored before stays intact. Opening a store imports an
-old ``forecasts.json`` beside it (`labkit.store.exchange`) and sweeps temporary files of
-killed JSON writes there.
+gets one sentence, and what was stored before stays intact. Opening a store sweeps
+temporary files of killed JSON writes beside it and runs the `ON_OPEN` hooks of the
+features that keep records (the forecast history imports an old ``forecasts.json``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -40,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import check_choice
-from .exchange import merge_rule, same_or_refuse
+from .exchange import ON_OPEN, merge_rule, same_or_refuse
 from .sqlite import (FORMAT, StoreConflict, StoreError,  # noqa: F401 (FORMAT: public)
                            failure_sentence, open_connection)
 
@@ -97,11 +96,11 @@ class LearnerStore:
             _INHERITED.append(self._conn)
             self._conn = None
         from .files import sweep_tmp
-        from .exchange import migrate_old_history
         with self._lock:
             self._conn, self._pid = open_connection(self.path), os.getpid()
         sweep_tmp(self.path.parent)  # temporary files of JSON writes killed in this folder
-        migrate_old_history(self)
+        for hook in list(ON_OPEN):  # what the features that keep records do on opening
+            hook(self)
         return self._conn
 
     def close(self) -> None:
@@ -238,22 +237,3 @@ class LearnerStore:
         """The whole store as one JSON document that `labkit import` reads back."""
         from .exchange import export_document
         return export_document(self)
-
-    # ---- typed helpers --------------------------------------------------------------------
-    def add_triage(self, record) -> str:
-        """Keep a snapshot of a TriageRecord (NaN as "NaN"); returns its key."""
-        from .files import encode_nonfinite
-        body = encode_nonfinite(record.to_dict())
-        self.add("triage", triage_key(body), body)
-        return triage_key(body)
-
-    def triage_records(self) -> list:
-        """Every kept TriageRecord, oldest first."""
-        from .files import decode_nonfinite
-        from ..diagnosis.triage import TriageRecord
-        return [TriageRecord.from_dict(decode_nonfinite(r["body"])) for r in self.records("triage")]
-
-
-def triage_key(body: dict) -> str:
-    """A triage snapshot's key: equal contents give equal keys, so keeping twice is one record."""
-    return hashlib.sha256(canonical(body, "triage").encode()).hexdigest()[:16]

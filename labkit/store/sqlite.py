@@ -12,17 +12,10 @@ import errno
 import sqlite3
 from pathlib import Path
 
-FORMAT = "labkit.store/1"
+from .exchange import FORMAT, StoreConflict, StoreError  # noqa: F401 (re-exported)
+
 BUSY_S = 30.0  # how long a write waits for another writer before giving up
 _HEADER = b"SQLite format 3\x00"
-
-
-class StoreError(ValueError):
-    """The store cannot do what was asked; the message says why and what to do."""
-
-
-class StoreConflict(StoreError):
-    """A write would replace a different value already stored under the same key."""
 
 
 def open_connection(path: Path) -> sqlite3.Connection:
