@@ -49,12 +49,12 @@ class Watch:
         for i, n in enumerate(self.names):
             self.groups.setdefault(group_name(n), []).append(i)
         self.findings = _findings(model, named, owned)
-        embeddings = {id(m.weight) for m in model.modules()
-                      if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
         self.param_bytes = sum(nbytes(p) for p in self.params)
         self.budget = default_budget(self.param_bytes) if budget is None else int(budget)
         in_opt = [id(p) in owned for p in self.params]
-        self.plan = Plan(self.params, in_opt, embeddings, self.budget, seed)
+        self.plan = Plan(self.params, in_opt, self.budget, seed)
+        # gradient norms from the fused call: every parameter the plan does not sample
+        self._dense = [i for i in range(len(self.params)) if i not in self.plan.samples]
         self._norm_dtype = (None if all(p.dtype in (torch.float32, torch.float64)
                                         for p in self.params) else torch.float32)
         self._zero = torch.zeros((), device=self.params[0].device)
@@ -63,9 +63,10 @@ class Watch:
         self._rows: list[list] = []  # this chunk's rows: P grad norms, then the update norms
         self._blocks: list[torch.Tensor] = []  # earlier chunks, stacked: (CHUNK, width) each
         self._present: list[tuple] = []  # per step: which gradients were not None
-        self._lrs: list[tuple] = []  # per step: the lr of each param group
-        self._scales: list = []  # per step: the GradScaler's scale (0-d tensor), or None
-        self._skipped: list[bool] = []
+        self._lrs: list = []  # per step: the lr (one param group) or a tuple of lrs
+        self._scales: list = []  # with a scaler, per step: its scale (0-d tensor), or None
+        self._skipped: list[bool] = []  # per step: True where optimizer.step() did not run
+        self._fast = self.plan.all_exact and self._norm_dtype is None
         self._pending = None  # (grad norms, present) measured early, e.g. before clipping
         self._marked = 0  # rows when mark_step() was last called
         self._scale_now = None
@@ -100,6 +101,10 @@ class Watch:
     def _post(self, optimizer, args, kwargs) -> None:
         grads = [p.grad for p in self.params]
         diffs = self.plan.diffs()
+        if self._fast and self._pending is None and not any(g is None for g in grads):
+            # the common case, kept lean: one fused norm call is the whole row
+            self._add(torch._foreach_norm(grads + diffs), self._all_present, False)
+            return
         if self._pending is not None:
             (gnorms, present), self._pending = self._pending, None
             unorms = list(self._norms(diffs))
@@ -107,11 +112,22 @@ class Watch:
             present = self._all_present
             if any(g is None for g in grads):
                 present = tuple(g is not None for g in grads)
-            kept = grads if present is self._all_present else [g for g in grads if g is not None]
-            norms = self._norms(kept + diffs)  # one fused call: gradients and updates
-            gnorms = self._fill(norms[:len(kept)], grads)
+            if self.plan.all_exact:
+                kept = grads if present is self._all_present else [g for g in grads if g is not None]
+                norms = self._norms(kept + diffs)  # one fused call: gradients and updates
+                gnorms = self._fill(norms[:len(kept)], grads)
+            else:  # sampled tensors' gradient norms came from their unit norms, before the step
+                kept = [grads[i] for i in self._dense if grads[i] is not None]
+                norms = self._norms(kept + diffs)
+                it, gnorms = iter(norms[:len(kept)]), [self._zero] * len(grads)
+                for i in self._dense:
+                    if grads[i] is not None:
+                        gnorms[i] = next(it)
+                for i, s in self.plan.samples.items():
+                    if grads[i] is not None and s.grad_norm is not None:
+                        gnorms[i] = s.grad_norm
             unorms = list(norms[len(kept):])
-        self._add(gnorms + unorms + self.plan.estimates(), present, skipped=False)
+        self._add(gnorms + unorms, present, skipped=False)
 
     def _no_step_row(self, skipped: bool) -> None:
         if self._pending is not None:
@@ -120,17 +136,20 @@ class Watch:
             grads = [p.grad for p in self.params]
             present = tuple(g is not None for g in grads)
             gnorms = self._fill(self._norms([g for g in grads if g is not None]), grads)
-        width = len(self.plan.positions) + len(self.plan.row_positions)
+        width = self.plan.width
         if self.scaler is not None and self._scale_now is None:
             self._scale_now = self._read_scale()
         self._add(gnorms + [self._zero] * width, present, skipped=skipped)
 
-    def _add(self, row: list, present: tuple, skipped: bool) -> None:
+    def _add(self, row, present: tuple, skipped: bool) -> None:
         self._rows.append(row)
         self._present.append(present)
-        self._lrs.append(tuple(_lr(g["lr"]) for g in self.optimizer.param_groups))
-        self._scales.append(self._scale_now)
+        groups = self.optimizer.param_groups
+        lr = groups[0]["lr"] if len(groups) == 1 else tuple(_lr(g["lr"]) for g in groups)
+        self._lrs.append(lr if type(lr) is float else _lr(lr))
         self._skipped.append(skipped)
+        if self.scaler is not None:
+            self._scales.append(self._scale_now)
         if len(self._rows) == CHUNK:  # fold 0-d tensors into one block: bounded host memory
             self._blocks.append(self._stack(self._rows))
             self._rows = []
@@ -186,11 +205,7 @@ class Watch:
             blocks = self._blocks + ([self._stack(self._rows)] if self._rows else [])
             both = torch.cat(blocks).cpu().double()  # (S, P + updates): the one host read
             grads = both[:, :P]
-            updates = torch.zeros(S, P, dtype=torch.float64)  # not in the optimizer: 0
-            cols = self.plan.positions + self.plan.row_positions
-            scales = torch.tensor(self.plan.scales + [1.0] * len(self.plan.row_positions),
-                                  dtype=torch.float64)
-            updates[:, cols] = both[:, P:] * scales
+            updates = self.plan.combine(both[:, P:], P)  # (S, P); not in the optimizer: 0
             present = torch.tensor(self._present, dtype=torch.bool)  # (S, P)
 
             def norms(idx: list[int]) -> tuple[list, list]:
@@ -204,7 +219,8 @@ class Watch:
         else:
             for name in self.groups:
                 out[f"grad_norm/{name}"], out[f"update_norm/{name}"] = [], []
-        lrs = [[_float(v) for v in row] for row in self._lrs]
+        lrs = [[_float(v) for v in (row if isinstance(row, tuple) else (row,))]
+               for row in self._lrs]
         out["lr"] = [row[0] for row in lrs]
         if len(self.optimizer.param_groups) > 1:
             for i in range(len(self.optimizer.param_groups)):
@@ -218,11 +234,12 @@ class Watch:
         """What `run.meta["watch"]` says: the budget, and which groups are estimated, how."""
         estimated = {}
         for name, idx in self.groups.items():
-            hows = [f"{self.names[i]}: {self.plan.how(i)}" for i in idx if self.plan.how(i)]
+            hows = [f"{self.names[i]}: {self.plan.samples[i].how}" for i in idx
+                    if i in self.plan.samples]
             if hows:
                 estimated[name] = "; ".join(hows) + (
-                    ". Each sampled norm is scaled by sqrt(total / sampled) (its square is "
-                    "unbiased); gradient norms are exact.")
+                    " (the squared update norm is estimated without bias; gradient norms "
+                    "are exact)")
         return {"budget_bytes": self.budget, "param_bytes": self.param_bytes,
                 "kept_bytes": self.plan.kept_bytes, "exact": not estimated,
                 "estimated": estimated,
