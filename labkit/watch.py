@@ -18,12 +18,12 @@ back to the host until `run()`. `labkit.train` records its runs with the same cl
 
 from __future__ import annotations
 
-import math
 import time
 
 import torch
 import torch.nn as nn
 
+from . import watch_table
 from .budget import Plan, default_budget, nbytes
 from .record import group_name
 
@@ -196,105 +196,31 @@ class Watch:
             return scale.detach().clone()  # stays on the device: no host sync
         return float(self.scaler.get_scale())
 
-    # ---- reading ------------------------------------------------------------------
+    # ---- reading (labkit/watch_table.py) -------------------------------------------
     def columns(self) -> dict[str, list]:
         """Total and per-group norms, the lr, and (with a scaler) amp_scale and skipped."""
-        S, P = self.steps, len(self.params)
-        out: dict[str, list] = {"grad_norm": [], "update_norm": []}
-        if S:
-            blocks = self._blocks + ([self._stack(self._rows)] if self._rows else [])
-            both = torch.cat(blocks).cpu().double()  # (S, P + updates): the one host read
-            grads = both[:, :P]
-            updates = self.plan.combine(both[:, P:], P)  # (S, P); not in the optimizer: 0
-            present = torch.tensor(self._present, dtype=torch.bool)  # (S, P)
-
-            def norms(idx: list[int]) -> tuple[list, list]:
-                g = (grads[:, idx] ** 2).sum(1).sqrt().tolist()
-                g = [v if ok else None for v, ok in zip(g, present[:, idx].any(1).tolist())]
-                return g, (updates[:, idx] ** 2).sum(1).sqrt().tolist()
-
-            out["grad_norm"], out["update_norm"] = norms(list(range(P)))
-            for name, idx in self.groups.items():
-                out[f"grad_norm/{name}"], out[f"update_norm/{name}"] = norms(idx)
-        else:
-            for name in self.groups:
-                out[f"grad_norm/{name}"], out[f"update_norm/{name}"] = [], []
-        lrs = [[_float(v) for v in (row if isinstance(row, tuple) else (row,))]
-               for row in self._lrs]
-        out["lr"] = [row[0] for row in lrs]
-        if len(self.optimizer.param_groups) > 1:
-            for i in range(len(self.optimizer.param_groups)):
-                out[f"lr/{i}"] = [row[i] if i < len(row) else None for row in lrs]
-        if self.scaler is not None:
-            out["amp_scale"] = [_float(s) for s in self._scales]
-            out["skipped"] = list(self._skipped)
-        return out
+        return watch_table.columns(self)
 
     def describe(self) -> dict:
         """What `run.meta["watch"]` says: the budget, and which groups are estimated, how."""
-        estimated = {}
-        for name, idx in self.groups.items():
-            hows = [f"{self.names[i]}: {self.plan.samples[i].how}" for i in idx
-                    if i in self.plan.samples]
-            if hows:
-                estimated[name] = "; ".join(hows) + (
-                    " (the squared update norm is estimated without bias; gradient norms "
-                    "are exact)")
-        return {"budget_bytes": self.budget, "param_bytes": self.param_bytes,
-                "kept_bytes": self.plan.kept_bytes, "exact": not estimated,
-                "estimated": estimated,
-                "exact_groups": [g for g in self.groups if g not in estimated],
-                "steps": self.steps, "skipped_steps": sum(self._skipped),
-                "findings": list(self.findings)}
+        return watch_table.describe(self)
 
     def run(self, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "mean",
-            seed: int | None = None, started_at: float | None = None, config: dict | None = None,
-            data_hash: str | None = None, init_hash: str | None = None):
+            **meta):
         """The `labkit.Run` of the steps watched so far.
 
         `loss_raw` holds the loss your loop logged, one per optimizer step, or k per step
         under gradient accumulation (k micro-batches per ``optimizer.step()``): then each
         step's raw loss is the mean of its k losses (``per_step="mean"``, the loss of the
         accumulated gradient when each micro-batch loss is divided by k) or the last one
-        (``per_step="last"``). `loss_reported` (what your progress bar showed) may be given
-        per step or per loss; per loss, the step keeps the last value shown. `batch_id` is
-        the step's index within its epoch, one per step. `started_at` defaults to when the
-        watch was made: seal forecasts before that.
+        (``per_step="last"``); counts that do not divide are refused. `loss_reported` (what
+        your progress bar showed) may be given per step or per loss; per loss, each step
+        keeps the last value shown. `batch_id` is the step's index within its epoch, one per
+        step. `meta`: ``seed``, ``started_at`` (default: when the watch was made; seal
+        forecasts before it), ``config``, ``data_hash``, ``init_hash``, as `Run.from_log`.
         """
-        from .run import Run
-        raw = _numbers("loss_raw", loss_raw)
-        S = self.steps
-        if per_step not in ("mean", "last"):
-            from .errors import choice_error
-            raise choice_error("per_step", per_step, ("mean", "last"))
-        if S == 0:
-            raise ValueError(f"the watch saw no optimizer step while {len(raw)} losses were "
-                             "logged: is optimizer.step() called, on the optimizer given to "
-                             "labkit.watch, after the watch was made?")
-        if len(raw) < S or len(raw) % S:
-            raise ValueError(
-                f"loss_raw has {len(raw)} values for {S} optimizer steps; give one loss per "
-                "step, or k per step under gradient accumulation (a multiple of the steps). "
-                "A GradScaler that skips steps leaves no step behind unless you pass "
-                "labkit.watch(..., scaler=scaler).")
-        k = len(raw) // S
-        table = {"step": list(range(S)), "loss_raw": _per_step(raw, k, per_step)}
-        if loss_reported is not None:
-            rep = _numbers("loss_reported", loss_reported)
-            if len(rep) not in (S, len(raw)):
-                raise ValueError(f"loss_reported has {len(rep)} values; give one per step "
-                                 f"({S}) or one per loss ({len(raw)}).")
-            table["loss_reported"] = rep if len(rep) == S else _per_step(rep, k, "last")
-        if batch_id is not None:
-            if len(batch_id) != S:
-                raise ValueError(f"batch_id has {len(batch_id)} values; give one per "
-                                 f"optimizer step ({S}).")
-            table["batch_id"] = list(batch_id)
-        table.update(self.columns())
-        meta = {"groups": list(self.groups), "findings": list(self.findings),
-                "watch": {**self.describe(), "losses_per_step": k, "per_step": per_step}}
-        return Run.from_log(table, seed=seed, started_at=started_at or self.started_at,
-                            config=config, data_hash=data_hash, init_hash=init_hash, meta=meta)
+        return watch_table.to_run(self, loss_raw, loss_reported=loss_reported,
+                                  batch_id=batch_id, per_step=per_step, **meta)
 
     # ---- lifetime -----------------------------------------------------------------
     def close(self) -> None:
@@ -372,29 +298,3 @@ def _findings(model, named, owned) -> list[str]:
 
 def _lr(value):
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
-
-
-def _float(value):
-    if value is None:
-        return None
-    return float(value)
-
-
-def _numbers(name: str, values) -> list[float]:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().tolist()
-    try:
-        out = [float(v) for v in values]
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a list of numbers (e.g. loss.item() per step); got "
-                        f"{type(values).__name__}.") from None
-    if not out:
-        raise ValueError(f"{name} is empty; log loss.item() at every step of your loop.")
-    return out
-
-
-def _per_step(values: list[float], k: int, how: str) -> list[float]:
-    if k == 1:
-        return list(values)
-    groups = [values[i:i + k] for i in range(0, len(values), k)]
-    return [g[-1] for g in groups] if how == "last" else [math.fsum(g) / k for g in groups]
