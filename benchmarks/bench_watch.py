@@ -8,7 +8,8 @@ block of plain steps with a block of watched steps (a fresh `labkit.watch` per b
 `columns()` at its end included) and reports medians:
 
     plain, watched  seconds per step: zero_grad, forward, loss, backward, step, loss.item()
-    ratio           watched / plain                                 (bar: <= 1.10)
+    ratio           median over the pairs of (watched block / the plain block before it)
+                    (bar: <= 1.10); pairing keeps a busy machine's drift out of it
     kept            bytes the watch keeps beside the parameters, % of parameter bytes
     peak+           peak memory of a watched step minus that of a plain step, % of
                     parameter bytes (bar: <= 10% above 10M parameters). CPU: glibc's
@@ -222,10 +223,11 @@ def measure(spec: Spec, device: str, repeats: int, target_s: float) -> dict:
         seconds, watch = watched(model, opt, loss_fn, n, device)
         watch_s.append(seconds / n)
     p, w = statistics.median(plain_s), statistics.median(watch_s)
+    ratios = [b / a for a, b in zip(plain_s, watch_s)]  # each watched block vs the plain before it
     return {"model": spec.name, "params": n_params, "param_bytes": param_bytes,
             "device": device, "threads": torch.get_num_threads() if device == "cpu" else None,
             "steps_per_block": n, "repeats": repeats, "plain_s": p, "watched_s": w,
-            "ratio": w / p, "ratios": [b / a for a, b in zip(plain_s, watch_s)],
+            "ratio": statistics.median(ratios), "ratios": ratios,
             "kept_bytes": watch.plan.kept_bytes, "exact": watch.plan.all_exact,
             "model_obj": (model, opt, loss_fn)}
 

@@ -414,3 +414,22 @@ def test_labkit_train_runs_on_cuda():
     run = labkit.train(labkit.Config(device="cuda", steps=20))
     assert len(run) == 20 and all(v > 0 for v in run.table["update_norm"])
     assert run.table["loss_raw"][-1] < run.table["loss_raw"][0]
+
+
+@cuda
+def test_the_probes_take_a_cuda_model():
+    from labkit.probes import (first_nonfinite, gradient_audit, loss_at_init, overfit_probe,
+                               update_probe)
+    torch.manual_seed(0)
+    model = labkit.MLP(in_dim=2, hidden=32, n_classes=10).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch = (torch.randn(64, 2, device="cuda"), torch.randint(0, 10, (64,), device="cuda"))
+    assert loss_at_init(model, batch).verdict.startswith("ok")
+    loss = F.cross_entropy(model(batch[0]), batch[1])
+    loss.backward()
+    assert gradient_audit(model, opt, loss).verdict.startswith("ok")
+    with update_probe(model) as probe:
+        opt.step()
+    assert probe.result.verdict.startswith("ok")
+    assert overfit_probe(model, batch, steps=30).details["steps"] == 30
+    assert first_nonfinite(model, batch).verdict == "all finite"
