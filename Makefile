@@ -16,7 +16,7 @@ help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"
 	@echo "make test       create .venv if needed and run every test (unit, notebooks, browser)"
 	@echo "make exercises  regenerate exercises/ from solutions/"
-	@echo "make bench      speed of the instrumented loop vs plain PyTorch, triage, the learner store"
+	@echo "make bench      speed against plain PyTorch (loop, labkit.watch), triage, the learner store"
 
 env: $(STAMP)
 
@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_loop.py
 	$(BIN)/python benchmarks/bench_triage.py
 	$(BIN)/python benchmarks/bench_store.py
+	$(BIN)/python benchmarks/bench_watch.py
 
 clean-env:
 	rm -rf $(VENV)

@@ -3,6 +3,7 @@
     import labkit
     run = labkit.train(seed=0)          # the healthy reference run
     run.table["loss_raw"][:3]           # per-step raw loss
+    watch = labkit.watch(model, opt)    # the same per-step norms on your own loop
 
 The package is grouped by job (see README, "Where things live"): `core` (the run),
 `bugs` (the zoo), `diagnosis` (probes, the triage record, automatic triage),
@@ -29,6 +30,7 @@ _PUBLIC = {
     "make_imbalanced": "core.data", "make_tokens": "core.data", "MLP": "core.models",
     "LMOutput": "core.models", "TinyCausalLM": "core.models", "Run": "core.run",
     "Seams": "core.seams", "evaluate": "core.seams", "config_hash": "core.train",
+    "Watch": "core.watch", "watch": "core.watch",
     "Trainer": "bugs.inject", "train": "bugs.inject",
     "diagnose": "diagnosis.explorer", "Prediction": "diagnosis.triage",
     "TriageRecord": "diagnosis.triage", "TriageRefused": "diagnosis.triage",

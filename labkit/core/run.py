@@ -74,14 +74,15 @@ class Run:
     @classmethod
     def from_log(cls, columns: dict[str, list], *, seed: int, started_at: float,
                  config: dict | None = None, data_hash: str | None = None,
-                 init_hash: str | None = None) -> "Run":
+                 init_hash: str | None = None, meta: dict | None = None) -> "Run":
         """Wrap the log of your own training loop so labkit's tools can read it.
 
         `columns` needs ``step`` and ``loss_raw``; ``loss_reported``, ``batch_id``,
         ``grad_norm`` and the rest are optional. `started_at` is ``time.time()`` taken
         when your run began (a forecast must be sealed before it). Pass `data_hash` and
         `init_hash` (e.g. ``labkit._hash.hash_tensors``/``hash_module``) to fill the
-        record's hashes row with `TriageRecord.record_hashes`.
+        record's hashes row with `TriageRecord.record_hashes`. `meta` adds entries to
+        ``run.meta`` (`labkit.watch` adds ``groups``, ``findings`` and ``watch``).
         """
         for name in ("step", "loss_raw"):
             if name not in columns:
@@ -94,10 +95,10 @@ class Run:
         table.setdefault("batch_id", list(range(len(table["step"]))))
         table.setdefault("grad_norm", [None] * len(table["step"]))
         cfg = {"task": "own loop", **(config or {})}
-        meta = {"config": cfg, "bug": None, "seed": seed, "data_hash": data_hash,
+        base = {"config": cfg, "bug": None, "seed": seed, "data_hash": data_hash,
                 "init_hash": init_hash,
                 "config_hash": hash_json({"config": cfg, "bug": None}), "groups": []}
-        return cls(table=table, evals={"step": []}, meta=meta,
+        return cls(table=table, evals={"step": []}, meta={**base, **(meta or {})},
                    timing={"started_at": started_at, "created_at": started_at})
 
     # ---- identity and storage ------------------------------------------

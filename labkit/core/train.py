@@ -18,11 +18,11 @@ import torch.nn as nn
 from .hashing import hash_json, hash_module
 from .config import Config
 from .data import IGNORE
-from .record import NormRecorder
 from .run import Run
 from .seams import (SEAM_NAMES, Seams, StepContext, _autocast, batch_indices, evaluate,  # noqa: F401
                     make_batch, make_data, make_model, make_optimizer, steps_per_epoch,
                     total_steps)
+from .watch import Watch
 
 
 def config_hash(config: Config, bug: str | None = None) -> str:
@@ -54,12 +54,13 @@ class Trainer:
                   if config.precision == "fp16" else None)
         self.ctx = StepContext(config, data, model, optimizer, scheduler, scaler,
                                steps_per_epoch(config, data))
-        self.recorder = NormRecorder(model, clipping=config.clip_grad_norm is not None)
+        # The same recorder as labkit.watch: hooks on optimizer.step (and the scaler's step).
+        self.watch = Watch(model, optimizer, scaler=scaler)
+        self._clip_params = [p for p in model.parameters() if p.requires_grad]
         self.table: dict[str, list] = {k: [] for k in ("step", "epoch", "batch_id", "loss_raw",
                                                         "loss_reported", "lr")}
         self.evals: dict[str, list] = {"step": []}
         self._tokens: list[torch.Tensor] = []  # (2,) per step: valid tokens, longest sequence
-        self._scales: list[float] = []
         self.n_steps = total_steps(config, data)
         self._amp = _autocast(config)
         self._loop_s = 0.0
@@ -90,7 +91,7 @@ class Trainer:
 
     def step(self) -> None:
         """Run and record one optimizer step."""
-        ctx, seams, recorder, table = self.ctx, self.seams, self.recorder, self.table
+        ctx, seams, watch, table = self.ctx, self.seams, self.watch, self.table
         step = ctx.step = self.step_index
         ctx.epoch, ctx.batch_id = epoch, batch_id = divmod(step, ctx.steps_per_epoch)
         config = self.config
@@ -105,14 +106,12 @@ class Trainer:
         if scaler is not None:
             scaler.unscale_(optimizer)  # inspect and clip true gradients, not scaled ones
         if config.clip_grad_norm is not None:
-            recorder.record_grads()
-            nn.utils.clip_grad_norm_(recorder.params, config.clip_grad_norm)
+            watch.measure_grads()  # record the norms clipping is about to rescale
+            nn.utils.clip_grad_norm_(self._clip_params, config.clip_grad_norm)
+        # Read here, not in the hook: a step seam may step the scheduler without the optimizer.
         table["lr"].append(optimizer.param_groups[0]["lr"])
-        if scaler is not None:
-            self._scales.append(scaler.get_scale())
-        recorder.before_step()
-        seams.step(ctx)
-        recorder.after_step()
+        seams.step(ctx)  # the watch's hooks record this step's norms
+        watch.mark_step()  # a step seam that never called optimizer.step() gets its row too
         table["step"].append(step)
         table["epoch"].append(ctx.epoch)
         table["batch_id"].append(ctx.batch_id)
@@ -147,13 +146,16 @@ class Trainer:
     def result(self) -> Run:
         t0 = time.perf_counter()
         table = dict(self.table)
-        table.update(self.recorder.columns())
+        norms = self.watch.columns()
+        for key in [k for k in norms if k == "lr" or k.startswith("lr/")]:
+            del norms[key]  # the loop's own lr column, read before the step seam
+        amp = {k: norms.pop(k) for k in ("amp_scale", "skipped") if k in norms}
+        table.update(norms)
         if self.ctx.data.kind == "lm":
             tokens = torch.stack(self._tokens).tolist() if self._tokens else []
             table["valid_tokens"] = [int(v) for v, _ in tokens]
             table["max_seq_len"] = [int(m) for _, m in tokens]
-        if self.ctx.scaler is not None:
-            table["amp_scale"] = list(self._scales)
+        table.update(amp)
         config, ctx = self.config, self.ctx
         meta = {
             "config": config.as_dict(),
@@ -162,10 +164,12 @@ class Trainer:
             "data_hash": ctx.data.hash,
             "init_hash": self.init_hash,
             "config_hash": config_hash(config, self.bug),
-            "groups": list(self.recorder.groups),
+            "groups": list(self.watch.groups),
             "steps_per_epoch": ctx.steps_per_epoch,
             "labkit_version": _version(),
             "torch_version": torch.__version__,
+            "findings": list(self.watch.findings),
+            "watch": self.watch.describe(),
         }
         now = time.perf_counter()
         timing = {"wall_s": now - self._t0, "loop_s": self._loop_s + (now - t0),

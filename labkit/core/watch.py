@@ -1,0 +1,300 @@
+"""`labkit.watch`: per-step gradient and update norms on any training loop, in one line.
+
+    watch = labkit.watch(model, optimizer)        # hooks optimizer.step; also a context manager
+    for batch in batches:                         # your loop, unchanged
+        optimizer.zero_grad(); loss = loss_fn(model, batch); loss.backward(); optimizer.step()
+        raw.append(loss.item())
+    run = watch.run(loss_raw=raw)                 # a labkit.Run, for the probes and the triage
+    watch.close()                                 # removes the hooks
+
+At every ``optimizer.step()`` a step post-hook records, per layer group (`record.group_name`)
+and in total: the gradient norm (None where every gradient of the group is None, never 0),
+the update norm (how far the step moved the weights) and the learning rate of each param
+group. A pre-hook copies what the update norm needs, within a memory budget (see
+`labkit.budget`: exact for small models, an honest estimate above). The norms stay on the
+device as 0-d tensors, computed with one fused ``torch._foreach_norm``; nothing is read
+back to the host until `run()`. `labkit.train` records its runs with the same class.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn as nn
+
+from . import watch_table
+from .budget import Plan, default_budget, nbytes
+from .record import group_name
+
+CHUNK = 256  # steps of 0-d norms kept as tensors before one stack folds them into a block
+
+
+class Watch:
+    """The hooks and the per-step rows. Build it with `labkit.watch`."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
+                 budget: int | None = None, seed: int = 0):
+        _check(model, optimizer, scaler, budget)
+        owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad or id(p) in owned]
+        if not any(id(p) in owned for _, p in named):
+            raise ValueError(f"the optimizer ({type(optimizer).__name__}) holds none of the "
+                             f"trainable parameters of model {type(model).__name__}; it was "
+                             "built for another model, or before the model's layers were made.")
+        self.model_name, self.optimizer, self.scaler = type(model).__name__, optimizer, scaler
+        self.names = [n for n, _ in named]
+        self.params = [p for _, p in named]
+        self.groups: dict[str, list[int]] = {}
+        for i, n in enumerate(self.names):
+            self.groups.setdefault(group_name(n), []).append(i)
+        self.findings = _findings(model, named, owned)
+        self.param_bytes = sum(nbytes(p) for p in self.params)
+        self.budget = default_budget(self.param_bytes) if budget is None else int(budget)
+        in_opt = [id(p) in owned for p in self.params]
+        self.plan = Plan(self.params, in_opt, self.budget, seed)
+        # gradient norms from the fused call: every parameter the plan does not sample
+        self._dense = [i for i in range(len(self.params)) if i not in self.plan.samples]
+        self._norm_dtype = (None if all(p.dtype in (torch.float32, torch.float64)
+                                        for p in self.params) else torch.float32)
+        self._zero = torch.zeros((), device=self.params[0].device)
+        self._multi_device = len({p.device for p in self.params}) > 1
+        self._all_present = (True,) * len(self.params)
+        self._rows: list[list] = []  # this chunk's rows: P grad norms, then the update norms
+        self._blocks: list[torch.Tensor] = []  # earlier chunks, stacked: (CHUNK, width) each
+        self._present: list[tuple] = []  # per step: which gradients were not None
+        self._lrs: list = []  # per step: the lr (one param group) or a tuple of lrs
+        self._scales: list = []  # with a scaler, per step: its scale (0-d tensor), or None
+        self._skipped: list[bool] = []  # per step: True where optimizer.step() did not run
+        self._fast = self.plan.all_exact and self._norm_dtype is None
+        self._pending = None  # (grad norms, present) measured early, e.g. before clipping
+        self._marked = 0  # rows when mark_step() was last called
+        self._scale_now = None
+        self.started_at = time.time()
+        self._handles = [optimizer.register_step_pre_hook(self._pre),
+                         optimizer.register_step_post_hook(self._post)]
+        if scaler is not None:
+            self._wrap_scaler(scaler)
+
+    # ---- per step -------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        return len(self._present)
+
+    def measure_grads(self) -> None:
+        """Measure the gradients now, for the coming step: call it before clipping them."""
+        grads = [p.grad for p in self.params]
+        kept = [g for g in grads if g is not None]
+        self._pending = (self._fill(self._norms(kept), grads),
+                         tuple(g is not None for g in grads))
+
+    def mark_step(self) -> None:
+        """End of one loop iteration: if the optimizer did not step since the last mark (a
+        GradScaler skip without ``scaler=``, a step left out), record a row with zero update."""
+        if self.steps == self._marked:
+            self._no_step_row(skipped=True)
+        self._marked = self.steps
+
+    def _pre(self, optimizer, args, kwargs) -> None:
+        self.plan.keep()
+
+    def _post(self, optimizer, args, kwargs) -> None:
+        grads = [p.grad for p in self.params]
+        diffs = self.plan.diffs()
+        if self._fast and self._pending is None and not any(g is None for g in grads):
+            # the common case, kept lean: one fused norm call is the whole row
+            self._add(torch._foreach_norm(grads + diffs), self._all_present, False)
+            return
+        if self._pending is not None:
+            (gnorms, present), self._pending = self._pending, None
+            unorms = list(self._norms(diffs))
+        else:
+            present = self._all_present
+            if any(g is None for g in grads):
+                present = tuple(g is not None for g in grads)
+            if self.plan.all_exact:
+                kept = grads if present is self._all_present else [g for g in grads if g is not None]
+                norms = self._norms(kept + diffs)  # one fused call: gradients and updates
+                gnorms = self._fill(norms[:len(kept)], grads)
+            else:  # sampled tensors' gradient norms came from their unit norms, before the step
+                kept = [grads[i] for i in self._dense if grads[i] is not None]
+                norms = self._norms(kept + diffs)
+                it, gnorms = iter(norms[:len(kept)]), [self._zero] * len(grads)
+                for i in self._dense:
+                    if grads[i] is not None:
+                        gnorms[i] = next(it)
+                for i, s in self.plan.samples.items():
+                    if grads[i] is not None and s.grad_norm is not None:
+                        gnorms[i] = s.grad_norm
+            unorms = list(norms[len(kept):])
+        self._add(gnorms + unorms, present, skipped=False)
+
+    def _no_step_row(self, skipped: bool) -> None:
+        if self._pending is not None:
+            (gnorms, present), self._pending = self._pending, None
+        else:
+            grads = [p.grad for p in self.params]
+            present = tuple(g is not None for g in grads)
+            gnorms = self._fill(self._norms([g for g in grads if g is not None]), grads)
+        width = self.plan.width
+        if self.scaler is not None and self._scale_now is None:
+            self._scale_now = self._read_scale()
+        self._add(gnorms + [self._zero] * width, present, skipped=skipped)
+
+    def _add(self, row, present: tuple, skipped: bool) -> None:
+        self._rows.append(row)
+        self._present.append(present)
+        groups = self.optimizer.param_groups
+        lr = groups[0]["lr"] if len(groups) == 1 else tuple(_lr(g["lr"]) for g in groups)
+        self._lrs.append(lr if type(lr) is float else _lr(lr))
+        self._skipped.append(skipped)
+        if self.scaler is not None:
+            self._scales.append(self._scale_now)
+        if len(self._rows) == CHUNK:  # fold 0-d tensors into one block: bounded host memory
+            self._blocks.append(self._stack(self._rows))
+            self._rows = []
+
+    def _norms(self, tensors: list) -> list:
+        if not tensors:
+            return []
+        if self._norm_dtype is None:
+            return torch._foreach_norm(tensors)
+        return torch._foreach_norm(tensors, 2, dtype=self._norm_dtype)
+
+    def _fill(self, norms, grads) -> list:
+        """One norm per parameter: a placeholder 0 where the gradient was None."""
+        it = iter(norms)
+        return [self._zero if g is None else next(it) for g in grads]
+
+    def _stack(self, rows: list[list]) -> torch.Tensor:
+        flat = [n for row in rows for n in row]
+        if self._multi_device:
+            flat = [n.to(self._zero.device) for n in flat]
+        return torch.stack(flat).view(len(rows), -1)  # (steps, P + updates)
+
+    # ---- GradScaler ---------------------------------------------------------------
+    def _wrap_scaler(self, scaler) -> None:
+        original = scaler.step
+
+        def step(optimizer, *args, **kwargs):  # records the scale, and the steps it skips
+            if optimizer is not self.optimizer:
+                return original(optimizer, *args, **kwargs)
+            self._scale_now = self._read_scale()
+            before = self.steps
+            try:
+                return original(optimizer, *args, **kwargs)
+            finally:
+                if self.steps == before:  # inf/NaN gradients: optimizer.step() never ran
+                    self._no_step_row(skipped=True)
+                self._scale_now = None
+        step.__wrapped_by_labkit__ = True
+        scaler.step = step
+
+    def _read_scale(self):
+        scale = getattr(self.scaler, "_scale", None)
+        if isinstance(scale, torch.Tensor):
+            return scale.detach().clone()  # stays on the device: no host sync
+        return float(self.scaler.get_scale())
+
+    # ---- reading (labkit/watch_table.py) -------------------------------------------
+    def columns(self) -> dict[str, list]:
+        """Total and per-group norms, the lr, and (with a scaler) amp_scale and skipped."""
+        return watch_table.columns(self)
+
+    def describe(self) -> dict:
+        """What `run.meta["watch"]` says: the budget, and which groups are estimated, how."""
+        return watch_table.describe(self)
+
+    def run(self, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "mean",
+            **meta):
+        """The `labkit.Run` of the steps watched so far.
+
+        `loss_raw` holds the loss your loop logged, one per optimizer step, or k per step
+        under gradient accumulation (k micro-batches per ``optimizer.step()``): then each
+        step's raw loss is the mean of its k losses (``per_step="mean"``, the loss of the
+        accumulated gradient when each micro-batch loss is divided by k) or the last one
+        (``per_step="last"``); counts that do not divide are refused. `loss_reported` (what
+        your progress bar showed) may be given per step or per loss; per loss, each step
+        keeps the last value shown. `batch_id` is the step's index within its epoch, one per
+        step. `meta`: ``seed``, ``started_at`` (default: when the watch was made; seal
+        forecasts before it), ``config``, ``data_hash``, ``init_hash``, as `Run.from_log`.
+        """
+        return watch_table.to_run(self, loss_raw, loss_reported=loss_reported,
+                                  batch_id=batch_id, per_step=per_step, **meta)
+
+    # ---- lifetime -----------------------------------------------------------------
+    def close(self) -> None:
+        """Remove the hooks (and the scaler's wrapper); the rows stay readable."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if self.scaler is not None and getattr(self.scaler.__dict__.get("step"),
+                                               "__wrapped_by_labkit__", False):
+            del self.scaler.step
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        how = "exact" if self.plan.all_exact else "estimated where sampled"
+        state = "hooked" if self._handles else "closed"
+        text = (f"Watch({self.model_name}, {type(self.optimizer).__name__}: {len(self.params)} "
+                f"tensors in {len(self.groups)} groups, {self.steps} steps, update norms {how}, "
+                f"{self.plan.kept_bytes:,} bytes kept, {state})")
+        return text + "".join(f"\n  finding: {f}" for f in self.findings)
+
+
+def watch(model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
+          budget: int | None = None) -> Watch:
+    """Hook `optimizer` so that every step records gradient and update norms of `model`.
+
+    `scaler`: the ``torch.amp.GradScaler`` of your loop, so that a step it skips (inf/NaN
+    gradients: it never calls ``optimizer.step()``) is recorded, with ``skipped=True``, the
+    scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default
+    5% of them, at least 1 MiB; see `labkit.budget`).
+    """
+    return Watch(model, optimizer, scaler=scaler, budget=budget)
+
+
+# ---- helpers ---------------------------------------------------------------------
+
+def _check(model, optimizer, scaler, budget) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}.")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer; got "
+                        f"{type(optimizer).__name__}. Pass the optimizer your loop steps.")
+    if scaler is not None and not (hasattr(scaler, "step") and hasattr(scaler, "get_scale")):
+        raise TypeError(f"scaler must be a torch.amp.GradScaler (or None); got "
+                        f"{type(scaler).__name__}.")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or budget < 0):
+        raise ValueError(f"budget={budget!r} is not allowed; give the bytes the watch may keep "
+                         "beside the parameters as a whole number >= 0, or None for the default.")
+    if next(model.parameters(), None) is None:
+        raise ValueError(f"model {type(model).__name__} has no parameters; there is nothing to "
+                         "watch.")
+
+
+def _findings(model, named, owned) -> list[str]:
+    """Sentences, said once: parameters that can never move, tensors that are not the model's."""
+    out = []
+    missing = [n for n, p in named if p.requires_grad and id(p) not in owned]
+    if missing:
+        out.append(f"{len(missing)} parameter(s) require grad but are not in the optimizer, so "
+                   f"no step will move them: {', '.join(missing)}.")
+    model_ids = {id(p) for p in model.parameters()}
+    foreign = sum(1 for i in owned if i not in model_ids)
+    if foreign:
+        out.append(f"the optimizer also holds {foreign} tensor(s) that are not in this model "
+                   "(a layer replaced after the optimizer was built?); their updates are not "
+                   "measured.")
+    return out
+
+
+def _lr(value):
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value

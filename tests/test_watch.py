@@ -1,0 +1,435 @@
+"""labkit.watch on a learner's own loop: exact where it fits, honest estimates above, and
+every number checked against a full copy of the parameters computed here by hand."""
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import labkit
+from labkit.probes import raw_vs_reported
+from labkit.core.record import group_name
+from labkit.diagnosis.triage import Prediction, TriageRecord
+
+
+def net(seed=0, hidden=16):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, 3))
+
+
+def batches(n, seed=1, rows=12):
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.randn(rows, 8, generator=gen), torch.randint(0, 3, (rows,), generator=gen))
+            for _ in range(n)]
+
+
+def reference(model, opt, data):
+    """Plain loop with a full copy of every parameter: per-group grad and update norms."""
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    rows = []
+    for x, y in data:
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+        opt.step()
+        g, u = {}, {}
+        for n, p in model.named_parameters():
+            if n not in names:
+                continue
+            k = group_name(n)
+            sq = None if p.grad is None else float(p.grad.double().pow(2).sum())
+            g[k] = sq if g.get(k) is None else g[k] + (sq or 0.0)
+            u[k] = u.get(k, 0.0) + float((p.detach() - before[n]).double().pow(2).sum())
+        rows.append(({k: None if v is None else math.sqrt(v) for k, v in g.items()},
+                     {k: math.sqrt(v) for k, v in u.items()}))
+    return rows
+
+
+def own_loop(model, opt, data):
+    raw = []
+    for x, y in data:
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        raw.append(loss.item())
+    return raw
+
+
+def test_exact_norms_equal_a_full_copy_reference_and_lr_per_group():
+    data = batches(6)
+    ref_model = net()
+    ref_opt = torch.optim.Adam([{"params": ref_model[0].parameters(), "lr": 1e-2},
+                                {"params": list(ref_model[2:].parameters()), "lr": 3e-3}])
+    expected = reference(ref_model, ref_opt, data)
+    model = net()
+    opt = torch.optim.Adam([{"params": model[0].parameters(), "lr": 1e-2},
+                            {"params": list(model[2:].parameters()), "lr": 3e-3}])
+    watch = labkit.watch(model, opt)
+    raw = own_loop(model, opt, data)
+    run = watch.run(loss_raw=raw, seed=0)
+    watch.close()
+    assert isinstance(run, labkit.Run) and len(run) == 6
+    assert run.groups == ["0", "2", "4"] and run.meta["watch"]["exact"] is True
+    for step, (g, u) in enumerate(expected):
+        for k in g:
+            assert run.table[f"grad_norm/{k}"][step] == pytest.approx(g[k], rel=1e-6)
+            assert run.table[f"update_norm/{k}"][step] == pytest.approx(u[k], rel=1e-5)
+        assert run.table["update_norm"][step] == pytest.approx(
+            math.sqrt(sum(v * v for v in u.values())), rel=1e-5)
+    assert run.table["lr"] == run.table["lr/0"] == [1e-2] * 6 and run.table["lr/1"] == [3e-3] * 6
+    assert run.table["loss_raw"] == raw and run.table["loss_reported"] == raw
+
+
+def test_labkit_train_records_with_the_same_watch():
+    trainer = labkit.Trainer(steps=3)
+    assert isinstance(trainer.watch, labkit.Watch)
+    run = trainer.run()
+    assert run.meta["watch"]["exact"] is True and run.meta["findings"] == []
+    assert run.meta["watch"]["kept_bytes"] == run.meta["watch"]["param_bytes"]
+    broken = labkit.train(bug="missing_optimizer_params", steps=3)
+    assert "head.weight, head.bias" in broken.meta["findings"][0]
+    assert broken.table["update_norm/head"] == [0.0] * 3
+
+
+def test_more_than_256_steps_fold_into_blocks_without_changing_values():
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    data = batches(300, rows=4)
+    watch = labkit.watch(model, opt)
+    own_loop(model, opt, data)
+    assert len(watch._blocks) == 1 and len(watch._rows) == 300 - 256
+    cols = watch.columns()
+    watch.close()
+    ref_model = net()
+    ref = reference(ref_model, torch.optim.SGD(ref_model.parameters(), lr=0.05), data)
+    for step in (0, 255, 256, 299):
+        assert cols["grad_norm/2"][step] == pytest.approx(ref[step][0]["2"], rel=1e-6)
+        assert cols["update_norm/4"][step] == pytest.approx(ref[step][1]["4"], rel=1e-5)
+
+
+# ---- above the budget: an honest estimate -------------------------------------------------
+
+class ToyLM(nn.Module):
+    """Embedding, residual MLP blocks and an LM head: sparse rows at both ends."""
+
+    def __init__(self, vocab=32768, d=512, blocks=8):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.GELU(),
+                                                  nn.Linear(4 * d, d)) for _ in range(blocks))
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids):  # (B, T) -> (B, T, vocab)
+        x = self.wte(ids)
+        for block in self.blocks:
+            x = x + block(x)
+        return self.head(x)
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: torch.optim.AdamW(p, lr=1e-3),
+                                      lambda p: torch.optim.SGD(p, lr=0.5)],
+                         ids=["adamw", "sgd"])
+def test_estimate_is_within_5_percent_on_a_50M_model(make_opt):
+    torch.manual_seed(0)
+    model = ToyLM()
+    n = sum(p.numel() for p in model.parameters())
+    assert 45e6 < n < 55e6
+    opt = make_opt(model.parameters())
+    watch = labkit.watch(model, opt)
+    ids = torch.randint(0, 32768, (2, 33), generator=torch.Generator().manual_seed(0))
+    exact = []
+    for _ in range(2):
+        before = [p.detach().clone() for p in model.parameters()]
+        opt.zero_grad()
+        F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten()).backward()
+        grad = math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in model.parameters()))
+        opt.step()
+        exact.append((grad, math.sqrt(sum(float((p.detach() - b).double().pow(2).sum())
+                                          for p, b in zip(model.parameters(), before)))))
+        del before
+    cols, info = watch.columns(), watch.describe()
+    watch.close()
+    for step, (grad, update) in enumerate(exact):
+        assert cols["grad_norm"][step] == pytest.approx(grad, rel=1e-4)  # gradients: exact
+        assert cols["update_norm"][step] == pytest.approx(update, rel=0.05)
+    assert not info["exact"] and "head" in info["estimated"] and "wte" in info["estimated"]
+    assert info["kept_bytes"] <= 0.06 * info["param_bytes"]  # the 5% budget, and bounded
+
+
+def test_sparse_embedding_rows_touched_by_sgd_are_not_missed():
+    torch.manual_seed(0)
+    emb = nn.Embedding(200_000, 64)  # 12.8M parameters, 51 MB: sampled
+    opt = torch.optim.SGD(emb.parameters(), lr=1.0)
+    watch = labkit.watch(emb, opt)
+    assert not watch.plan.all_exact
+    exact = []
+    for seed in range(3):
+        ids = torch.randint(0, 200_000, (40,), generator=torch.Generator().manual_seed(seed))
+        before = emb.weight.detach().clone()
+        opt.zero_grad()
+        emb(ids).pow(2).sum().backward()
+        opt.step()
+        exact.append(float((emb.weight.detach() - before).double().norm()))
+    run = watch.run(loss_raw=[0.0] * 3)
+    watch.close()
+    # 40 touched rows among 200,000: a uniform 5% sample would see about 2 of them
+    for got, want in zip(run.table["update_norm"], exact):
+        assert got == pytest.approx(want, rel=1e-5)
+    assert "largest gradient exactly" in run.meta["watch"]["estimated"]["weight"]
+
+
+@pytest.mark.parametrize("budget", [None, 0], ids=["exact", "sampled"])
+def test_frozen_layer_missing_param_and_lr_zero_read_exactly_zero(budget):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 4))
+    model[0].requires_grad_(False)  # frozen after the optimizer was built: still in it
+    opt = torch.optim.Adam([{"params": list(model[0].parameters()) + list(model[2].parameters())},
+                            {"params": model[6].parameters(), "lr": 0.0}], lr=1e-2)
+    # model[4] requires grad but is in no param group
+    watch = labkit.watch(model, opt, budget=budget)
+    assert watch.plan.all_exact is (budget is None)
+    x, y = torch.randn(16, 64), torch.randint(0, 4, (16,))
+    for _ in range(3):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    run = watch.run(loss_raw=[1.0, 1.0, 1.0])
+    watch.close()
+    assert run.table["grad_norm/0"] == [None] * 3  # frozen: no gradient, recorded as null
+    assert run.table["update_norm/0"] == [0.0] * 3
+    assert run.table["update_norm/4"] == [0.0] * 3 and all(v > 0 for v in run.table["grad_norm/4"])
+    assert run.table["update_norm/6"] == [0.0] * 3 and run.table["lr/1"] == [0.0] * 3
+    assert all(v > 0 for v in run.table["update_norm/2"])
+    assert run.meta["findings"] == [watch.findings[0]]
+    assert watch.findings[0].startswith("2 parameter(s) require grad but are not in the optimizer")
+    assert "4.weight, 4.bias" in watch.findings[0]
+
+
+def test_a_replaced_layer_is_named_as_a_finding():
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[4] = nn.Linear(16, 3)
+    watch = labkit.watch(model, opt)
+    assert len(watch.findings) == 2 and "tensor(s) that are not in this model" in watch.findings[1]
+    assert "finding:" in repr(watch)
+    watch.close()
+
+
+# ---- GradScaler, accumulation, hooks -------------------------------------------------------
+
+def test_a_step_the_grad_scaler_skips_is_marked_with_its_scale():
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    watch = labkit.watch(model, opt, scaler=scaler)
+    raw = []
+    for step, (x, y) in enumerate(batches(4)):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        if step == 1:
+            model[2].weight.grad[0, 0] = math.inf  # an overflow, as fp16 would produce
+        scaler.step(opt)
+        scaler.update()
+        raw.append(loss.item())
+    run = watch.run(loss_raw=raw)
+    watch.close()
+    assert run.table["skipped"] == [False, True, False, False]
+    assert run.table["amp_scale"] == [65536.0, 65536.0, 32768.0, 32768.0]
+    assert run.table["update_norm"][1] == 0.0 and run.table["update_norm"][2] > 0
+    assert math.isinf(run.table["grad_norm/2"][1]) and math.isfinite(run.table["grad_norm/0"][1])
+    assert run.meta["watch"]["skipped_steps"] == 1
+    assert "step" not in scaler.__dict__  # close() unwrapped the scaler
+
+
+def test_without_scaler_a_skipped_step_leaves_counts_that_do_not_divide():
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    watch = labkit.watch(model, opt)
+    for step, (x, y) in enumerate(batches(3)):
+        opt.zero_grad()
+        scaler.scale(F.cross_entropy(model(x), y)).backward()
+        if step == 0:
+            model[0].bias.grad[0] = math.nan
+        scaler.step(opt)
+        scaler.update()
+    with pytest.raises(ValueError, match=r"loss_raw has 3 values for 2 optimizer steps.*scaler="):
+        watch.run(loss_raw=[1.0, 1.0, 1.0])
+    watch.close()
+
+
+def test_gradient_accumulation_lines_losses_up_per_step():
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with labkit.watch(model, opt) as watch:
+        raw = []
+        for i, (x, y) in enumerate(batches(12)):
+            loss = F.cross_entropy(model(x), y) / 4
+            loss.backward()
+            raw.append(loss.item() * 4)
+            if i % 4 == 3:
+                opt.step()
+                opt.zero_grad()
+    mean = watch.run(loss_raw=raw)
+    last = watch.run(loss_raw=raw, per_step="last", loss_reported=raw)
+    assert len(mean) == 3 and mean.meta["watch"]["losses_per_step"] == 4
+    assert mean.table["loss_raw"][1] == pytest.approx(sum(raw[4:8]) / 4)
+    assert last.table["loss_raw"] == [raw[3], raw[7], raw[11]] == last.table["loss_reported"]
+    with pytest.raises(ValueError, match="loss_raw has 10 values for 3 optimizer steps"):
+        watch.run(loss_raw=raw[:10])
+
+
+def test_close_removes_the_hooks_and_keeps_the_rows():
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    watch = labkit.watch(model, opt)
+    own_loop(model, opt, batches(2))
+    watch.close()
+    watch.close()  # twice is fine
+    assert not opt._optimizer_step_pre_hooks and not opt._optimizer_step_post_hooks
+    own_loop(model, opt, batches(3))
+    assert watch.steps == 2 and len(watch.run(loss_raw=[1.0, 2.0])) == 2
+    assert "closed" in repr(watch)
+
+
+def test_mark_step_records_a_loop_iteration_without_an_optimizer_step():
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    watch = labkit.watch(model, opt)
+    for i, (x, y) in enumerate(batches(3)):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        if i != 1:
+            opt.step()
+        watch.mark_step()
+    cols = watch.columns()
+    watch.close()
+    assert len(cols["grad_norm"]) == 3 and cols["grad_norm"][1] > 0
+    assert cols["update_norm"][1] == 0.0 and cols["update_norm"][2] > 0
+
+
+def test_watching_does_not_change_training():
+    def losses(watched):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 256), nn.Dropout(0.5), nn.Linear(256, 3))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        watch = labkit.watch(model, opt, budget=0) if watched else None
+        out = own_loop(model, opt, [(torch.randn(8, 64), torch.randint(0, 3, (8,)))
+                                    for _ in range(5)])
+        if watch:
+            watch.close()
+        return out
+    assert losses(True) == losses(False)  # the sampler uses its own generator
+
+
+def test_a_watched_run_is_read_by_the_probes_and_the_record():
+    forecast = Prediction("loss < 5 by step 9").seal()
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    watch = labkit.watch(model, opt)
+    raw = own_loop(model, opt, batches(10))
+    reported = [sum(raw[:i + 1]) / (i + 1) for i in range(10)]
+    run = watch.run(loss_raw=raw, loss_reported=reported, batch_id=list(range(10)), seed=3,
+                    config={"lr": 0.1})
+    watch.close()
+    assert raw_vs_reported(run).details["agree"]
+    assert forecast.check(run)[0]
+    record = TriageRecord("own loop")
+    record.record_baseline(run)
+    assert "grad_norm" in record.rows["baseline"]["text"]
+    back = labkit.Run.from_json(run.to_json())
+    assert back == run and back.meta["watch"]["exact"] and back.meta["seed"] == 3
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m, o: labkit.watch("model", o), TypeError, "model must be a torch.nn.Module; got str"),
+    (lambda m, o: labkit.watch(m, m), TypeError, "optimizer must be a torch.optim.Optimizer"),
+    (lambda m, o: labkit.watch(m, torch.optim.SGD(net().parameters(), lr=0.1)), ValueError,
+     "holds none of the trainable parameters"),
+    (lambda m, o: labkit.watch(m, o, budget=-1), ValueError, "budget=-1 is not allowed"),
+    (lambda m, o: labkit.watch(m, o, scaler=3), TypeError, "scaler must be a torch.amp.GradScaler"),
+    (lambda m, o: labkit.watch(m, o).run(loss_raw=[1.0]), ValueError,
+     "the watch saw no optimizer step while 1 losses were logged"),
+])
+def test_bad_input_gets_a_sentence(call, error, message):
+    model = net()
+    with pytest.raises(error, match=message):
+        call(model, torch.optim.SGD(model.parameters(), lr=0.1))
+
+
+def test_bad_run_arguments_get_a_sentence():
+    model = net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with labkit.watch(model, opt) as watch:
+        own_loop(model, opt, batches(2))
+    with pytest.raises(TypeError, match="loss_raw must be a list of numbers"):
+        watch.run(loss_raw=["a", "b"])
+    with pytest.raises(ValueError, match="Did you mean 'mean'"):
+        watch.run(loss_raw=[1.0, 2.0], per_step="meen")
+    with pytest.raises(ValueError, match="batch_id has 1 values; give one per optimizer step"):
+        watch.run(loss_raw=[1.0, 2.0], batch_id=[0])
+    with pytest.raises(ValueError, match="loss_reported has 3 values"):
+        watch.run(loss_raw=[1.0, 2.0], loss_reported=[1.0, 2.0, 3.0])
+
+
+# ---- CUDA -----------------------------------------------------------------------------------
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@cuda
+@pytest.mark.parametrize("budget", [None, 0], ids=["exact", "sampled"])
+def test_watch_on_cuda_matches_the_reference_and_makes_no_host_sync(budget):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 3)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 64, device="cuda"), torch.randint(0, 3, (16,), device="cuda")
+    watch = labkit.watch(model, opt, budget=budget)
+    expected = []
+    for _ in range(3):
+        before = [p.detach().clone() for p in model.parameters()]
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            opt.step()  # the watch's hooks run here: nothing may wait for the device
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        expected.append(math.sqrt(sum(float((p.detach() - b).double().pow(2).sum())
+                                      for p, b in zip(model.parameters(), before))))
+    run = watch.run(loss_raw=[1.0] * 3)
+    watch.close()
+    for got, want in zip(run.table["update_norm"], expected):
+        assert got == pytest.approx(want, rel=1e-5 if budget is None else 0.05)
+
+
+@cuda
+def test_labkit_train_runs_on_cuda():
+    run = labkit.train(labkit.Config(device="cuda", steps=20))
+    assert len(run) == 20 and all(v > 0 for v in run.table["update_norm"])
+    assert run.table["loss_raw"][-1] < run.table["loss_raw"][0]
+
+
+@cuda
+def test_the_probes_take_a_cuda_model():
+    from labkit.probes import (first_nonfinite, gradient_audit, loss_at_init, overfit_probe,
+                               update_probe)
+    torch.manual_seed(0)
+    model = labkit.MLP(in_dim=2, hidden=32, n_classes=10).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch = (torch.randn(64, 2, device="cuda"), torch.randint(0, 10, (64,), device="cuda"))
+    assert loss_at_init(model, batch).verdict.startswith("ok")
+    loss = F.cross_entropy(model(batch[0]), batch[1])
+    loss.backward()
+    assert gradient_audit(model, opt, loss).verdict.startswith("ok")
+    with update_probe(model) as probe:
+        opt.step()
+    assert probe.result.verdict.startswith("ok")
+    assert overfit_probe(model, batch, steps=30).details["steps"] == 30
+    assert first_nonfinite(model, batch).verdict == "all finite"
