@@ -10,6 +10,8 @@ block of plain steps with a block of watched steps (a fresh `labkit.watch` per b
     plain, watched  seconds per step: zero_grad, forward, loss, backward, step, loss.item()
     ratio           median over the pairs of (watched block / the plain block before it)
                     (bar: <= 1.10); pairing keeps a busy machine's drift out of it
+    cpu             the same ratio of process CPU seconds: a cross-check when other jobs
+                    share the cores (wall time then swings far more than CPU time)
     kept            bytes the watch keeps beside the parameters, % of parameter bytes
     peak+           peak memory of a watched step minus that of a plain step, % of
                     parameter bytes (bar: <= 10% above 10M parameters). CPU: glibc's
@@ -81,6 +83,15 @@ class Spec:
     kind: str  # "mlp" or "gpt"
     size: tuple  # mlp: (in, hidden, classes, batch); gpt: (d, layers, heads, vocab, ctx, batch, T)
 
+    @property
+    def params_hint(self) -> float:
+        """Rough parameter count, to give the big models fewer repeats."""
+        if self.kind == "mlp":
+            i, h, c, _ = self.size
+            return i * h + h * h + h * c
+        d, layers, _, vocab, ctx, _, _ = self.size
+        return 12 * layers * d * d + (vocab + ctx) * d
+
     def build(self, device):
         torch.manual_seed(0)
         if self.kind == "mlp":
@@ -105,7 +116,7 @@ SPECS = [
     Spec("gpt-2M", "gpt", (128, 8, 4, 4096, 128, 4, 64)),
     Spec("gpt-10M", "gpt", (256, 10, 4, 8192, 128, 4, 64)),
     Spec("gpt-30M", "gpt", (512, 8, 8, 8192, 128, 2, 64)),
-    Spec("gpt-100M", "gpt", (768, 12, 12, 16384, 128, 2, 64)),
+    Spec("gpt-100M", "gpt", (768, 12, 12, 16384, 128, 1, 64)),
 ]
 GPT2_SMALL = Spec("gpt2-small", "gpt", (768, 12, 12, 50257, 1024, 8, 1024))  # CUDA only
 QUICK = {"mlp-10k", "mlp-100k", "gpt-2M"}
@@ -118,11 +129,14 @@ def sync(device):
         torch.cuda.synchronize()
 
 
+CPU_S = [0.0]  # process CPU seconds of the last timed block (a cross-check on a busy machine)
+
+
 def steps(model, opt, loss_fn, n, device) -> float:
     """Seconds for n plain steps of the learner's loop (the log keeps loss.item())."""
     raw = []
     sync(device)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for _ in range(n):
         opt.zero_grad(set_to_none=True)
         loss = loss_fn()
@@ -130,16 +144,18 @@ def steps(model, opt, loss_fn, n, device) -> float:
         opt.step()
         raw.append(loss.item())
     sync(device)
+    CPU_S[0] = time.process_time() - c0
     return time.perf_counter() - t0
 
 
 def watched(model, opt, loss_fn, n, device) -> tuple[float, labkit.Watch]:
     watch = labkit.watch(model, opt)
-    t0 = time.perf_counter()
-    seconds = steps(model, opt, loss_fn, n, device)
+    c0, t0 = time.process_time(), time.perf_counter()
+    steps(model, opt, loss_fn, n, device)
     watch.columns()  # reading the norms back is part of the cost
     sync(device)
     seconds = time.perf_counter() - t0
+    CPU_S[0] = time.process_time() - c0
     watch.close()
     return seconds, watch
 
@@ -217,17 +233,20 @@ def measure(spec: Spec, device: str, repeats: int, target_s: float) -> dict:
     per = steps(model, opt, loss_fn, 1, device) or first
     n = max(2, min(200, int(target_s / per)))
     watched(model, opt, loss_fn, 1, device)  # warm-up of the watched path
-    plain_s, watch_s, watch = [], [], None
+    plain_s, watch_s, cpu_ratios, watch = [], [], [], None
     for _ in range(repeats):  # interleaved: machine noise hits both alike
         plain_s.append(steps(model, opt, loss_fn, n, device) / n)
+        plain_cpu = CPU_S[0]
         seconds, watch = watched(model, opt, loss_fn, n, device)
         watch_s.append(seconds / n)
+        cpu_ratios.append(CPU_S[0] / plain_cpu if plain_cpu else float("nan"))
     p, w = statistics.median(plain_s), statistics.median(watch_s)
     ratios = [b / a for a, b in zip(plain_s, watch_s)]  # each watched block vs the plain before it
     return {"model": spec.name, "params": n_params, "param_bytes": param_bytes,
             "device": device, "threads": torch.get_num_threads() if device == "cpu" else None,
             "steps_per_block": n, "repeats": repeats, "plain_s": p, "watched_s": w,
             "ratio": statistics.median(ratios), "ratios": ratios,
+            "cpu_ratio": statistics.median(cpu_ratios) if device == "cpu" else None,
             "kept_bytes": watch.plan.kept_bytes, "exact": watch.plan.all_exact,
             "model_obj": (model, opt, loss_fn)}
 
@@ -251,15 +270,16 @@ def fmt_bytes(n) -> str:
 
 def table(rows: list[dict]) -> str:
     head = (f"{'model':11s} {'params':>7s} {'where':>6s} {'plain':>9s} {'watched':>9s} "
-            f"{'ratio':>6s}  {'kept':>16s}  {'peak+':>16s}  norms")
+            f"{'ratio':>6s} {'cpu':>6s}  {'kept':>16s}  {'peak+':>16s}  norms")
     lines = [head, "-" * len(head)]
     for r in rows:
         pct = lambda b: "n/a" if b is None else f"{fmt_bytes(b)} {100 * b / r['param_bytes']:4.1f}%"  # noqa: E731
         where = r["device"] if r["device"] != "cpu" else f"{r['threads']}thr"
+        cpu = "-" if r.get("cpu_ratio") is None else f"{r['cpu_ratio']:.3f}"
         params = (f"{r['params'] / 1e6:.1f}M" if r["params"] >= 1e6 else f"{r['params'] / 1e3:.0f}k")
         lines.append(
             f"{r['model']:11s} {params:>7s} {where:>6s} {r['plain_s'] * 1e3:7.2f}ms "
-            f"{r['watched_s'] * 1e3:7.2f}ms {r['ratio']:6.3f}  {pct(r['kept_bytes']):>16s}  "
+            f"{r['watched_s'] * 1e3:7.2f}ms {r['ratio']:6.3f} {cpu:>6s}  {pct(r['kept_bytes']):>16s}  "
             f"{pct(r.get('peak_added_bytes')):>16s}  {'exact' if r['exact'] else 'estimated'}")
     return "\n".join(lines)
 
@@ -288,7 +308,7 @@ def run(specs, devices, repeats, target_s, log=print) -> list[dict]:
             if threads:
                 torch.set_num_threads(threads)
             for spec in specs:
-                reps = repeats if spec.kind == "mlp" or "100M" not in spec.name else 3
+                reps = repeats if spec.params_hint < 20e6 else 3
                 row = measure(spec, device, reps, target_s)
                 if threads in (1, None):  # memory once per model and device
                     with_memory(row)

@@ -182,10 +182,11 @@ class Watch:
             self._scale_now = self._read_scale()
             before = self.steps
             try:
-                return original(optimizer, *args, **kwargs)
-            finally:
+                out = original(optimizer, *args, **kwargs)
                 if self.steps == before:  # inf/NaN gradients: optimizer.step() never ran
                     self._no_step_row(skipped=True)
+                return out
+            finally:
                 self._scale_now = None
         step.__wrapped_by_labkit__ = True
         scaler.step = step
@@ -255,7 +256,9 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
     `scaler`: the ``torch.amp.GradScaler`` of your loop, so that a step it skips (inf/NaN
     gradients: it never calls ``optimizer.step()``) is recorded, with ``skipped=True``, the
     scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default
-    5% of them, at least 1 MiB; see `labkit.budget`).
+    5% of them, at least 1 MiB; see `labkit.budget`). Make the watch once the model is on
+    its device and the optimizer is built; `watch.findings` names, once, parameters that
+    can never move.
     """
     return Watch(model, optimizer, scaler=scaler, budget=budget)
 
