@@ -26,6 +26,7 @@ import torch.nn as nn
 from . import watch_table
 from .budget import Plan, default_budget, nbytes
 from .record import group_name
+from .watch_checks import check_arguments as _check, findings as _findings
 
 CHUNK = 256  # steps of 0-d norms kept as tensors before one stack folds them into a block
 
@@ -208,18 +209,8 @@ class Watch:
 
     def run(self, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "mean",
             **meta):
-        """The `labkit.Run` of the steps watched so far.
-
-        `loss_raw` holds the loss your loop logged, one per optimizer step, or k per step
-        under gradient accumulation (k micro-batches per ``optimizer.step()``): then each
-        step's raw loss is the mean of its k losses (``per_step="mean"``, the loss of the
-        accumulated gradient when each micro-batch loss is divided by k) or the last one
-        (``per_step="last"``); counts that do not divide are refused. `loss_reported` (what
-        your progress bar showed) may be given per step or per loss; per loss, each step
-        keeps the last value shown. `batch_id` is the step's index within its epoch, one per
-        step. `meta`: ``seed``, ``started_at`` (default: when the watch was made; seal
-        forecasts before it), ``config``, ``data_hash``, ``init_hash``, as `Run.from_log`.
-        """
+        """The `labkit.Run` of the steps watched so far; how losses line up with steps under
+        gradient accumulation, and what `meta` takes, is `labkit.core.watch_table.to_run`."""
         return watch_table.to_run(self, loss_raw, loss_reported=loss_reported,
                                   batch_id=batch_id, per_step=per_step, **meta)
 
@@ -264,40 +255,6 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
 
 
 # ---- helpers ---------------------------------------------------------------------
-
-def _check(model, optimizer, scaler, budget) -> None:
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}.")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer; got "
-                        f"{type(optimizer).__name__}. Pass the optimizer your loop steps.")
-    if scaler is not None and not (hasattr(scaler, "step") and hasattr(scaler, "get_scale")):
-        raise TypeError(f"scaler must be a torch.amp.GradScaler (or None); got "
-                        f"{type(scaler).__name__}.")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                               or budget < 0):
-        raise ValueError(f"budget={budget!r} is not allowed; give the bytes the watch may keep "
-                         "beside the parameters as a whole number >= 0, or None for the default.")
-    if next(model.parameters(), None) is None:
-        raise ValueError(f"model {type(model).__name__} has no parameters; there is nothing to "
-                         "watch.")
-
-
-def _findings(model, named, owned) -> list[str]:
-    """Sentences, said once: parameters that can never move, tensors that are not the model's."""
-    out = []
-    missing = [n for n, p in named if p.requires_grad and id(p) not in owned]
-    if missing:
-        out.append(f"{len(missing)} parameter(s) require grad but are not in the optimizer, so "
-                   f"no step will move them: {', '.join(missing)}.")
-    model_ids = {id(p) for p in model.parameters()}
-    foreign = sum(1 for i in owned if i not in model_ids)
-    if foreign:
-        out.append(f"the optimizer also holds {foreign} tensor(s) that are not in this model "
-                   "(a layer replaced after the optimizer was built?); their updates are not "
-                   "measured.")
-    return out
-
 
 def _lr(value):
     return value.detach().clone() if isinstance(value, torch.Tensor) else value

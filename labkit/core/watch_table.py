@@ -72,7 +72,18 @@ def to_run(w, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "m
            seed: int | None = None, started_at: float | None = None,
            config: dict | None = None, data_hash: str | None = None,
            init_hash: str | None = None) -> Run:
-    """`Watch.run`: the losses lined up with the steps, the norms, and the watch's meta."""
+    """`Watch.run`: the losses lined up with the steps, the norms, and the watch's meta.
+
+    `loss_raw` holds the loss the loop logged, one per optimizer step, or k per step under
+    gradient accumulation (k micro-batches per ``optimizer.step()``): then each step's raw
+    loss is the mean of its k losses (``per_step="mean"``, the loss of the accumulated
+    gradient when each micro-batch loss is divided by k) or the last one
+    (``per_step="last"``); counts that do not divide are refused. `loss_reported` (what the
+    progress bar showed) may be given per step or per loss; per loss, each step keeps the
+    last value shown. `batch_id` is the step's index within its epoch, one per step.
+    ``seed``, ``started_at`` (default: when the watch was made; seal forecasts before it),
+    ``config``, ``data_hash`` and ``init_hash`` are as in `Run.from_log`.
+    """
     raw = _numbers("loss_raw", loss_raw)
     S = w.steps
     if per_step not in ("mean", "last"):
