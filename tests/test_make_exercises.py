@@ -33,10 +33,31 @@ def test_solution_regions_tagged_cells_and_answers_are_stubbed(tmp_path):
              md)
     out = mx.make_exercise(nb, tmp_path / "s.ipynb")
     assert out.cells[0].source == "x = 1\n" + mx.STUB + "\nprint(x)"
-    assert out.cells[1].source.startswith("from labkit import check  # keep\n# YOUR CODE HERE")
+    # the kept line stays without its marker, then one line that reads as an instruction
+    assert out.cells[1].source == "from labkit import check\n" + mx.STUB
     assert "secret" not in out.cells[1].source
     assert out.cells[2].source == mx.ANSWER_STUB
     assert all(c.get("outputs", []) == [] for c in out.cells)
+
+
+def test_the_stub_stops_the_cell_with_a_sentence_that_says_what_to_do():
+    with pytest.raises(NotImplementedError, match=r"^Replace this line with your answer, then run "
+                                                  r"the cell\.$"):
+        exec(mx.STUB, {})
+
+
+@pytest.mark.parametrize("src, words", [
+    ("# x = ...  # Keep\nx = 1", "not exactly '# keep'"),
+    ("# x = ...  #keep\nx = 1", "not exactly '# keep'"),
+])
+def test_a_mistyped_keep_marker_stops_the_generator(tmp_path, src, words):
+    with pytest.raises(mx.MarkerError, match=words):
+        mx.make_exercise(_nb(_code(src, tags=["solution"])), tmp_path / "s.ipynb")
+
+
+def test_keep_outside_a_solution_cell_is_refused(tmp_path):
+    with pytest.raises(mx.MarkerError, match="outside a cell tagged 'solution'"):
+        mx.make_exercise(_nb(_code("x = 1  # keep")), tmp_path / "s.ipynb")
 
 
 @pytest.mark.parametrize("src, words", [
@@ -64,6 +85,14 @@ def test_generate_writes_checks_and_removes_orphans(tmp_path):
     assert mx.generate(src, dst) == ["ex.ipynb", "orphan.ipynb"]
     assert mx.generate(src, dst, check=True) == []
     assert not (dst / "orphan.ipynb").exists()
+
+
+def test_committed_exercises_show_no_generator_or_test_markers():
+    jargon = ("# keep", "YOUR CODE HERE", "BEGIN SOLUTION", "END SOLUTION", "NBVAL")
+    for path in sorted((ROOT / "exercises").glob("*.ipynb")):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            for word in jargon:
+                assert word not in cell.source, f"{path.name}, cell {i} shows {word!r} to learners"
 
 
 def test_committed_exercises_are_in_sync_and_leak_nothing():

@@ -9,6 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 ADDRESS = re.compile(r"at 0x[0-9a-f]{6,}")
+CHECKED = "nbval-check-output"  # the cell tag nbval --nbval-lax compares; learners never see it
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -18,10 +19,10 @@ def test_committed_executed_with_checked_rounded_outputs(path):
     assert code, "a notebook with no code"
     unexecuted = [i for i, c in enumerate(code) if c.execution_count is None]
     assert not unexecuted, f"code cells {unexecuted} were never run: nbval would pass them blindly"
-    checked = [c for c in code if "nbval-check-output" in c.metadata.get("tags", [])
-               or "NBVAL_CHECK_OUTPUT" in c.source]
-    assert checked, ("no cell is tagged nbval-check-output (or marked # NBVAL_CHECK_OUTPUT), "
-                     "so nbval --nbval-lax checks nothing")
+    markers = [c.source[:60] for c in code if "NBVAL_" in c.source]
+    assert not markers, f"a cell marks itself with an NBVAL_ comment; use the cell tag {CHECKED!r}: {markers}"
+    checked = [c for c in code if CHECKED in c.metadata.get("tags", [])]
+    assert checked, f"no cell is tagged {CHECKED!r}, so nbval --nbval-lax checks nothing"
     for cell in checked:
         assert cell.outputs, f"checked cell has no output to compare:\n{cell.source[:80]}"
     for cell in code:
@@ -29,6 +30,15 @@ def test_committed_executed_with_checked_rounded_outputs(path):
             text = out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))
             assert not ADDRESS.search(text), f"output shows a memory address: {text[:80]}"
             assert out.get("output_type") != "error"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "exercises").glob("*.ipynb")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_notebook_names_its_kernel_and_language(path):
+    meta = nbformat.read(path, as_version=4).metadata
+    assert meta.get("kernelspec", {}).get("name") == "python3", "no python3 kernelspec"
+    assert meta["kernelspec"].get("display_name") == "Python 3 (ipykernel)"
+    assert meta.get("language_info", {}).get("name") == "python", "no language_info"
 
 
 def test_start_notebook_runs_under_papermill_with_another_seed(tmp_path):

@@ -1,9 +1,15 @@
 """Generate exercises/ from solutions/: the solution is written once, the exercise is derived.
 
 In a solution notebook:
-* a code cell tagged ``solution`` becomes a stub (its ``# keep`` lines stay, the rest goes);
-* code between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` lines is replaced by a stub;
+* a code cell tagged ``solution`` becomes a stub: its lines ending in ``# keep`` stay, without
+  that suffix (they tell the learner what to define), and the rest is replaced by one line a
+  learner reads as an instruction, ``raise NotImplementedError("Replace this line ...")``;
+* code between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` lines is replaced by the same line;
 * a markdown cell tagged ``solution`` (a written answer) becomes "_Your answer here._".
+
+The exercise shows no generator markers: a learner sees the kept instructions and the stub.
+The stub raises ``NotImplementedError`` so that `labkit grade` reports the answer as not yet
+written, and so that running the cell unanswered stops with a sentence that says what to do.
 
 Anything that looks like a marker but is not exactly one of these (``# BEGIN SOLUTON``,
 ``# end solution``, a tag ``soluton``) stops the generator with an error, so a typo can
@@ -23,10 +29,12 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
+KEEP = "# keep"
 MARKERISH = re.compile(r"^\s*#+\s*(begin|end)\b.*", re.IGNORECASE)
+KEEPISH = re.compile(r"#+\s*keep\s*$", re.IGNORECASE)
 KNOWN_TAGS = {"solution", "parameters", "injected-parameters", "raises-exception", "hide-input",
               "nbval-skip", "nbval-check-output", "nbval-ignore-output"}
-STUB = "# YOUR CODE HERE\nraise NotImplementedError(\"write your solution here\")"
+STUB = 'raise NotImplementedError("Replace this line with your answer, then run the cell.")'
 ANSWER_STUB = "_Your answer here._"
 
 
@@ -36,6 +44,26 @@ class MarkerError(ValueError):
 
 def _where(path, index):
     return f"{path.name}, cell {index}"
+
+
+def kept_lines(source: str, where: str) -> list[str]:
+    """The lines of a solution cell that end in ``# keep``, without that suffix."""
+    kept = []
+    for line in source.splitlines():
+        line = line.rstrip()
+        if line.endswith(KEEP):
+            kept.append(line[: -len(KEEP)].rstrip())
+        elif KEEPISH.search(line):
+            raise MarkerError(f"{where}: {line.strip()!r} ends in a keep marker that is not "
+                              f"exactly {KEEP!r}; write {KEEP!r} to keep the line in the exercise.")
+    return kept
+
+
+def _refuse_stray_keep(source: str, where: str) -> None:
+    for line in source.splitlines():
+        if KEEPISH.search(line.rstrip()):
+            raise MarkerError(f"{where}: {line.strip()!r} ends in {KEEP!r} outside a cell tagged "
+                              "'solution', where it means nothing and would show in the exercise.")
 
 
 def strip_code(source: str, where: str) -> str:
@@ -74,9 +102,10 @@ def make_exercise(nb, path: Path):
                 raise MarkerError(f"{_where(path, i)}: unknown cell tag {tag!r}.{hint}")
         if cell.cell_type == "code":
             if "solution" in tags:
-                keep = [ln for ln in cell.source.splitlines() if ln.rstrip().endswith("# keep")]
-                cell.source = "\n".join(keep + STUB.splitlines())
+                cell.source = "\n".join(kept_lines(cell.source, _where(path, i))
+                                        + STUB.splitlines())
             else:
+                _refuse_stray_keep(cell.source, _where(path, i))
                 cell.source = strip_code(cell.source, _where(path, i))
             cell.outputs, cell.execution_count = [], None
         elif "solution" in tags:
