@@ -14,7 +14,8 @@ PIP_EXTRA ?=
 
 help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"
-	@echo "make test       create .venv if needed and run every test (unit, notebooks, browser)"
+	@echo "make test       create .venv if needed and run every test (unit, notebooks, browser),"
+	@echo "                then the notebooks and chaotic tests again on the portable CPU path"
 	@echo "make exercises  regenerate exercises/ from solutions/"
 	@echo "make bench      speed against plain PyTorch (loop, labkit.watch), triage, the learner store"
 
@@ -33,8 +34,14 @@ $(STAMP): pyproject.toml constraints.txt
 lab: $(STAMP)
 	PORT=$(PORT) $(BIN)/python tools/lab.py notebooks/00_start_here.ipynb
 
+# Two passes: everything on this machine's own CPU path and default threads, then the
+# notebooks and the `chaotic` tests again on the portable kernels with one thread, the
+# cheapest way to see another machine's rounding. Checked outputs must agree on both.
+PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
+
 test: $(STAMP)
 	$(BIN)/python -m pytest
+	$(PORTABLE) $(BIN)/python -m pytest -m "nbval or chaotic"
 
 exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py

@@ -96,6 +96,7 @@ def test_shape_rule_on_plain_sequences(losses, shape):
     assert classify_shape(losses) == shape
 
 
+@pytest.mark.chaotic  # lr_too_high
 def test_shape_rule_on_real_runs():
     assert classify_shape(labkit.train(steps=60).table["loss_raw"]) == "descending"
     assert classify_shape(labkit.train(bug="zero_lr", steps=STEPS).table["loss_raw"]) == "flat"
@@ -186,6 +187,7 @@ def test_score_against_its_own_run(zero_lr_setup):
     assert ForecastScore.from_dict(json.loads(json.dumps(s.to_dict()))) == s
 
 
+@pytest.mark.chaotic  # lr_too_high: only the step range of its first NaN is asserted
 def test_nan_checkpoints_are_misses_and_nan_step_is_scored():
     missed = Forecast([[0, 2.3], [5, 2.0], [15, 1.0]]).seal(labkit.Config(steps=20), bug="lr_too_high")
     warned = Forecast([[0, 2.3]], nan_step=9).seal(labkit.Config(steps=20), bug="lr_too_high")

@@ -3,9 +3,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import pytest  # noqa: E402
+
 from labkit.learn import gallery  # noqa: E402
 
 
+@pytest.mark.chaotic  # nan_in_inputs
 def test_signature_and_table_report_the_measured_numbers():
     runs, healthy = gallery.run_zoo(seed=0, names=["detach", "stale_log", "nan_in_inputs"])
     assert set(healthy) == {"classify"}
