@@ -16,7 +16,6 @@ import secrets
 from dataclasses import dataclass
 
 from ..core.run import Run
-from . import curve_setups as cs
 from .curves import CASES, OVERFIT, run_spec
 
 EVERY = {"eval_every": 10}  # ten evaluations per 100 steps, so val and accuracy show a shape
@@ -35,7 +34,6 @@ VARIANTS: dict[str, list[tuple[str, dict]]] = {
 }
 LETTERS = "ABCDEFG"
 assert set(VARIANTS) == set(CASES) and all(v for v in VARIANTS.values())
-_ = cs  # the setups are reached through CASES
 
 
 @dataclass
