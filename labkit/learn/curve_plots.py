@@ -47,7 +47,7 @@ def draw_run(run: Run, axes, color: str = "tab:blue", label: str = "", faint: bo
 
 def plot_case(shown):
     """The case's run on its seed (colour) and the run with the one change (grey), side by side."""
-    fig, axes = plt.subplots(1, 3, figsize=(11, 2.6))
+    fig, axes = plt.subplots(1, 3, figsize=(11, 2.6), dpi=72)
     seed = shown.seed
     draw_run(shown.fixed[seed], axes, color="grey", label="after the change: ", faint=True)
     draw_run(shown.run, axes, label="")
@@ -61,7 +61,7 @@ def plot_case(shown):
 def plot_quiz(quiz, ncols: int = 4):
     """The quiz's curves, lettered, with no title that gives the answer away."""
     nrows = math.ceil(len(quiz.items) / ncols)
-    fig = plt.figure(figsize=(3.1 * ncols, 4.8 * nrows))
+    fig = plt.figure(figsize=(3.1 * ncols, 4.8 * nrows), dpi=72)
     grid = fig.add_gridspec(3 * nrows, ncols, hspace=0.7, wspace=0.4)
     for k, item in enumerate(quiz.items):
         row, col = divmod(k, ncols)

@@ -24,7 +24,7 @@ VARIANTS: dict[str, list[tuple[str, dict]]] = {
     "high_flat": [("labels shuffled apart from inputs", {"bug": "shuffled_labels", "config": EVERY}),
                   ("every input the same constant", {"bug": "constant_inputs", "config": EVERY})],
     "spiking": [("one far-out row with a wrong label", CASES["spiking"].setup)],
-    "val_below_train": [(f"dropout {p}", {"config": {"dropout": p, **EVERY}}) for p in (0.3, 0.5)],
+    "val_below_train": [(f"dropout {p}", {"config": {"dropout": p, **EVERY}}) for p in (0.4, 0.5)],
     "flat_train": [("loss rebuilt from .item()", {"bug": "loss_from_item", "config": EVERY}),
                    ("learning rate 0", {"bug": "zero_lr", "config": EVERY}),
                    ("optimizer.step() missing", {"bug": "missing_step", "config": EVERY})],
