@@ -78,7 +78,7 @@ def test_learning_rate_pictures():
     fc = learning_rate.one_step_forecast(lrs=(0.01,))
     assert fc["rows"][0]["actual"] == pytest.approx(fc["rows"][0]["predicted"], rel=0.01)
     assert fc["limit_lr"] == pytest.approx(2 * fc["best_lr"])
-    rows = {(r["optimizer"], r["scale"]): r for r in learning_rate.first_updates()}
+    rows = {(r["optimizer"], float(r["scale"])): r for r in learning_rate.first_updates()}
     assert rows[("sgd", 1000.0)]["update_norm"] == pytest.approx(1000 * rows[("sgd", 1.0)]["update_norm"], rel=1e-3)
     assert rows[("adam", 1000.0)]["largest"] == pytest.approx(1e-3, rel=1e-3)
     noise = learning_rate.gradient_noise(batch_sizes=(8, 128), draws=32)
@@ -88,3 +88,21 @@ def test_learning_rate_pictures():
 def test_text_table_rounds_and_spells_specials():
     assert number(-0.0) == "0" and number(float("inf")) == "inf" and number(None) == "-"
     assert table([{"a": 1.23456}], ["a"], decimals=2).splitlines()[1].strip() == "1.23"
+
+
+def test_weight_decay_reaches_a_zero_gradient_but_not_a_none_one():
+    moved = {r["name"]: r for r in mechanism.step_with_decay()}
+    assert moved["dead.bias"]["grad"] == "zero" and moved["dead.bias"]["moved"] > 0
+    assert moved["spare.bias"]["grad"] == "None" and moved["spare.bias"]["moved"] == 0
+
+
+def test_debugging_sequence_reads_the_padding_bug_from_counts_and_losses():
+    from labkit.learn.lessons import sequence
+    trainer = sequence.setup(bug="padding_in_loss", steps=40)
+    counts = sequence.target_counts(sequence.first_batch(trainer))
+    assert counts["labelled_targets"] > counts["response_targets"]
+    rows = sequence.comparable(trainer.run())
+    assert len(rows) == 4 and all(r["val_resp"] > r["val"] for r in rows)
+    assert rows[-1]["val_resp"] > rows[-1]["val"] + 0.3
+    healthy = sequence.target_counts(sequence.first_batch(sequence.setup(bug=None, steps=20)))
+    assert healthy["labelled_targets"] == healthy["response_targets"]

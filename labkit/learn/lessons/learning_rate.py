@@ -67,7 +67,8 @@ def one_step_forecast(lrs=(0.01, 0.1, 1.0, 10.0, 30.0), seed: int = 0) -> dict:
 
 def first_updates(lr: float = 1e-3, scales=(1.0, 1000.0), seed: int = 0) -> list[dict]:
     """One step of SGD and of Adam at the same lr from the same weights, with the loss
-    multiplied by `scale`: the size of each update (norm, largest single change)."""
+    multiplied by `scale`: the size of the update (its norm, the largest single change, the
+    share of weights with a non-zero gradient and the median change among those)."""
     rows = []
     for scale in scales:
         for name in ("sgd", "adam"):
@@ -75,11 +76,13 @@ def first_updates(lr: float = 1e-3, scales=(1.0, 1000.0), seed: int = 0) -> list
             before = [p.detach().clone() for p in model.parameters()]
             opt.zero_grad()
             (scale * _loss(model, batch)).backward()
+            has_grad = torch.cat([(p.grad != 0).flatten() for p in model.parameters()])
             opt.step()
             deltas = torch.cat([(p.detach() - b).flatten() for p, b in zip(model.parameters(), before)])
-            rows.append({"optimizer": name, "scale": scale, "update_norm": float(deltas.norm()),
-                         "largest": float(deltas.abs().max()),
-                         "share_at_lr": float((deltas.abs() - lr).abs().lt(lr * 1e-3).float().mean())})
+            rows.append({"optimizer": name, "scale": int(scale) if scale == int(scale) else scale,
+                         "update_norm": float(deltas.norm()), "largest": float(deltas.abs().max()),
+                         "with_grad": float(has_grad.float().mean()),
+                         "median_change": float(deltas.abs()[has_grad].median())})
     return rows
 
 

@@ -97,3 +97,18 @@ def none_and_zero_model(seed: int = 0):
     optimizer.zero_grad()
     loss.backward()
     return model, optimizer, loss
+
+
+def step_with_decay(seed: int = 0, weight_decay: float = 0.5) -> list[dict]:
+    """One SGD step with weight decay on `NoneAndZero`: how far each bias moves, beside the
+    state of its gradient. Decay reaches a zero gradient; a None gradient is skipped."""
+    model, _, _ = none_and_zero_model(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, weight_decay=weight_decay)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    optimizer.step()
+    rows = []
+    for name, p in model.named_parameters():
+        grad = "None" if p.grad is None else ("zero" if float(p.grad.abs().max()) == 0 else "finite")
+        rows.append({"name": name, "grad": grad,
+                     "moved": float((p.detach() - before[name]).norm())})
+    return rows
