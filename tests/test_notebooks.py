@@ -18,8 +18,10 @@ def test_committed_executed_with_checked_rounded_outputs(path):
     assert code, "a notebook with no code"
     unexecuted = [i for i, c in enumerate(code) if c.execution_count is None]
     assert not unexecuted, f"code cells {unexecuted} were never run: nbval would pass them blindly"
-    checked = [c for c in code if "NBVAL_CHECK_OUTPUT" in c.source]
-    assert checked, "no cell is marked # NBVAL_CHECK_OUTPUT, so nbval --nbval-lax checks nothing"
+    checked = [c for c in code if "NBVAL_CHECK_OUTPUT" in c.source
+               or "nbval-check-output" in c.metadata.get("tags", [])]
+    assert checked, ("no cell is tagged nbval-check-output (or marked # NBVAL_CHECK_OUTPUT), so "
+                     "nbval --nbval-lax checks nothing")
     for cell in checked:
         assert cell.outputs, f"checked cell has no output to compare:\n{cell.source[:80]}"
     for cell in code:
