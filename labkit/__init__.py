@@ -37,7 +37,7 @@ _PUBLIC = {
     "Forecast": "forecast", "ForecastHistory": "forecast", "ForecastScore": "forecast",
 }
 _SUBPACKAGES = ("core", "bugs", "diagnosis", "forecast", "learn", "widgets", "probes", "check",
-                "cli", "store", "errors")
+                "checklist", "cli", "store", "errors")
 
 __all__ = sorted(_PUBLIC)
 

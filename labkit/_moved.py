@@ -1,7 +1,8 @@
 """Import paths that moved when labkit was grouped into subpackages.
 
-`SHORT` are short names kept for good: ``labkit.probes`` is ``labkit.diagnosis.probes``
-and ``labkit.check`` is ``labkit.learn.check``, the very same module objects.
+`SHORT` are short names kept for good: ``labkit.probes`` is ``labkit.diagnosis.probes``,
+``labkit.check`` is ``labkit.learn.check`` and ``labkit.checklist`` is
+``labkit.learn.checklist``, the very same module objects.
 `OLD` are the flat module paths of labkit 0.1; they still import, with a
 DeprecationWarning naming the new path, until labkit 0.3.
 
@@ -18,7 +19,8 @@ import importlib.util
 import sys
 import warnings
 
-SHORT = {"labkit.probes": "labkit.diagnosis.probes", "labkit.check": "labkit.learn.check"}
+SHORT = {"labkit.probes": "labkit.diagnosis.probes", "labkit.check": "labkit.learn.check",
+         "labkit.checklist": "labkit.learn.checklist"}
 OLD = {
     "labkit.config": "labkit.core.config", "labkit.data": "labkit.core.data",
     "labkit.models": "labkit.core.models", "labkit.seams": "labkit.core.seams",

@@ -121,7 +121,29 @@ def cmd_grade(args) -> int:
     return grade(args.notebooks, json_path=args.json)
 
 
-COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, add_export, add_import]
+def _add_checklist(sub):
+    p = sub.add_parser("checklist", help="check the LLM training checklist on a real batch")
+    p.add_argument("--task", default="lm", help="lm (the only task the checklist applies to)")
+    p.add_argument("--bug", default=None, help="plant a bug from `labkit bugs` first, e.g. double_shift")
+    p.add_argument("--seed", type=int, default=0, help="default 0")
+    p.set_defaults(func=cmd_checklist)
+
+
+def cmd_checklist(args) -> int:
+    from ..learn.checklist import audit
+    if args.bug is not None:
+        from ..bugs import BUGS, get_bug
+        bug = get_bug(args.bug)  # an unknown name fails here, with a suggestion
+        if bug.setup.get("task") != "lm":
+            lm = ", ".join(n for n, b in BUGS.items() if b.setup.get("task") == "lm")
+            raise ValueError(f"bug {args.bug!r} is planted in the classifier; the checklist "
+                             f"audits causal-LM batches, so choose one of {lm}.")
+    result = audit(task=args.task, bug=args.bug, seed=args.seed)
+    print(result)
+    return 0 if result.passed else 1
+
+
+COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, _add_checklist, add_export, add_import]
 
 
 def build_parser() -> argparse.ArgumentParser:

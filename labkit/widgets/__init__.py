@@ -3,9 +3,11 @@
     >>> from labkit.widgets import SketchForecast, ExplorerPanel
     >>> SketchForecast(config=labkit.Config(), bug="zero_lr")   # draw, then press Seal
     >>> ExplorerPanel(bug="stale_log")                           # press "Run next" per probe
+    >>> FlashcardDrill()                                         # Leitner drill, self-graded
 """
 
 from .explorer import ExplorerPanel
+from .flashcards import FlashcardDrill
 from .sketch import SketchForecast
 
-__all__ = ["ExplorerPanel", "SketchForecast"]
+__all__ = ["ExplorerPanel", "FlashcardDrill", "SketchForecast"]
