@@ -188,6 +188,24 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path):
     assert store.count() == 300  # 100 forecasts (each scored once), 100 triage, 100 drills etc.
 
 
+def test_opening_a_new_store_waits_for_another_writer_starting_it(tmp_path):
+    # Another connection holds a write lock on the new file before it is switched to WAL.
+    # SQLite answers the WAL switch with SQLITE_BUSY at once there (no busy timeout), which
+    # made one of two notebooks opening a new store together fail; the opening must wait.
+    import sqlite3
+    import threading
+    path = tmp_path / "labkit.sqlite3"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.5, lambda: other.execute("COMMIT")).start()
+    began = time.monotonic()
+    store = LearnerStore(path)
+    store.add("grade", "g/1", {"points": 3})
+    assert time.monotonic() - began >= 0.4  # it did wait for the other writer
+    assert LearnerStore(path).get("grade", "g/1")["body"] == {"points": 3}
+    other.close()
+
+
 def test_a_writer_killed_at_random_moments_loses_no_acknowledged_write(tmp_path):
     path = tmp_path / "labkit.sqlite3"
     rng = random.Random(16)

@@ -25,6 +25,8 @@ def _kinds() -> None:
     """Load the features that keep records, so the store knows their rules and formats."""
     from ..diagnosis import triage  # noqa: F401
     from ..forecast import kept  # noqa: F401
+    from ..learn import flashcards  # noqa: F401 (reads an old flashcards.json)
+    from ..learn.drill import log  # noqa: F401 (reads an old drill.json)
 
 
 def cmd_export(args) -> int:

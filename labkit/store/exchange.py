@@ -100,3 +100,22 @@ def free_name(path: Path) -> Path:
         n += 1
         candidate = path.with_name(f"{path.name}-{n}")
     return candidate
+
+
+def import_once(store, name: str, records_of, what: str) -> None:
+    """Merge the old JSON file `name` beside the store in, once, and rename it
+    ``name.imported``. `records_of(doc, path)` turns it into records (or raises ValueError).
+    A file that is gone, unreadable or not of that kind is left where it is."""
+    from .files import read_json
+    old = store.path.parent / name
+    if not old.is_file():
+        return
+    try:
+        records = records_of(read_json(old, what=what), old)
+    except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
+        return
+    store.merge(records, source=str(old), keep_on_conflict=True)
+    try:
+        old.replace(free_name(old.with_name(name + ".imported")))
+    except FileNotFoundError:  # another process imported and renamed it just now
+        pass

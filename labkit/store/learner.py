@@ -6,7 +6,10 @@ holds records; a record is a kind, a key, a JSON body and two times (created, up
     kind        key                      body
     forecast    its content hash         {"forecast": Forecast.to_dict(), "score", "added_at"}
     triage      hash of the record       TriageRecord.to_dict(), NaN written as "NaN"
-    drill, flashcard, grade              whatever those features keep (add a kind to KINDS)
+    drill       attempt/<id>, session/<id>   a finished drill or verbal answer; a drill in progress
+    flashcard   the card's id            {"box", "due", "seen", "known"}
+    grade       <notebook>/<id>          one `labkit grade` of one notebook: its rows and summary
+    prediction  <exercise>:<sealed at>   an exercise's sealed prediction, what the runs showed, hits
 
 The API, for every feature that keeps something:
 
@@ -17,6 +20,7 @@ The API, for every feature that keeps something:
     store.records("drill"), store.count("drill")  # oldest first
     store.update("flashcard", key, change)        # change(old body or None) -> new body, inside
                                                   # one write transaction; raise in it to refuse
+    store.update_many([(kind, key, change), ...]) # several updates, one transaction
     store.export(), store.merge(records)          # the whole store as JSON, and back
 
 Why it is safe: WAL journal, fsync at every commit, a 30 s busy timeout, and each write is
@@ -44,7 +48,7 @@ from .sqlite import (FORMAT, StoreConflict, StoreError,  # noqa: F401 (FORMAT: p
                            failure_sentence, open_connection)
 
 STORE_NAME = "labkit.sqlite3"
-KINDS = ["forecast", "triage", "drill", "flashcard", "grade"]  # a new feature appends its kind
+KINDS = ["forecast", "triage", "drill", "flashcard", "grade", "prediction"]  # a new feature appends its kind
 
 
 def labkit_home() -> Path:
@@ -191,6 +195,15 @@ class LearnerStore:
         self._check(kind, key)
         with self._writing(f"saving {kind} record {key!r}") as conn:
             return self._apply(conn, kind, key, change, time.time())[0]
+
+    def update_many(self, changes) -> list[dict]:
+        """Several `update`s, ``[(kind, key, change), ...]``, as one transaction: all or none."""
+        changes = list(changes)
+        for kind, key, _ in changes:
+            self._check(kind, key)
+        with self._writing(f"saving {len(changes)} records") as conn:
+            now = time.time()
+            return [self._apply(conn, kind, key, change, now)[0] for kind, key, change in changes]
 
     def _apply(self, conn, kind, key, change, created_at) -> tuple[dict, str]:
         row = conn.execute(f"SELECT {self._COLUMNS} FROM records WHERE kind=? AND key=?",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import sqlite3
+import time
 from pathlib import Path
 
 from .exchange import FORMAT, StoreConflict, StoreError  # noqa: F401 (re-exported)
@@ -26,13 +27,36 @@ def open_connection(path: Path) -> sqlite3.Connection:
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(failure_sentence(path, exc, "opening it")) from None
     try:
-        _prepare(path, conn)
+        _prepare_waiting(path, conn)
     except BaseException as exc:
         conn.close()
         if isinstance(exc, sqlite3.Error):
             raise StoreError(failure_sentence(path, exc, "opening it")) from None
         raise
     return conn
+
+
+def _prepare_waiting(path: Path, conn, budget_s: float = BUSY_S) -> None:
+    """`_prepare`, tried again while another process holds the file, for up to `budget_s`.
+
+    SQLite's busy timeout does not cover everything here: switching the journal to WAL
+    while another process is creating the store answers SQLITE_BUSY at once, without
+    waiting. Two notebooks (or a notebook and the CLI) opening a new store together hit
+    that, so the opening steps, which are all safe to repeat, are retried.
+    """
+    deadline, pause = time.monotonic() + budget_s, 0.005
+    while True:
+        try:
+            return _prepare(path, conn)
+        except sqlite3.OperationalError as exc:
+            name = getattr(exc, "sqlite_errorname", "") or ""
+            busy = name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if not busy or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
 
 
 def _prepare(path: Path, conn) -> None:
