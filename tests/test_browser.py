@@ -5,6 +5,7 @@ pressed, not only on what the page shows. Needs Chromium (`apt-get install
 chromium`); without it the test is skipped. Never downloads a browser.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -60,6 +61,11 @@ def lab(tmp_path):
     settings.mkdir(parents=True)  # answer the "get Jupyter news?" toast: no, and never go online
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # render every cell: JupyterLab's windowing moves cells as they scroll into view, which
+    # shifts a widget between reading its position and dragging on it
+    notebook = tmp_path / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    notebook.mkdir(parents=True)
+    (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port, token = free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
@@ -100,6 +106,29 @@ def lab(tmp_path):
         log.close()
 
 
+@contextlib.contextmanager
+def lab_page(lab, name: str, errors: list, height: int = 1000):
+    """A Chromium page on notebook `name` in the `lab` server, kernel idle, Run All pressed;
+    page errors go to `errors`. Skips the test when no Chromium is installed."""
+    exe = chromium()
+    if exe is None:
+        pytest.skip("no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
+                    "chromium on PATH); install it with `apt-get install chromium`")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": height})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{lab['base']}/lab/tree/{name}?reset&token={lab['token']}")
+            page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for(timeout=60_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            yield page
+        finally:
+            browser.close()
+
+
 def write_notebook(folder: Path, history: Path) -> str:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
@@ -125,48 +154,23 @@ def wait_for_forecasts(store: Path, seconds: float) -> list:
 
 
 def test_draw_and_seal_a_forecast_in_jupyterlab(lab, tmp_path):
-    exe = chromium()
-    if exe is None:
-        pytest.skip("no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
-                    "chromium on PATH); install it with `apt-get install chromium`")
     history = tmp_path / "history" / "labkit.sqlite3"
     name = write_notebook(lab["dir"], history)
     errors = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{lab['base']}/lab/tree/{name}?reset&token={lab['token']}")
-            page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for(timeout=60_000)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-            svg = page.locator(".labkit-sketch svg")
-            svg.wait_for(state="visible", timeout=60_000)
-            svg.scroll_into_view_if_needed()
-            # a preset goes to the kernel, which fills the points and sends them back
-            page.locator(".labkit-sketch select.preset").select_option("descending")
-            expect(page.locator(".labkit-sketch circle.point")).to_have_count(5, timeout=10_000)
-            box = svg.bounding_box()
-            sx, sy = box["width"] / 520, box["height"] / 300  # the SVG's viewBox is 520 x 300
-            # a falling stroke across the plot area (x 58..504, y 16..256 in viewBox units)
-            x0, x1, y0, y1 = 62, 500, 40, 220
-            page.mouse.move(box["x"] + x0 * sx, box["y"] + y0 * sy)
-            page.mouse.down()
-            for i in range(1, 41):
-                t = i / 40
-                page.mouse.move(box["x"] + (x0 + t * (x1 - x0)) * sx,
-                                box["y"] + (y0 + t * (y1 - y0)) * sy, steps=2)
-            page.mouse.up()
-            page.locator(".labkit-sketch circle.point").nth(5).wait_for(timeout=10_000)
-            page.locator(".labkit-seal").click()
-            entries = wait_for_forecasts(history, 30)
-            page.get_by_text("Sealed \u2713").wait_for(timeout=10_000)
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT))
-        finally:
-            browser.close()
+    with lab_page(lab, name, errors, height=900) as page:
+        svg = page.locator(".labkit-sketch svg")
+        svg.wait_for(state="visible", timeout=60_000)
+        svg.scroll_into_view_if_needed()
+        # a preset goes to the kernel, which fills the points and sends them back
+        page.locator(".labkit-sketch select.preset").select_option("descending")
+        expect(page.locator(".labkit-sketch circle.point")).to_have_count(5, timeout=10_000)
+        _stroke(page, svg, 40, 220, n=40)  # a falling stroke across the plot area
+        page.locator(".labkit-sketch circle.point").nth(5).wait_for(timeout=10_000)
+        page.locator(".labkit-seal").click()
+        entries = wait_for_forecasts(history, 30)
+        page.get_by_text("Sealed \u2713").wait_for(timeout=10_000)
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT))
 
     from labkit.forecast import Forecast
     assert len(entries) == 1
@@ -179,3 +183,81 @@ def test_draw_and_seal_a_forecast_in_jupyterlab(lab, tmp_path):
     assert all(b <= a for a, b in zip(losses, losses[1:])) and losses[0] > 2 * losses[-1]
     assert not errors, f"browser console errors: {errors}"
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def write_two_series_notebook(folder: Path, history: Path) -> str:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import labkit\n"
+            "from labkit.widgets import SketchForecast\n"
+            "cfg = labkit.Config(steps=40)\n"
+            "sketch = SketchForecast(config=cfg, series={'healthy': None, 'zero LR': 'zero_lr'},\n"
+            f"                        key='browser', history_path={str(history)!r})\n"
+            "sketch"),
+        nbformat.v4.new_code_cell(
+            "sketch.require()\n"
+            "runs = {'healthy': labkit.train(cfg), 'zero LR': labkit.train(cfg, bug='zero_lr')}\n"
+            "scores = sketch.score(runs)\n"
+            "print('SCORED', sorted(scores))")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(nb, folder / "two_series.ipynb")
+    return "two_series.ipynb"
+
+
+def _stroke(page, svg, y0, y1, n=30):
+    """Drag a straight stroke across the whole plot area (x 58..504, y 16..256 in the SVG's
+    520 x 300 viewBox units), from y0 to y1. The chart is scrolled into view first and its
+    position read after the page settles, so the drag lands on it."""
+    svg.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    box = svg.bounding_box()
+    sx, sy = box["width"] / 520, box["height"] / 300
+    x0, x1 = 62, 500
+    page.mouse.move(box["x"] + x0 * sx, box["y"] + y0 * sy)
+    page.mouse.down()
+    for i in range(1, n + 1):
+        t = i / n
+        page.mouse.move(box["x"] + (x0 + t * (x1 - x0)) * sx, box["y"] + (y0 + t * (y1 - y0)) * sy,
+                        steps=2)
+    page.mouse.up()
+
+
+def test_two_curves_in_one_sketch_refuse_then_seal_and_score(lab, tmp_path):
+    history = tmp_path / "history" / "labkit.sqlite3"
+    name = write_two_series_notebook(lab["dir"], history)
+    errors = []
+    with lab_page(lab, name, errors) as page:
+        # Run All stops at the run cell with a sentence, not a traceback, and runs nothing
+        page.get_by_text("Forecast first").wait_for(timeout=60_000)
+        assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
+        assert page.locator(".jp-OutputArea-output", has_text="SCORED").count() == 0
+        svg = page.locator(".labkit-sketch svg")
+        svg.scroll_into_view_if_needed()
+        _stroke(page, svg, 60, 200)  # healthy: falling
+        page.locator(".labkit-sketch .legend .series", has_text="zero LR").click()
+        expect(page.locator(".labkit-sketch polyline.other")).to_have_count(1, timeout=10_000)
+        expect(page.locator(".labkit-sketch")).not_to_have_class(re.compile(r"is-switching"),
+                                                                 timeout=30_000)
+        _stroke(page, svg, 80, 82)  # zero LR: flat
+        page.locator(".labkit-seal").click()
+        try:
+            page.get_by_text("Sealed \u2713").wait_for(timeout=30_000)
+        except Exception:
+            raise AssertionError("not sealed; the widget says: "
+                                 + page.locator(".labkit-sketch .status").inner_text()) from None
+        page.locator(".jp-CodeCell").nth(1).locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        page.locator(".jp-OutputArea-output",
+                     has_text="SCORED ['healthy', 'zero LR']").wait_for(timeout=60_000)
+    from labkit.forecast.history import ForecastHistory
+    entries = ForecastHistory(history).entries()
+    notes = sorted(e["forecast"]["note"] for e in entries)
+    assert notes == ["browser/healthy", "browser/zero LR"]
+    assert all(e["score"] is not None for e in entries)
+    by = {e["forecast"]["note"]: e for e in entries}
+    assert by["browser/healthy"]["score"]["shape_predicted"] == "descending"
+    assert by["browser/zero LR"]["score"]["shape_predicted"] == "flat"
+    assert by["browser/zero LR"]["score"]["shape_actual"] == "flat"
+    assert not errors, f"browser console errors: {errors}"

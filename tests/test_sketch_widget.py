@@ -131,3 +131,85 @@ def test_keyboard_controls_edit_the_same_state(sketch):
     assert goes_nan.value is False
     seal_button.click()
     assert sketch.sealed and all(c.disabled for c in (preset, *sliders, seal_button))
+
+
+# ---- several named curves in one sketch, the run cell's gate, and the score ----
+from labkit.forecast.gate import SketchNotSealed  # noqa: E402
+
+
+def two(tmp_path, **kw):
+    return SketchForecast(config=labkit.Config(steps=STEPS), key="ex_t",
+                          series={"healthy": None, "zero LR": "zero_lr"},
+                          history_path=tmp_path / "labkit.sqlite3", **kw)
+
+
+def test_each_curve_keeps_its_drawing_while_another_is_drawn(tmp_path):
+    w = two(tmp_path)
+    assert w.series_names == ["healthy", "zero LR"] and len(set(w.colours)) == 2
+    w.points = [[0, 2.3], [39, 0.3]]
+    w.active = 1  # what clicking "zero LR" in the legend does
+    assert w.points == [] and w.others == [{"index": 0, "points": [[0, 2.3], [39, 0.3]],
+                                            "nan_step": None}]
+    w.points = [[0, 2.3], [39, 2.3]]
+    w.select("healthy")
+    assert w.points == [[0, 2.3], [39, 0.3]] and w.others[0]["points"] == [[0, 2.3], [39, 2.3]]
+    assert w.forecast("zero LR").points == ((0, 2.3), (39, 2.3))
+    with pytest.raises(ValueError, match="Did you mean 'zero LR'"):
+        w.select("zero lr ")
+
+
+def test_the_run_cell_waits_for_every_curve_to_be_sealed(tmp_path):
+    w = two(tmp_path)
+    with pytest.raises(SketchNotSealed, match="press Seal"):
+        w.require()
+    w.points = [[0, 2.3], [39, 0.3]]
+    w.seal_requested += 1  # only one of two curves drawn: refused in the widget, not a crash
+    assert not w.sealed and "Draw 'zero LR' as well" in w.message
+    w.select("zero LR").points = [[0, 2.3], [39, 2.3]]
+    w.seal_requested += 1
+    assert w.sealed and w.require() is w
+    assert sorted(w.forecasts()) == ["healthy", "zero LR"]
+    hashes = {f.config_hash for f in w.forecasts().values()}
+    assert hashes == {config_hash(labkit.Config(steps=STEPS), None),
+                      config_hash(labkit.Config(steps=STEPS), "zero_lr")}  # one setup per curve
+
+
+def test_points_from_code_are_sealed_by_require_and_scored(tmp_path):
+    pts = {"healthy": [[0, 2.3], [39, 0.3]], "zero LR": [[0, 2.3], [39, 2.3]]}
+    w = two(tmp_path, points=pts)
+    assert not w.sealed  # code gave the curves, but nothing is sealed until the run cell asks
+    w.require()
+    runs = {"healthy": labkit.train(steps=STEPS), "zero LR": labkit.train(bug="zero_lr", steps=STEPS)}
+    scores = w.score(runs, show=False)
+    assert scores["zero LR"].shape_actual == scores["zero LR"].shape_predicted == "flat"
+    assert scores["healthy"].shape_actual == "descending"
+    kept = {e["forecast"]["note"]: e["score"] for e in ForecastHistory(tmp_path / "labkit.sqlite3").entries()}
+    assert kept["ex_t/zero LR"]["mean_log_error"] == pytest.approx(scores["zero LR"].mean_log_error)
+    with pytest.raises(ValueError, match="no run for 'zero LR'"):
+        w.score({"healthy": runs["healthy"]}, show=False)
+    with pytest.raises(TypeError, match="pass runs as a dict"):
+        w.score(runs["healthy"], show=False)
+
+
+def test_a_gradient_norm_sketch_is_scored_against_the_gradient_norm(tmp_path):
+    w = SketchForecast(config=labkit.Config(steps=STEPS), key="lab", quantity="grad_norm",
+                       series={"H1": "zero_lr", "H2": "zero_lr"}, history_path=tmp_path / "h.sqlite3",
+                       points={"H1": [[0, 1e-9], [39, 1e-9]], "H2": [[0, 1.0], [39, 1.0]]})
+    assert w.y_label == "gradient norm" and w.reference is None
+    w.require()
+    run = labkit.train(bug="zero_lr", steps=STEPS)  # the gradient flows; only the step is zero
+    scores = w.score({"H1": run, "H2": run}, show=False)
+    assert scores["H1"].mean_log_error > 5 > scores["H2"].mean_log_error
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"series": ["a", "b"]}, TypeError, "series must be a dict"),
+    ({"series": {"a": 3}}, TypeError, "must map to None, a bug name"),
+    ({"series": {"a": "detatch"}}, ValueError, "did you mean 'detach'"),
+    ({"series": {"a": None, "b": None}, "points": [[0, 1.0]]}, TypeError, "must be a dict"),
+    ({"series": {"a": None}, "points": {"b": [[0, 1.0]]}}, ValueError, "points key"),
+    ({"quantity": "accuracy"}, ValueError, "quantity='accuracy'"),
+])
+def test_bad_series_arguments_get_a_sentence(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        SketchForecast(config=labkit.Config(steps=STEPS), **kwargs)

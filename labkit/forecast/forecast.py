@@ -145,8 +145,11 @@ class Forecast:
         return self
 
     # ---- scoring and plotting ----
-    def score(self, run):
-        """Compare with the run this forecast was sealed for; see `ForecastScore`."""
+    def score(self, run, column: str = "loss_raw"):
+        """Compare with the run this forecast was sealed for; see `ForecastScore`.
+
+        `column` is what the forecast predicted: the raw loss, or e.g. ``"grad_norm"``.
+        """
         self.verify()
         run_hash, started = run.meta.get("config_hash"), run.timing.get("started_at")
         if run_hash != self.config_hash:
@@ -161,7 +164,7 @@ class Forecast:
                              f"started at {clock(started)}, so it is hindsight, not a forecast; "
                              "seal before training.")
         from .score import ForecastScore
-        return ForecastScore.compare(self, run)
+        return ForecastScore.compare(self, run, column)
 
     def plot(self, run=None, ax=None, *, log=False):
         """Forecast points and line; with `run`, its raw per-step loss as points beside them."""

@@ -17,7 +17,6 @@ from .kept import HISTORY_FORMAT, merge_entry  # noqa: F401 (registers forecasts
 from .score import ForecastScore
 
 
-
 def default_history_path() -> Path:
     """The store file ForecastHistory() uses: ``$LABKIT_HOME/labkit.sqlite3``."""
     from ..store.learner import store_path
@@ -63,6 +62,17 @@ class ForecastHistory:
 
     def forecasts(self) -> list[Forecast]:
         return [Forecast.from_dict(e["forecast"]) for e in self.entries()]
+
+    def report(self) -> dict:
+        """Scores by exercise and by real shape, and your habits; ``report()["text"]`` is
+        what ``labkit forecasts`` prints (see `labkit.forecast.calibration`)."""
+        from .calibration import calibration_report
+        return calibration_report(self.entries())
+
+    def plot(self, ax=None):
+        """Each scored forecast's log error over time, coloured by exercise; then the text."""
+        from .calibration import plot_calibration
+        return plot_calibration(self.entries(), ax)
 
     def calibration(self) -> dict:
         """Error over time: per-entry mean log-error, its trend, shape and NaN hit rates."""

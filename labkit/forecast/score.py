@@ -33,14 +33,25 @@ class ForecastScore:
         return self.shape_predicted == self.shape_actual
 
     @classmethod
-    def compare(cls, forecast, run) -> "ForecastScore":
-        loss_at = dict(zip(run.table["step"], run.table["loss_raw"]))
+    def compare(cls, forecast, run, column: str = "loss_raw") -> "ForecastScore":
+        """Score `forecast` against `run.table[column]` (the raw loss, or e.g. ``grad_norm``).
+
+        A value at or below zero can't be compared on a log scale; for a column other than
+        the loss (a gradient norm of exactly 0) both sides are floored at 1e-8 instead.
+        """
+        if column not in run.table:
+            raise ValueError(f"column={column!r} is not in this run; it has "
+                             f"{', '.join(sorted(run.table))}.")
+        floor = None if column == "loss_raw" else 1e-8
+        loss_at = dict(zip(run.table["step"], run.table[column]))
         steps, predicted, actual, errors = [], [], [], []
         for step, pred in forecast.points:
             if step not in loss_at:
                 raise ValueError(f"The forecast has a point at step {step}, but the run has steps "
                                  f"0 to {len(run) - 1}; forecast only steps the run has.")
             real = loss_at[step]
+            if floor is not None and (real is None or math.isfinite(real)):
+                real, pred = max(real or 0.0, floor), max(pred, floor)
             real = real if real is not None and math.isfinite(real) and real > 0 else None
             steps.append(step)
             predicted.append(pred)
@@ -48,10 +59,13 @@ class ForecastScore:
             errors.append(None if real is None else abs(math.log(pred) - math.log(real)))
         hits = [e for e in errors if e is not None]
         mean = sum(hits) / len(hits) if hits else None
-        nan_pred, nan_real = forecast.nan_step, run.first_nonfinite_step()
+        values = run.table[column]
+        if floor is not None:  # no gradient at all (None) reads as a norm of zero
+            values = [floor if v is None else v for v in values]
+        nan_pred, nan_real = forecast.nan_step, run.first_nonfinite_step(column)
         nan_hit = (nan_pred is None and nan_real is None) or (
             None not in (nan_pred, nan_real) and abs(nan_pred - nan_real) <= max(1, len(run) // 10))
-        shape_real = classify_shape(run.table["loss_raw"])
+        shape_real = classify_shape(values)
         verdict = cls._verdict(mean, errors.count(None), nan_pred, nan_real, nan_hit,
                                    forecast.expected_shape, shape_real)
         return cls(steps, predicted, actual, errors, mean, errors.count(None), nan_pred, nan_real,

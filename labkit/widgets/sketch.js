@@ -65,7 +65,7 @@ function yTicks(sc) {
 
 const fmt = (v) => (v >= 100 || v === 0 ? v.toFixed(0) : Number(v.toPrecision(2)).toString());
 
-function draw(svg, model, stroke) {
+function draw(svg, model, stroke, cursor = null) {
   svg.replaceChildren();
   const sc = scales(model);
   el("rect", { x: PAD.l, y: PAD.t, width: PW, height: PH, class: "plot-bg" }, svg);
@@ -81,7 +81,8 @@ function draw(svg, model, stroke) {
   }
   el("text", { x: PAD.l + PW / 2, y: H - 6, class: "axis-label", "text-anchor": "middle" }, svg, "step");
   el("text", { x: 14, y: PAD.t + PH / 2, class: "axis-label", "text-anchor": "middle",
-    transform: `rotate(-90 14 ${PAD.t + PH / 2})` }, svg, sc.log ? "loss (log)" : "loss");
+    transform: `rotate(-90 14 ${PAD.t + PH / 2})` }, svg,
+    (model.get("y_label") || "loss") + (sc.log ? " (log)" : ""));
   const ref = model.get("reference");
   if (ref !== null && ref <= sc.top) {
     const y = sc.y(ref);
@@ -95,10 +96,21 @@ function draw(svg, model, stroke) {
     el("line", { x1: x, x2: x, y1: PAD.t, y2: PAD.t + PH, class: "nan-line" }, svg);
     el("text", { x: x + 4, y: PAD.t + 12, class: "nan-label" }, svg, `NaN from step ${nan}`);
   }
+  const colours = model.get("colours") || [];
+  for (const o of model.get("others") || []) {  // the other series, fainter, not editable here
+    const op = o.points.filter(([s]) => o.nan_step === null || s < o.nan_step);
+    el("polyline", { points: op.map(([s, v]) => `${sc.x(s)},${sc.y(v)}`).join(" "),
+      class: "other", stroke: colours[o.index] || "#888" }, svg);
+  }
+  const colour = colours[model.get("active")] || "#e8710a";
   const pts = model.get("points").filter(([s]) => nan === null || s < nan);
   const line = pts.map(([s, v]) => `${sc.x(s)},${sc.y(v)}`).join(" ");
-  el("polyline", { points: line, class: "forecast" }, svg);
-  for (const [s, v] of pts) el("circle", { cx: sc.x(s), cy: sc.y(v), r: 3, class: "point" }, svg);
+  el("polyline", { points: line, class: "forecast", stroke: colour }, svg);
+  for (const [s, v] of pts) el("circle", { cx: sc.x(s), cy: sc.y(v), r: 3, class: "point", fill: colour }, svg);
+  if (cursor !== null) {
+    const x = sc.x(cursor);
+    el("line", { x1: x, x2: x, y1: PAD.t, y2: PAD.t + PH, class: "cursor" }, svg);
+  }
   if (stroke.length) {
     el("polyline", { points: stroke.map(([s, v]) => `${sc.x(s)},${sc.y(v)}`).join(" "), class: "stroke" }, svg);
   }
@@ -113,6 +125,12 @@ function commit(model, stroke) {
   const byStep = new Map();
   for (const [s, v] of stroke) byStep.set(s, v);  // where the pen passed a step twice, the last wins
   const drawn = [...byStep.entries()].sort((a, b) => a[0] - b[0]);
+  const last = model.get("steps") - 1, edge = Math.max(1, Math.round(last * 0.05));
+  // A stroke that starts or ends near an edge of the chart carries on to it, so no old
+  // point is left stranded at step 0 or the last step.
+  if (drawn[0][0] <= edge && drawn[0][0] > 0) drawn.unshift([0, drawn[0][1]]);
+  const tail = drawn[drawn.length - 1];
+  if (last - tail[0] <= edge && tail[0] < last) drawn.push([last, tail[1]]);
   const lo = drawn[0][0], hi = drawn[drawn.length - 1][0];
   const gap = Math.max(1, Math.round(model.get("steps") / 40));  // at most ~40 points a stroke
   const thin = [];
@@ -125,32 +143,80 @@ function commit(model, stroke) {
   model.save_changes();
 }
 
+// Save the active series' points (for Undo) before a change the learner made.
+function remember(history, model) {
+  const key = model.get("active");
+  (history[key] = history[key] || []).push(JSON.stringify([model.get("points"), model.get("nan_step")]));
+  if (history[key].length > 50) history[key].shift();
+}
+
 function render({ model, el: host }) {
   const root = html("div", { className: "labkit-sketch" }, host);
+  const legend = html("div", { className: "legend", role: "radiogroup",
+    ariaLabel: "which curve you are drawing" }, root);
   const bar = html("div", { className: "toolbar" }, root);
   const label = html("label", {}, bar, "preset ");
   const preset = html("select", { className: "preset", title: "fill the chart with a shape to adjust" }, label);
   for (const name of ["", ...SHAPES]) html("option", { value: name }, preset, name || "(choose)");
   const nanButton = html("button", { className: "nan-mode", type: "button" }, bar, "Mark NaN step");
+  const undo = html("button", { className: "undo", type: "button", title: "Ctrl+Z" }, bar, "Undo");
   const clear = html("button", { className: "clear", type: "button" }, bar, "Clear");
+  const logLabel = html("label", { className: "log-toggle" }, bar);
+  const logBox = html("input", { type: "checkbox", className: "log-y" }, logLabel);
+  logLabel.append(" log y");
   const seal = html("button", { className: "labkit-seal", type: "button" }, bar, "Seal");
-  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
-    "aria-label": "loss forecast chart: step on the x axis, loss on the y axis" }, root);
+  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", tabindex: "0",
+    "aria-label": "forecast chart: step on the x axis, the predicted value on the y axis. " +
+      "Keys: left and right move the cursor, up and down move the curve there, Delete removes " +
+      "the point there, Ctrl+Z undoes." }, root);
   const status = html("div", { className: "status" }, root);
 
   let stroke = [];
   let nanMode = false;
+  let cursor = null;  // the step the keyboard edits
+  let switching = false;  // a legend click waits for Python's swap of the curves
+  const undoStack = {};  // per series index: earlier [points, nan_step] states
   const toData = (e) => {
     const box = svg.getBoundingClientRect();
     const sc = scales(model);
     const px = ((e.clientX - box.left) * W) / box.width, py = ((e.clientY - box.top) * H) / box.height;
     return [sc.step(px), sc.loss(py)];
   };
+  const setState = (points, nan) => {
+    model.set("points", points);
+    model.set("nan_step", nan);
+    model.save_changes();
+  };
+  const drawLegend = () => {
+    legend.replaceChildren();
+    const names = model.get("series_names") || [];
+    if (names.length < 2) return;
+    const colours = model.get("colours") || [];
+    names.forEach((name, i) => {
+      const b = html("button", { type: "button", className: "series" + (i === model.get("active") ? " active" : ""),
+        role: "radio", ariaChecked: String(i === model.get("active")), title: `draw ${name}` }, legend);
+      const swatch = html("span", { className: "swatch" }, b);
+      swatch.style.background = colours[i] || "#888";
+      b.append(name);
+      b.addEventListener("click", () => {
+        if (i === model.get("active") || model.get("sealed")) return;
+        // Python swaps the curves and answers with a new `others`; until then a stroke
+        // would land on the old curve, so drawing waits (see `switching`).
+        switching = true;
+        root.classList.add("is-switching");
+        model.set("active", i);
+        model.save_changes();
+      });
+    });
+  };
   const update = () => {
     const sealed = model.get("sealed");
-    draw(svg, model, stroke);
+    draw(svg, model, stroke, sealed ? null : cursor);
+    drawLegend();
     preset.value = model.get("shape");
-    for (const c of [preset, nanButton, clear]) c.disabled = sealed;
+    logBox.checked = model.get("log_scale");
+    for (const c of [preset, nanButton, clear, undo]) c.disabled = sealed;
+    undo.disabled = sealed || !(undoStack[model.get("active")] || []).length;
     seal.disabled = sealed || (model.get("points").length === 0 && model.get("nan_step") !== 0);
     seal.textContent = sealed ? `Sealed \u2713 ${model.get("sealed_hash")}` : "Seal";
     nanButton.textContent = nanMode ? "Click where NaN starts"
@@ -160,12 +226,13 @@ function render({ model, el: host }) {
   };
 
   svg.addEventListener("pointerdown", (e) => {
-    if (model.get("sealed") || e.button > 0) return;
+    if (model.get("sealed") || switching || e.button > 0) return;
     e.preventDefault();
+    svg.focus();
     if (nanMode) {
       nanMode = false;
-      model.set("nan_step", toData(e)[0]);
-      model.save_changes();
+      remember(undoStack, model);
+      setState(model.get("points"), toData(e)[0]);
       return update();
     }
     svg.setPointerCapture(e.pointerId);
@@ -182,28 +249,70 @@ function render({ model, el: host }) {
     if (!stroke.length) return;
     const done = stroke;
     stroke = [];
+    remember(undoStack, model);
     commit(model, done);
     update();
   };
   svg.addEventListener("pointerup", finish);
   svg.addEventListener("pointercancel", finish);
 
+  // Keyboard: a cursor step; up/down set the curve there, Delete removes that point.
+  svg.addEventListener("keydown", (e) => {
+    if (model.get("sealed") || switching) return;
+    const sc = scales(model);
+    const last = sc.last, jump = Math.max(1, Math.round(last / 20));
+    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "z") { undo.click(); e.preventDefault(); return; }
+    if (cursor === null) cursor = 0;
+    const pts = model.get("points");
+    const at = pts.find(([s]) => s === cursor);
+    const here = at ? at[1] : (pts.length ? interp(pts, cursor) : (model.get("reference") || sc.top / 2));
+    if (e.key === "ArrowRight") cursor = Math.min(last, cursor + jump);
+    else if (e.key === "ArrowLeft") cursor = Math.max(0, cursor - jump);
+    else if (e.key === "ArrowUp" || e.key === "ArrowDown") {
+      const factor = e.key === "ArrowUp" ? 1 : -1;
+      const next = sc.log ? here * Math.exp(0.1 * factor) : here + factor * sc.top / 40;
+      const v = Number(Math.min(Math.max(next, sc.floor), sc.top).toPrecision(4));
+      remember(undoStack, model);
+      setState(pts.filter(([s]) => s !== cursor).concat([[cursor, v]]).sort((a, b) => a[0] - b[0]),
+        model.get("nan_step"));
+    } else if (e.key === "Delete" || e.key === "Backspace") {
+      if (at) { remember(undoStack, model); setState(pts.filter(([s]) => s !== cursor), model.get("nan_step")); }
+    } else return;
+    e.preventDefault();
+    update();
+  });
+
   preset.addEventListener("change", () => {
+    remember(undoStack, model);
     model.set("shape", preset.value);
     model.save_changes();
   });
   nanButton.addEventListener("click", () => {
     if (model.get("nan_step") !== null) {
-      model.set("nan_step", null);
-      model.save_changes();
+      remember(undoStack, model);
+      setState(model.get("points"), null);
     } else {
       nanMode = !nanMode;
     }
     update();
   });
-  clear.addEventListener("click", () => {
-    model.set("points", []);
+  undo.addEventListener("click", () => {
+    const stack = undoStack[model.get("active")] || [];
+    if (!stack.length || model.get("sealed")) return;
+    const [points, nan] = JSON.parse(stack.pop());
     model.set("shape", "");
+    setState(points, nan);
+    update();
+  });
+  clear.addEventListener("click", () => {
+    remember(undoStack, model);
+    model.set("points", []);
+    model.set("nan_step", null);
+    model.set("shape", "");
+    model.save_changes();
+  });
+  logBox.addEventListener("change", () => {
+    model.set("log_scale", logBox.checked);
     model.save_changes();
   });
   seal.addEventListener("click", () => {
@@ -212,10 +321,28 @@ function render({ model, el: host }) {
   });
 
   const names = ["points", "steps", "loss_max", "log_scale", "reference", "reference_label",
-    "shape", "nan_step", "sealed", "sealed_hash", "message"];
+    "shape", "nan_step", "sealed", "sealed_hash", "message", "active", "others", "series_names",
+    "colours", "y_label"];
+  const swapped = () => {
+    switching = false;
+    root.classList.remove("is-switching");
+  };
   for (const n of names) model.on(`change:${n}`, update);
+  model.on("change:others", swapped);
   update();
-  return () => { for (const n of names) model.off(`change:${n}`, update); };
+  return () => {
+    for (const n of names) model.off(`change:${n}`, update);
+    model.off("change:others", swapped);
+  };
+}
+
+// The drawn curve at `step`, by straight lines between points (flat past the ends).
+function interp(points, step) {
+  for (let i = 1; i < points.length; i++) {
+    const [s0, v0] = points[i - 1], [s1, v1] = points[i];
+    if (s0 <= step && step <= s1) return v0 + ((v1 - v0) * (step - s0)) / (s1 - s0);
+  }
+  return step < points[0][0] ? points[0][1] : points[points.length - 1][1];
 }
 
 export default { render };

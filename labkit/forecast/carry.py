@@ -1,0 +1,64 @@
+"""Sealed sketches carried inside the notebook, so `labkit grade` can re-run a learner's work.
+
+A sketch drawn in the browser lives in the learner's kernel and store, not in the .ipynb. When
+the run cell's ``require()`` passes on a sketch the learner drew, it leaves one output in that
+cell: a short line for the learner, and the sealed curves under the MIME type `MIME`. The
+notebook keeps that output when it is saved. `labkit grade` reads those outputs before it
+re-executes the notebook (`sketches_in`), hands them to the fresh kernel through the
+``LABKIT_SKETCHES`` file (`ENV`), and a `SketchForecast` with the same key, quantity and
+curves takes its points from there (`carried`), as a headless run takes them from code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+MIME = "application/vnd.labkit.sketch+json"
+ENV = "LABKIT_SKETCHES"
+
+
+def payload(key: str, quantity: str, drawn: dict) -> dict:
+    """What a sealed sketch leaves in the notebook: {key, quantity, series: {name: {...}}}."""
+    return {"key": key, "quantity": quantity,
+            "series": {n: {"points": [list(p) for p in d["points"]], "nan_step": d["nan_step"]}
+                       for n, d in drawn.items()}}
+
+
+def show(body: dict) -> None:
+    """Leave the sealed curves in the current cell's outputs (no-op outside IPython)."""
+    try:
+        from IPython.display import display
+    except ImportError:
+        return
+    names = ", ".join(body["series"])
+    display({MIME: body, "text/plain": f"(your sealed sketch [{names}] is kept in this notebook, "
+                                       "so a grader re-running it uses your curves)"}, raw=True)
+
+
+def sketches_in(nb) -> list[dict]:
+    """Every carried sketch in a notebook's saved outputs, in cell order."""
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            body = out.get("data", {}).get(MIME)
+            if isinstance(body, dict) and isinstance(body.get("series"), dict):
+                found.append(body)
+    return found
+
+
+def carried(key: str, quantity: str, names: list) -> dict | None:
+    """{name: {"points", "nan_step"}} handed over by a grader for this sketch, or None."""
+    path = os.environ.get(ENV)
+    if not key or not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            bodies = json.load(f)
+    except (OSError, ValueError):
+        return None
+    for body in reversed(bodies if isinstance(bodies, list) else []):  # the latest seal wins
+        if (body.get("key"), body.get("quantity")) == (key, quantity) \
+                and sorted(body.get("series", {})) == sorted(names):
+            return body["series"]
+    return None
