@@ -1,81 +1,103 @@
-"""Exercise A's checks teach on wrong answers, and the solution passes them on another seed."""
+"""Exercise A's checks: a prediction sealed before the runs, and questions no output answers."""
 
 import re
 
 import pytest
 
 import labkit
-from labkit.check._base import CheckFailed
+from labkit.check._base import CheckFailed, NotYetAnswered
+from labkit.check.ex_a import (MECHANISM, ex_a_mechanism, ex_a_predict, ex_a_review,
+                               ex_a_steps_to, ex_a_transfer, first_below)
+from labkit.core.seams import Seams
 from helpers import one_sentence, run_solution
-from labkit.check.ex_a import ex_a_curve, ex_a_head_learns, ex_a_null_groups
 
 pytestmark = pytest.mark.ex_a
+RIGHT = {"null_groups": ["backbone.0", "backbone.2"], "head_learns": True,
+         "why": "the backward pass stops at the detach; the head is after it."}
 
+
+def forward_detach_deeper(ctx):
+    hidden = ctx.model.backbone[:2](ctx.batch["x"]).detach()
+    return ctx.model.head(ctx.model.backbone[2:](hidden))
 
 
 @pytest.fixture(scope="module")
-def detached():
-    return labkit.train(bug="detach", steps=5)
+def runs():
+    return {"healthy": labkit.train(), "detached": labkit.train(bug="detach"),
+            "deeper": labkit.train(seams=Seams().replace(forward=forward_detach_deeper))}
 
 
-def test_right_answers_pass_in_any_order(detached):
-    assert ex_a_null_groups(["backbone.2", "backbone.0"], detached).startswith("ok")
-    assert ex_a_null_groups({"backbone.0", "backbone.2"}, detached).startswith("ok")
-    assert ex_a_head_learns(True).startswith("ok")
-    assert ex_a_curve("slower").startswith("ok")
+def test_a_prediction_sealed_before_the_runs_is_reviewed_and_a_miss_does_not_fail():
+    ex_a_predict({**RIGHT, "head_learns": False})
+    healthy, detached = labkit.train(steps=30), labkit.train(bug="detach", steps=30)
+    text = ex_a_review({**RIGHT, "head_learns": False}, healthy, detached)
+    assert text.startswith("ok: 1 of 2 predictions hit")
+    assert "head_learns: you predicted False; the run shows True: miss" in text
 
 
-@pytest.mark.parametrize("answer, words", [
-    (["backbone.0", "backbone.2", "head"], "You listed head, whose grad_norm column holds numbers"),
-    (["head"], "You listed head"),
-    (["backbone.2"], "You missed 1 group"),
-    ([], "You missed 2 group"),
-    (["backbone"], "'backbone' is not a layer group of this run"),
-    (["backbone.0.weight"], "not modules or single tensors"),
-    ("backbone.0", "Answer with a list of layer-group names"),
-    (None, "Answer with a list of layer-group names"),
+def test_a_review_refuses_hindsight_and_an_edited_prediction(runs):
+    ex_a_predict(RIGHT)
+    with pytest.raises(CheckFailed, match="started before the prediction was sealed"):
+        ex_a_review(RIGHT, runs["healthy"], runs["detached"])
+    with pytest.raises(CheckFailed, match="changed after it was sealed"):
+        ex_a_review({**RIGHT, "null_groups": ["head"]}, runs["healthy"], runs["detached"])
+
+
+@pytest.mark.parametrize("prediction, words, kind", [
+    ({"null_groups": ["backbone.0"], "head_learns": True}, "no 'why' field yet", NotYetAnswered),
+    ({**RIGHT, "why": ""}, "still empty", NotYetAnswered),
+    ({**RIGHT, "head_learns": "yes"}, "must be True or False", CheckFailed),
+    ({**RIGHT, "null_groups": ["backbone"]}, "names 'backbone', which is not one of", CheckFailed),
 ])
-def test_wrong_null_groups_get_a_sentence_not_the_answer(detached, answer, words):
-    with pytest.raises(CheckFailed, match=re.escape(words)) as info:
-        ex_a_null_groups(answer, detached)
-    message = str(info.value)
-    assert one_sentence(message), message
-    if "missed" in message:
-        assert "backbone.0" not in message and "backbone.2" not in message
-
-
-def test_null_groups_refuse_a_run_that_is_not_detached():
-    with pytest.raises(CheckFailed, match="pass the run you trained with bug='detach'"):
-        ex_a_null_groups([], labkit.train(steps=3))
-
-
-@pytest.mark.parametrize("answer, words", [
-    (False, "The head sits after the detach"),
-    ("yes", "Answer True or False"),
-    (1, "Answer True or False"),
-])
-def test_wrong_head_answers_teach(answer, words):
-    with pytest.raises(CheckFailed, match=words) as info:
-        ex_a_head_learns(answer)
+def test_a_malformed_prediction_is_refused_with_a_sentence(prediction, words, kind):
+    with pytest.raises(kind, match=words) as info:
+        ex_a_predict(prediction)
     assert one_sentence(str(info.value))
 
 
-@pytest.mark.parametrize("answer, words", [
-    ("flat", "A flat curve means nothing learns"),
-    ("same", "freezing the backbone costs something"),
-    ("nan", "No loss of the detached run is non-finite"),
-    ("stalls", "Answer with one of 'flat', 'slower', 'same', 'nan'"),
-])
-def test_wrong_curves_point_at_the_evidence(answer, words):
-    with pytest.raises(CheckFailed, match=re.escape(words)) as info:
-        ex_a_curve(answer)
+def test_the_mechanism_rubric_names_the_first_missing_idea():
+    assert ex_a_mechanism("detach cuts the graph, so the backbone grad is None and stays at its "
+                          "random init; the head is after the detach and still learns.") \
+        .startswith("ok: all 4 ideas")
+    with pytest.raises(CheckFailed, match="names 2 of the 4 ideas.*does not yet say why the head") \
+            as info:
+        ex_a_mechanism("detach gives the backbone no gradient.")
     assert one_sentence(str(info.value))
-    assert "slower" not in str(info.value) or answer == "stalls"
+    with pytest.raises(NotYetAnswered):
+        ex_a_mechanism("")
+    with pytest.raises(CheckFailed, match="at most 120"):
+        ex_a_mechanism("detach None head still random " * 30)
+    assert len(MECHANISM) == 4
+
+
+def test_steps_to_is_computed_from_the_runs(runs):
+    truth = {"healthy": first_below(runs["healthy"]), "detached": first_below(runs["detached"])}
+    assert truth["detached"] > truth["healthy"] > 0
+    assert ex_a_steps_to(truth, runs["healthy"], runs["detached"]).startswith("ok")
+    for wrong, words in (({**truth, "detached": truth["detached"] - 1}, "scan its run.table"),
+                         ({**truth, "healthy": truth["healthy"] + 1}, "first drops below 2.0"),
+                         ({**truth, "healthy": 2.3}, "must be a step number")):
+        with pytest.raises(CheckFailed, match=words) as info:
+            ex_a_steps_to(wrong, runs["healthy"], runs["detached"])
+        assert one_sentence(str(info.value))
+
+
+def test_transfer_needs_the_groups_and_a_reason(runs):
+    reason = "layers before the detach lose it, layers after keep it"
+    assert ex_a_transfer(["backbone.0"], reason, runs["deeper"]) == (
+        "ok: backbone.0 gets None; every group after the detach still learns")
+    with pytest.raises(CheckFailed, match="find where its forward calls detach") as info:
+        ex_a_transfer(["backbone.0", "backbone.2"], reason, runs["deeper"])
+    assert "backbone.0" not in str(info.value)  # no answer by elimination
+    with pytest.raises(CheckFailed, match="does not yet say which layers keep it"):
+        ex_a_transfer(["backbone.0"], "layers before the detach lose it", runs["deeper"])
+    with pytest.raises(CheckFailed, match="not the deeper-detach run"):
+        ex_a_transfer(["backbone.0"], reason, runs["healthy"])
 
 
 def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
     text = run_solution("ex_a_break_the_graph", tmp_path, seed=1)
     assert "detached: loss at step 0 = 2.30" in text
-    assert "ok: 2 of 3 groups never get a gradient (None, not 0)" in text
-    assert "ok: the head learns" in text
-    assert "ok: the curve falls, but more slowly than healthy" in text
+    assert "ok: 2 of 2 predictions hit" in text
+    assert re.search(r"ok: below 2.0 at step \d+ \(healthy\)", text)
+    assert "ok: backbone.0 gets None" in text

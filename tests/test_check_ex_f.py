@@ -1,60 +1,90 @@
-"""Exercise F's checks teach on wrong answers, and the solution still passes them on seed 1."""
+"""Exercise F's checks: predictions before the run, numbers from it, and another balance."""
 
+import math
 
 import pytest
 import torch
 
-from labkit.check import CheckFailed
-from labkit.check.ex_f import (ex_f_exact_match, ex_f_exposing_metric, ex_f_majority_accuracy,
-                               ex_f_minority_recall)
-from helpers import run_solution
+import labkit
+from labkit.check._base import CheckFailed
+from labkit.check.ex_f import (constant_loss, ex_f_constant_loss, ex_f_exact_match,
+                               ex_f_majority_accuracy, ex_f_mechanism, ex_f_minority_precision,
+                               ex_f_predict, ex_f_review, ex_f_transfer, recall_leaves_zero)
+from labkit.core import data as datasets
+from labkit.core.metrics import model_confusion
+from labkit.core.seams import Seams
+from helpers import one_sentence, run_solution
 
 pytestmark = pytest.mark.ex_f
-
-Y_95_5 = torch.tensor([0] * 95 + [1] * 5)
-CM = torch.tensor([[90, 5], [3, 2]])  # rows true, columns predicted: recall 2/5, precision 2/7
+CONFIG = labkit.Config(dataset="imbalanced", n_classes=2, eval_every=10)
 
 
-def test_majority_accuracy_is_the_majority_share():
-    assert ex_f_majority_accuracy(0.95, Y_95_5) == "ok: always predicting the majority class already scores 0.950"
-    with pytest.raises(CheckFailed, match="share of the rare class"):
-        ex_f_majority_accuracy(0.05, Y_95_5)
-    with pytest.raises(CheckFailed, match="Count the labels of the most common class"):
-        ex_f_majority_accuracy(0.5, Y_95_5)
+@pytest.fixture(scope="module")
+def run_and_cm():
+    trainer = labkit.Trainer(CONFIG)
+    trainer.run(steps=50)
+    val = trainer.ctx.data.val
+    cm_early = model_confusion(trainer.ctx.model, val["x"], val["y"], 2)
+    return trainer.run(), cm_early
 
 
-def test_minority_recall_is_the_row_not_the_column():
-    assert ex_f_minority_recall(CM, 0.4) == "ok: minority recall = 2 / 5 = 0.400"
-    with pytest.raises(CheckFailed, match="That is precision"):
-        ex_f_minority_recall(CM, 2 / 7)
-    with pytest.raises(CheckFailed, match="That is overall accuracy"):
-        ex_f_minority_recall(CM, 0.92)
-    with pytest.raises(CheckFailed, match="diagonal cell divided by its row sum"):
-        ex_f_minority_recall(CM, 0.7)
-    assert ex_f_minority_recall([[480, 0], [32, 0]], 0.0).startswith("ok")  # no minority predicted
+def test_the_shares_are_the_printed_ones():
+    y = labkit.make_imbalanced(seed=0).val["y"]
+    assert round(float(y.float().mean()), 3) == 0.062
+    assert ex_f_majority_accuracy(0.9375, y).startswith("ok: always predicting the majority "
+                                                        "class already scores 0.938")
 
 
-def test_exposing_metric_refuses_the_averages_with_a_reason():
-    assert ex_f_exposing_metric("minority_recall").startswith("ok")
-    assert ex_f_exposing_metric("confusion_matrix").startswith("ok")
-    with pytest.raises(CheckFailed, match="always-majority baseline"):
-        ex_f_exposing_metric("accuracy")
-    with pytest.raises(CheckFailed, match="easy majority examples"):
-        ex_f_exposing_metric("cross_entropy")
-    with pytest.raises(CheckFailed, match="Did you mean 'minority_recall'"):
-        ex_f_exposing_metric("minority recall")
+def test_review_shows_a_miss_and_accepts_either_exposing_number(run_and_cm):
+    run, cm = run_and_cm
+    assert recall_leaves_zero(run) == "after step 50"
+    prediction = {"recall_leaves_zero": "before step 50", "exposing": "confusion_matrix",
+                  "why": "a guess"}
+    ex_f_predict(prediction)
+    fresh = labkit.train(CONFIG)
+    text = ex_f_review(prediction, fresh, cm)
+    assert text.startswith("ok: 1 of 2 predictions hit")
+    assert "recall_leaves_zero: you predicted 'before step 50'; the run shows 'after step 50'" \
+        in text
 
 
-def test_exact_match_multiplies_per_token_chances():
-    assert ex_f_exact_match(0.95, 10, 0.95 ** 10).startswith("ok: 0.95^10 = 0.599")
-    with pytest.raises(CheckFailed, match="rate for one token"):
-        ex_f_exact_match(0.95, 10, 0.95)
-    with pytest.raises(CheckFailed, match="multiply the per-token chances"):
-        ex_f_exact_match(0.95, 10, 0.5)
+def test_precision_is_a_column_and_recall_is_refused():
+    cm = torch.tensor([[473, 7], [23, 9]])
+    assert ex_f_minority_precision(cm, 9 / 16).startswith("ok: minority precision = 9 / 16")
+    with pytest.raises(CheckFailed, match="That is recall") as info:
+        ex_f_minority_precision(cm, 9 / 32)
+    assert one_sentence(str(info.value))
+    with pytest.raises(CheckFailed, match="undefined"):
+        ex_f_minority_precision(torch.tensor([[480, 0], [32, 0]]), 0.0)
 
 
-def test_solution_runs_on_seed_1_and_passes_its_checks(tmp_path):
+def test_constant_loss_is_the_entropy_of_the_shares():
+    y = labkit.make_imbalanced(seed=0).val["y"]
+    truth = constant_loss(y)
+    assert abs(truth - 0.2338) < 1e-3
+    assert ex_f_constant_loss(truth, y).startswith("ok: 0.234")
+    for wrong in (math.log(2), 0.062, 0.938):
+        with pytest.raises(CheckFailed, match="two terms"):
+            ex_f_constant_loss(wrong, y)
+
+
+def test_mechanism_and_exact_match():
+    with pytest.raises(CheckFailed, match="does not yet say what it did not change"):
+        ex_f_mechanism("the probabilities moved; the majority dominates; recall exposes it.")
+    assert ex_f_exact_match(0.95, 10, 0.95 ** 10).startswith("ok")
+
+
+def test_transfer_to_twenty_percent(run_and_cm):
+    run, _ = run_and_cm
+    balanced = labkit.train(CONFIG, seams=Seams().replace(
+        data=lambda c: datasets.load("imbalanced", seed=c.seed, minority=0.2)))
+    reason = "the minority gets a larger share of the loss"
+    assert ex_f_transfer("earlier", reason, balanced, run).startswith("ok: recall leaves 0 at")
+    with pytest.raises(CheckFailed, match="compare the two steps") as info:
+        ex_f_transfer("later", reason, balanced, run)
+    assert "earlier" not in str(info.value)
+
+
+def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
     text = run_solution("ex_f_loss_metric_mismatch", tmp_path, seed=1)
-    assert sum(line.startswith("ok: ") for line in text.splitlines()) == 4, text[-2000:]
-    assert "ok: minority recall = 0 / " in text  # the 50-step checkpoint ignores class 1 on seed 1 too
-    assert "ok: 0.95^10 = 0.599" in text
+    assert "predictions hit" in text and text.count("ok: ") >= 6

@@ -32,9 +32,11 @@ def graded(tmp_path_factory):
         path.parent.mkdir()
         path.write_text(src.read_text())
     nb = nbformat.read(wrong, as_version=4)
-    answer = [c for c in nb.cells if c.cell_type == "code" and "head_learns = True" in c.source]
+    answer = [c for c in nb.cells if c.cell_type == "code"
+              and 'deeper_null_groups = ["backbone.0"]' in c.source]
     assert len(answer) == 1
-    answer[0].source = answer[0].source.replace("head_learns = True", "head_learns = False")
+    answer[0].source = answer[0].source.replace('deeper_null_groups = ["backbone.0"]',
+                                                'deeper_null_groups = ["backbone.2"]')
     nbformat.write(nb, wrong)
     out = labkit_cli("grade", str(blank), str(solved), str(wrong), "--json", str(tmp / "g.json"))
     return out, json.loads((tmp / "g.json").read_text())
@@ -47,7 +49,8 @@ def rows_of(data, folder):
 def test_blank_exercise_is_all_not_yet_answered(graded):
     _, data = graded
     rows = rows_of(data, "blank")
-    assert [r["check"] for r in rows] == ["ex_a_null_groups", "ex_a_head_learns", "ex_a_curve"]
+    assert [r["check"] for r in rows] == ["ex_a_predict", "ex_a_review", "ex_a_mechanism",
+                                          "ex_a_steps_to", "ex_a_transfer"]
     assert {r["status"] for r in rows} == {"not yet answered"}
 
 
@@ -59,20 +62,32 @@ def test_solution_passes_every_check(graded):
 def test_one_wrong_answer_fails_that_row_with_its_sentence(graded):
     _, data = graded
     rows = {r["check"]: r for r in rows_of(data, "wrong")}
-    assert rows["ex_a_head_learns"]["status"] == "failed"
-    assert rows["ex_a_head_learns"]["message"].startswith("The head sits after the detach")
-    assert rows["ex_a_null_groups"]["status"] == rows["ex_a_curve"]["status"] == "passed"
+    assert rows["ex_a_transfer"]["status"] == "failed"
+    assert rows["ex_a_transfer"]["message"].startswith("The deeper run has 1 group(s)")
+    assert {rows[c]["status"] for c in ("ex_a_predict", "ex_a_review", "ex_a_mechanism",
+                                        "ex_a_steps_to")} == {"passed"}
 
 
 def test_one_table_a_summary_a_total_and_exit_1(graded):
     out, data = graded
     assert out.returncode == 1
     assert "Traceback" not in out.stdout + out.stderr
-    assert "ex_a: 5/9 passed, 1 failed, 3 not yet answered" in out.stdout
+    assert "ex_a: 9/15 passed, 1 failed, 5 not yet answered" in out.stdout
     assert out.stdout.rstrip().splitlines()[-1] == (
-        "TOTAL: 5 passed, 1 failed, 3 not yet answered, in 1 exercise(s)")
+        "TOTAL: 9 passed, 1 failed, 5 not yet answered, in 1 exercise(s)")
     assert all(len(line) <= 100 for line in out.stdout.splitlines())
-    assert data["summary"]["total"] == {"passed": 5, "failed": 1, "not yet answered": 3}
+    assert data["summary"]["total"] == {"passed": 9, "failed": 1, "not yet answered": 5}
+
+
+def test_each_grading_is_kept_in_the_learner_store(graded):
+    from labkit.store.learner import default_store
+    out, data = graded
+    graded_now = {r["notebook"] for r in data["rows"]}
+    kept = [r["body"] for r in default_store().records("grade") if r["body"]["notebook"] in graded_now]
+    assert len(kept) == 3  # one record per notebook graded
+    wrong = next(b for b in kept if Path(b["notebook"]).parent.name == "wrong")
+    assert wrong["rows"] == rows_of(data, "wrong")  # the same rows as the --json file
+    assert wrong["summary"]["total"]["failed"] == 1
 
 
 @pytest.mark.slow
@@ -97,12 +112,12 @@ def test_not_an_exercise_is_one_line_and_exit_2(target, says):
 def test_checks_in_reads_calls_not_mentions():
     names = check_names()
     assert len(names) >= 25
-    src = "# ex_a_curve(x) is in a comment\nprint(ex_a_curve(curve))\ncheck.ex_a_head_learns(h)"
-    assert checks_in(src, names) == ["ex_a_curve", "ex_a_head_learns"]
+    src = "# ex_a_mechanism(x) is in a comment\nprint(ex_a_mechanism(m))\ncheck.ex_a_steps_to(s, h, d)"
+    assert checks_in(src, names) == ["ex_a_mechanism", "ex_a_steps_to"]
 
 
 def test_table_wraps_within_100_columns():
-    row = Row("n.ipynb", "ex_a", "ex_a_curve", "q " * 80, "failed", "why " * 60, 3)
+    row = Row("n.ipynb", "ex_a", "ex_a_mechanism", "q " * 80, "failed", "why " * 60, 3)
     text = format_table([row])
     assert all(len(line) <= 100 for line in text.splitlines())
     assert "ex_a: 0/1 passed, 1 failed, 0 not yet answered" in text
@@ -112,29 +127,29 @@ def test_table_wraps_within_100_columns():
 def test_a_failed_check_shows_a_box_and_its_sentence_not_a_traceback(tmp_path):
     from nbclient import NotebookClient
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("from labkit.check import ex_a_head_learns\n"
-                                          "ex_a_head_learns(False)")]
+    nb.cells = [nbformat.v4.new_code_cell("from labkit.check import ex_a_mechanism\n"
+                                          "ex_a_mechanism('detach')")]
     NotebookClient(nb, kernel_name="python3", allow_errors=True).execute()
     outputs = nb.cells[0].outputs
     error = [o for o in outputs if o.output_type == "error"]
     html = [o for o in outputs if o.output_type == "display_data"]
     assert error and error[0].ename == "CheckFailed"
     assert len(error[0].traceback) == 1 and "File" not in error[0].traceback[0]
-    assert "The head sits after the detach" in error[0].traceback[0]
-    assert html and "The head sits after the detach" in html[0].data["text/html"]
+    assert "names 1 of the 4 ideas of the rubric" in error[0].traceback[0]
+    assert html and "names 1 of the 4 ideas of the rubric" in html[0].data["text/html"]
 
 
 def test_a_placeholder_or_missing_work_is_not_yet_answered_not_failed():
     import labkit
-    from labkit.check import NotYetAnswered, ex_a_curve, lab15_conviction
+    from labkit.check import NotYetAnswered, ex_a_mechanism, lab15_conviction
     from labkit.learn.check import _base
     before = len(_base.OUTCOMES)
     with pytest.raises(NotYetAnswered, match="Replace the ... placeholder"):
-        ex_a_curve(...)
+        ex_a_mechanism(...)
     with pytest.raises(NotYetAnswered, match="no conviction yet"):
         lab15_conviction("A", labkit.TriageRecord("blank"))
     with pytest.raises(_base.CheckFailed) as wrong:
-        ex_a_curve("flat")
+        ex_a_mechanism("the loss falls")
     assert not isinstance(wrong.value, NotYetAnswered)
     assert [o["status"] for o in _base.OUTCOMES[before:]] == [
         "not yet answered", "not yet answered", "failed"]

@@ -12,18 +12,18 @@ from __future__ import annotations
 from ..core.config import Config
 from .evidence import CONFIRM_STEPS, Evidence, _setup, _trainer
 from .rules import investigate
+from .stepwise import Stepwise, two_seeds
 from .triage import TriageRecord
 
 STEPS = ("baseline", "raw_vs_reported", "overfit", "label_shuffle", "suggest", "intervention",
          "confirmation")
 
 
-class Explorer:
+class Explorer(Stepwise):
+    steps = STEPS
+
     def __init__(self, bug: str | None = None, seeds=(0, 1), config: Config | None = None):
-        seeds = list(seeds)
-        if len(seeds) != 2 or seeds[0] == seeds[1]:
-            raise ValueError(f"seeds={seeds} must be two different seeds: one to convict, "
-                             "one to confirm.")
+        seeds = two_seeds(seeds)
         if config is None:
             from ..bugs.inject import resolve
             config = resolve(None, bug, None, {})[0]
@@ -34,33 +34,9 @@ class Explorer:
         self.finding = None
         self._evidence = Evidence(self.setup, seeds[0])
 
-    @property
-    def next_step(self) -> str | None:
-        """The next step to run, or None when the triage has nothing left to do."""
-        for step in STEPS:
-            if step not in self.done:
-                if step in ("intervention", "confirmation") and not self._needs_intervention():
-                    continue
-                return step
-        return None
-
-    def _needs_intervention(self) -> bool:
+    def _wants_intervention(self) -> bool:
         f = self.finding
         return f is not None and f.system != "NONE" and bool(f.seam and f.forecast)
-
-    def run_next(self) -> str:
-        """Run one step and return a sentence saying what it found."""
-        step = self.next_step
-        if step is None:
-            return "nothing left to run"
-        message = getattr(self, f"_step_{step}")()
-        self.done.append(step)
-        return f"{step}: {message}"
-
-    def run_all(self) -> TriageRecord:
-        while self.next_step is not None:
-            self.run_next()
-        return self.record
 
     # ---- the steps -------------------------------------------------------------
     def _step_baseline(self) -> str:
@@ -112,12 +88,21 @@ class Explorer:
         return self.record.rows["confirmation"]["text"]
 
 
-def diagnose(bug: str | None = None, seeds=(0, 1), config: Config | None = None) -> TriageRecord:
-    """Triage a setup (the healthy reference, or one with a zoo bug) on two seeds.
+def diagnose(bug=None, seeds=(0, 1), config: Config | None = None) -> TriageRecord:
+    """Triage on two seeds: a zoo bug by name (or the healthy reference), or your own setup.
 
-    Returns a filled `TriageRecord` whose conviction is marked as a suggestion. The
-    same steps, one button at a time, are `labkit.explorer.Explorer`.
+    ``diagnose("stale_log")`` triages labkit's loop with a bug of the zoo;
+    ``diagnose(MySetup())`` triages your own code, given as an object with the five
+    methods of `labkit.diagnosis.setup` (make_model, make_optimizer, batches, loss_fn,
+    train). Returns a filled `TriageRecord` whose conviction is marked as a suggestion.
+    The same steps, one button at a time, are `Explorer` and `own.SetupExplorer`.
     """
+    if bug is not None and not isinstance(bug, str):
+        if config is not None:
+            raise ValueError("config= applies to zoo bugs only; a setup object brings its own model, "
+                             "data and loop.")
+        from .own import diagnose_setup
+        return diagnose_setup(bug, seeds=seeds)
     explorer = Explorer(bug, seeds=seeds, config=config)
     explorer.run_all()
     return explorer.record

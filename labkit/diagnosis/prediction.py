@@ -74,7 +74,11 @@ class Prediction:
             raise TriageRefused("the forecast was sealed after this run started; a forecast "
                                 "must be written before the run it predicts.")
         p = self.parse()
-        steps, values = run.table["step"], run.column(p["column"])
+        return self.judge(run.table["step"], run.column(p["column"]))
+
+    def judge(self, steps, values) -> tuple[bool, float]:
+        """(met, observed) for one column given as its steps and values; no seal is checked."""
+        p = self.parse()
         window = [v for s, v in zip(steps, values) if p["step"] - 9 <= s <= p["step"]]
         if not window:
             raise TriageRefused(f"the run has no steps near step {p['step']} (it has {len(steps)}).")

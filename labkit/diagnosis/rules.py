@@ -96,7 +96,7 @@ def _structure(setup: dict, seed: int, base) -> Finding | None:
                        "backward on the same batch doubles .grad (zero_grad is missing)", "backward",
                        _descent_forecast(t.config.task))
     if (t.config.task == "classify" and out.min() >= 0 and out.max() <= 1
-            and torch.allclose(out.float().sum(-1), torch.ones(len(out)), atol=1e-3)):
+            and torch.allclose(out.float().sum(-1), torch.ones(len(out), device=out.device), atol=1e-3)):
         return Finding("H1", "double_softmax", "the model's outputs are already probabilities "
                        "(rows in [0, 1] summing to 1) and cross_entropy applies log_softmax again",
                        "forward", _descent_forecast(t.config.task))

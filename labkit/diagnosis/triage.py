@@ -15,17 +15,22 @@ Rules the record enforces: an intervention that changes more than one variable
 is refused (naming the keys); a forecast is sealed (content hash + time) before
 the run it predicts and any later edit is detected; a verdict is refused while
 a row is UNKNOWN or the decisive result rests on one seed.
+
+``TriageRecord(strict=True)`` is Lab 15's record: it adds the chapter's rules in
+`labkit.diagnosis.strict` (order, sketches before probes, OBSERVATION and UPDATED
+BELIEF per run, the declared setup, an informative FORECAST, the overfit gate, and a
+count of conviction attempts). `labkit.diagnose` fills a plain record.
 """
 
 from __future__ import annotations
 
-import html
 from dataclasses import asdict
 
 from ..errors import suggest
 from ..store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
 from ..store.exchange import READERS
-from . import kept
+from . import kept, triage_text
+from .strict_rows import StrictRows
 from .prediction import FORECAST_COLUMNS, Prediction, TriageRefused  # noqa: F401 (re-exported)
 
 UNKNOWN = "UNKNOWN"
@@ -37,13 +42,18 @@ def _row(status=UNKNOWN, text="", **data) -> dict:
     return {"status": status, "text": text, "data": data}
 
 
-class TriageRecord:
+class TriageRecord(StrictRows):
     """One triage of one setup. Fill rows by hand or let `labkit.diagnose` fill them."""
 
-    def __init__(self, subject: str = "my run"):
+    def __init__(self, subject: str = "my run", *, strict: bool = False):
         self.subject = subject
+        self.strict = bool(strict)
         self.rows: dict[str, dict] = {name: _row() for name in ROWS}
         self.forecast: Prediction | None = None
+        self.sketch = None  # strict: the intervention's sealed sketch (a labkit Forecast)
+        self.predictions: dict | None = None  # strict: {H: {"loss": shape, "grad_norm": shape}}
+        self.baseline_columns: dict = {}  # strict: the baseline's columns, to judge a FORECAST
+        self.attempts = 0  # strict: convictions made on this record
         self.seeds: list[int] = []
         self.notes: list[str] = []
 
@@ -55,26 +65,40 @@ class TriageRecord:
         self.rows[name] = _row(status, text, **data)
 
     def record_hashes(self, run) -> None:
+        self._turn("hashes")
         m = run.meta
         self.set_row("hashes", f"{m['seed']} / {m['data_hash']} / {m['init_hash']}",
                      seed=m["seed"], data_hash=m["data_hash"], init_hash=m["init_hash"])
 
     def record_baseline(self, run) -> None:
+        self._turn("baseline")
         loss, grad = run.table["loss_raw"], run.table["grad_norm"]
         f = lambda v: "null" if v is None else f"{v:.3g}"  # noqa: E731
+        extra = self._strict_baseline(run) if self.strict else {}
         self.set_row("baseline", f"{len(run)} steps: loss {f(loss[0])} -> {f(loss[-1])}, "
                      f"grad_norm {f(grad[0])} -> {f(grad[-1])}", steps=len(run),
-                     loss=[loss[0], loss[-1]], grad_norm=[grad[0], grad[-1]])
+                     loss=[loss[0], loss[-1]], grad_norm=[grad[0], grad[-1]], **extra)
 
     def record_probe(self, name: str, result) -> None:
         """Store a probe's verdict (raw_vs_reported, overfit, label_shuffle rows)."""
+        if name not in ROWS:
+            raise ValueError(f"row={name!r} is not a row of the form; rows are "
+                             f"{', '.join(ROWS)}.{suggest(name, ROWS)}")
+        self._turn(name)
         data = {k: v for k, v in result.details.items()
                 if not isinstance(v, list) or len(v) <= 8}
-        self.set_row(name, result.verdict, **data)
+        text = result.verdict
+        if self.strict:  # the row shows what was measured, never a mechanism
+            data.pop("mechanism", None)
+            text, observed = self._probe_observation(name, result)
+            data.update(observation=text, observation_values=observed)
+        self.set_row(name, text, **data)
 
     # ---- the intervention and its forecast -------------------------------------
-    def plan_intervention(self, parent: dict, child: dict, forecast: str) -> Prediction:
-        """Declare the one change and seal its forecast before anything runs."""
+    def plan_intervention(self, parent: dict, child: dict, forecast: str,
+                          sketch=None) -> Prediction:
+        """Declare the one change and seal its forecast before anything runs. Strict: also
+        a sealed sketch of the curve (a Forecast, or a one-series SketchForecast)."""
         keys = sorted(set(parent) | set(child))
         changed = [k for k in keys if parent.get(k) != child.get(k)]
         if len(changed) > 1:
@@ -82,12 +106,16 @@ class TriageRecord:
                                 f"{len(changed)}: {', '.join(changed)}. Split it into separate runs.")
         if not changed:
             raise TriageRefused("the intervention changes nothing: parent and child setups are equal.")
-        self.forecast = Prediction(forecast).seal()
+        prediction = Prediction(forecast)
+        if self.strict:
+            self._strict_plan(parent, prediction, sketch)
+        self.forecast = prediction.seal()
         key = changed[0]
         self.set_row("intervention", f"{key}: {parent.get(key)!r} -> {child.get(key)!r}; "
                      f"FORECAST: {forecast}", status=UNKNOWN, variable=key,
                      before=parent.get(key), after=child.get(key), forecast=forecast,
-                     sealed_at=self.forecast.sealed_at, forecast_hash=self.forecast.content_hash)
+                     sealed_at=self.forecast.sealed_at, forecast_hash=self.forecast.content_hash,
+                     child=dict(child))
         return self.forecast
 
     def record_intervention_run(self, run) -> bool:
@@ -96,6 +124,7 @@ class TriageRecord:
     def record_confirmation(self, run) -> bool:
         if self.rows["intervention"]["status"] == UNKNOWN:
             raise TriageRefused("record the intervention run before its confirmation.")
+        self._turn("confirmation")
         first = self.rows["intervention"]["data"].get("seed")
         if run.meta["seed"] == first:
             raise TriageRefused(f"the confirmation must use a second seed; seed {first} was "
@@ -105,15 +134,19 @@ class TriageRecord:
     def _judge(self, row: str, run) -> bool:
         if self.forecast is None:
             raise TriageRefused("no forecast was sealed: call plan_intervention() before running.")
+        extra = self._strict_run_data(run, row) if self.strict else {}
         met, observed = self.forecast.check(run)
         old = self.rows["intervention"]
         text = (f"seed {run.meta['seed']}: observed {observed:.3g}, forecast "
                 f"{self.forecast.text!r} {'MET' if met else 'NOT met'}")
+        if "sketch_score" in extra:
+            text += f"; sketch {extra['sketch_score']}"
         if row == "intervention":
             self.set_row(row, old["text"] + f" | {text}", **{**old["data"], "seed": run.meta["seed"],
-                                                              "met": met, "observed": observed})
+                                                              "met": met, "observed": observed,
+                                                              **extra})
         else:
-            self.set_row(row, text, seed=run.meta["seed"], met=met, observed=observed)
+            self.set_row(row, text, seed=run.meta["seed"], met=met, observed=observed, **extra)
         if run.meta["seed"] not in self.seeds:
             self.seeds.append(run.meta["seed"])
         return met
@@ -130,6 +163,8 @@ class TriageRecord:
                              f"{', '.join(SYSTEM_NAMES)}.{suggest(system, SYSTEM_NAMES)}")
         if not mechanism.strip():
             raise ValueError("mechanism must name what broke, e.g. 'H3: epoch mean divided by 500'.")
+        if self.strict:
+            self._strict_convict(system, mechanism)
         self.set_row("conviction", f"{system} ({SYSTEM_NAMES[system]}): {mechanism}",
                      system=system, mechanism=mechanism, by=by, evidence_seeds=seeds or [])
 
@@ -151,6 +186,8 @@ class TriageRecord:
         for row in ("intervention", "confirmation"):
             if self.rows[row]["data"].get("met") is False:
                 out.append(f"the {row} run did not meet its FORECAST")
+        if self.strict:
+            out += self._strict_missing()
         return out
 
     def verdict(self) -> str:
@@ -163,23 +200,7 @@ class TriageRecord:
 
     # ---- rendering -------------------------------------------------------------
     def to_text(self) -> str:
-        lines = [f"TRAINING RUN EXPLORER — {self.subject}"]
-        labels = {"hashes": "Hashes (seed/data/model-init)", "baseline": "Baseline",
-                  "raw_vs_reported": "H3 raw-vs-reported", "overfit": "Overfit 64-sample",
-                  "label_shuffle": "Label-shuffle control", "intervention": "Intervention (one)",
-                  "confirmation": "Confirm (second seed)", "conviction": "Conviction"}
-        for name in ROWS:
-            row = self.rows[name]
-            shown = row["text"] if row["status"] != UNKNOWN or row["text"] else UNKNOWN
-            if row["status"] == UNKNOWN and row["text"]:
-                shown = f"{UNKNOWN} ({row['text']})"
-            lines.append(f"{labels[name] + ':':32s} {shown}")
-        by = self.rows["conviction"]["data"].get("by")
-        if by == "diagnose":
-            lines.append("(suggested by labkit.diagnose: a human must check the evidence and sign off)")
-        for note in self.notes:
-            lines.append(f"note: {note}")
-        return "\n".join(lines)
+        return triage_text.to_text(self)
 
     __str__ = to_text
 
@@ -187,21 +208,7 @@ class TriageRecord:
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        cells = []
-        for name in ROWS:
-            row = self.rows[name]
-            unknown = row["status"] == UNKNOWN
-            style = ' style="background:#fde2e2;font-weight:bold"' if unknown else ""
-            text = html.escape(row["text"] or "")
-            if unknown:
-                text = f"{UNKNOWN} ({text})" if text else UNKNOWN
-            cells.append(f"<tr><th style='text-align:left'>{name}</th><td{style}>{text}</td></tr>")
-        try:
-            footer = html.escape(self.verdict())
-        except TriageRefused as exc:
-            footer = f"<span style='color:#a00'>{html.escape(str(exc))}</span>"
-        return (f"<table><caption>Training Run Explorer — {html.escape(self.subject)}</caption>"
-                + "".join(cells) + f"</table><p>{footer}</p>")
+        return triage_text.to_html(self)
 
     def plot_raw_vs_reported(self, run, ax=None):
         from ..core.plots import plot_loss
@@ -209,8 +216,11 @@ class TriageRecord:
 
     # ---- storage -------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {"format": FORMAT, "subject": self.subject, "rows": self.rows, "seeds": self.seeds,
-                "notes": self.notes, "forecast": asdict(self.forecast) if self.forecast else None}
+        d = {"format": FORMAT, "subject": self.subject, "rows": self.rows, "seeds": self.seeds,
+             "notes": self.notes, "forecast": asdict(self.forecast) if self.forecast else None}
+        if self.strict:
+            d["strict"] = self._strict_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d, source="this dict") -> "TriageRecord":
@@ -221,6 +231,8 @@ class TriageRecord:
         rec.rows, rec.seeds, rec.notes = d["rows"], d["seeds"], d["notes"]
         if d["forecast"]:
             rec.forecast = Prediction(**d["forecast"])
+        if d.get("strict") is not None:
+            rec._load_strict(d["strict"])
         return rec
 
     def save(self, path) -> None:

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 STATUSES = ("passed", "failed", "not yet answered")
-NOT_ANSWERED = ("NameError", "NotImplementedError")
+NOT_ANSWERED = ("NameError", "NotImplementedError", "SketchNotSealed")
 _READ = ("import json as _j\nfrom labkit.learn.check import _base as _b\n"
          "print(_j.dumps(_b.OUTCOMES))")
 
@@ -107,6 +107,13 @@ def grade_notebook(path, *, timeout: int = 300, progress=None) -> list[Row]:
                             resources={"metadata": {"path": str(path.parent.resolve())}})
     home = tempfile.mkdtemp(prefix="labkit-grade-")
     env = {**os.environ, "LABKIT_HOME": home}
+    from ..forecast.carry import ENV, sketches_in
+    drawn = sketches_in(nb)  # sketches the learner sealed by hand, kept in the saved outputs
+    if drawn:
+        handed = os.path.join(home, "sketches.json")
+        with open(handed, "w") as f:
+            json.dump(drawn, f)
+        env[ENV] = handed
     stub_seen = False
     first_stub = {}
     with client.setup_kernel(env=env):
@@ -130,6 +137,7 @@ def grade_notebook(path, *, timeout: int = 300, progress=None) -> list[Row]:
 def _rows(path, nb, plan, outcomes, names, stub_before) -> list[Row]:
     remaining = list(outcomes)
     rows = []
+    unsealed = [j for j, c in enumerate(nb.cells) if (_error_of(c) or {}).get("ename") == "SketchNotSealed"]
     for i, name in plan:
         exercise = name.split("_")[0] if name.startswith("lab15") else "_".join(name.split("_")[:2])
         got = next((o for o in remaining if o["check"] == name), None)
@@ -140,7 +148,10 @@ def _rows(path, nb, plan, outcomes, names, stub_before) -> list[Row]:
             err = _error_of(nb.cells[i])
             if err is None:
                 status, message = "failed", "the check was never called: its cell ran without it"
-            elif err["ename"] in NOT_ANSWERED and (stub_before[i] or err["ename"] != "NameError"):
+            elif err["ename"] == "SketchNotSealed":
+                status, message = "not yet answered", "draw and seal the forecast sketch first"
+            elif err["ename"] in NOT_ANSWERED and (stub_before[i] or err["ename"] != "NameError"
+                                                   or (unsealed and unsealed[0] < i)):
                 status, message = "not yet answered", "write your answer in the cell above"
             else:
                 status = "failed"
@@ -162,6 +173,7 @@ def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
                 err.flush()
         got = grade_notebook(path, progress=progress)
         rows += got
+        _keep(path, got)
         passed = sum(r.status == "passed" for r in got)
         err.write(("\r" if tty else "") + f"graded {path.name}: {passed}/{len(got)} checks "
                   f"passed in {time.perf_counter() - started:.1f} s\n")
@@ -171,6 +183,16 @@ def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
         atomic_write_json(json_path, {"format": "labkit.grades/1", "rows": [asdict(r) for r in rows],
                                       "summary": summary(rows)}, backup=False)
     return 0 if all(r.status == "passed" for r in rows) else 1
+
+
+def _keep(path: Path, rows) -> None:
+    """Add this grading to the learner store (kind "grade"); a grade is never replaced, each
+    run of `labkit grade` adds one record per notebook."""
+    import uuid
+    from ..store.learner import default_store
+    body = {"notebook": str(path.resolve()), "graded_at": time.time(),
+            "rows": [asdict(r) for r in rows], "summary": summary(rows)}
+    default_store().add("grade", f"{path.stem}/{uuid.uuid4().hex}", body)
 
 
 def summary(rows) -> dict:

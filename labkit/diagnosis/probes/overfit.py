@@ -97,7 +97,8 @@ def label_shuffle_control(model: nn.Module, batch, *, real: ProbeResult | None =
     else:
         verdict = "differs from real labels: the labels carry signal the model uses"
     return ProbeResult("label-shuffle control", verdict, {
-        "real_mean": a, "shuffled_mean": b, "same": same, "inconclusive": both_memorised, "shuffled_losses": shuffled.details["losses"]})
+        "real_mean": a, "shuffled_mean": b, "same": same, "inconclusive": both_memorised, "shuffled_losses": shuffled.details["losses"],
+        "shuffled_grad_norms": shuffled.details["grad_norms"]})
 
 
 def label_alignment(batch) -> ProbeResult:

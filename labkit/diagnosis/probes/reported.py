@@ -53,6 +53,11 @@ def raw_vs_reported(run=None, *, raw=None, reported=None, batch_id=None,
     batch_id = batch_id if batch_id is not None else [0] + [1] * (len(raw) - 1)
     honest = {"per-batch raw loss": list(raw), "epoch running mean": _epoch_mean(raw, batch_id),
               "running mean over the run": _epoch_mean(raw, [0] + [1] * (len(raw) - 1))}
+    sums = _epoch_sum(raw, batch_id)
+    logged = [i for i, v in enumerate(reported) if v is not None]  # None: not logged at that step
+    if len(logged) < len(reported):
+        raw, reported, sums = ([seq[i] for i in logged] for seq in (raw, reported, sums))
+        honest = {k: [v[i] for i in logged] for k, v in honest.items()}
     matches = [name for name, values in honest.items() if _close(reported, values, tolerance)]
     if matches:
         prefer = "epoch running mean" if "epoch running mean" in matches else matches[0]
@@ -66,7 +71,6 @@ def raw_vs_reported(run=None, *, raw=None, reported=None, batch_id=None,
               if math.isfinite(a) and math.isfinite(b)]
     raw_f = [raw[i] for i in finite]
     rep_f = [reported[i] for i in finite]
-    sums = _epoch_sum(raw, batch_id)
     sum_f = [sums[i] for i in finite]
     details = {"agree": False, "steps_compared": len(finite), "matches": None}
     epoch_mean = [honest["epoch running mean"][i] for i in finite]

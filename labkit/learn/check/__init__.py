@@ -8,24 +8,28 @@ checks one exercise.
 """
 
 from ._base import CheckFailed, NotYetAnswered
-from .ex_a import ex_a_curve, ex_a_head_learns, ex_a_null_groups
-from .ex_b import ex_b_frozen_groups, ex_b_grad_state, ex_b_worse_variant, ex_b_zero_grad_clears
-from .ex_c import ex_c_forecast, ex_c_lr_roles, ex_c_update_ratio
-from .ex_d import ex_d_cause, ex_d_eval_vs_no_grad, ex_d_ordering
-from .ex_e import (ex_e_double_shift_floor, ex_e_inflated_count, ex_e_nan_variant,
-                   ex_e_perplexity, ex_e_two_ahead)
-from .ex_f import (ex_f_exact_match, ex_f_exposing_metric, ex_f_majority_accuracy,
-                   ex_f_minority_recall)
+from .ex_a import ex_a_mechanism, ex_a_predict, ex_a_review, ex_a_steps_to, ex_a_transfer
+from .ex_b import ex_b_growth, ex_b_mechanism, ex_b_predict, ex_b_review, ex_b_transfer
+from .ex_c import (ex_c_mechanism, ex_c_predict, ex_c_review, ex_c_transfer, ex_c_uphill_lr,
+                   ex_c_update_ratio)
+from .ex_d import ex_d_first_gap, ex_d_mechanism, ex_d_predict, ex_d_review, ex_d_transfer
+from .ex_e import (ex_e_mechanism, ex_e_predict, ex_e_review, ex_e_transfer,
+                   ex_e_two_ahead_floor)
+from .ex_f import (ex_f_constant_loss, ex_f_exact_match, ex_f_majority_accuracy,
+                   ex_f_mechanism, ex_f_minority_precision, ex_f_predict, ex_f_review,
+                   ex_f_transfer)
 from .curves import curves_quiz
 from .lab15 import lab15_conviction, lab15_forecast, lab15_predictions
 from .loop import loop_train_step
 
 __all__ = [
-    "CheckFailed", "NotYetAnswered", "curves_quiz", "ex_a_curve", "ex_a_head_learns", "ex_a_null_groups",
-    "ex_b_frozen_groups", "ex_b_grad_state", "ex_b_worse_variant", "ex_b_zero_grad_clears",
-    "ex_c_forecast", "ex_c_lr_roles", "ex_c_update_ratio", "ex_d_cause", "ex_d_eval_vs_no_grad",
-    "ex_d_ordering", "ex_e_double_shift_floor", "ex_e_inflated_count", "ex_e_nan_variant",
-    "ex_e_perplexity", "ex_e_two_ahead", "ex_f_exact_match", "ex_f_exposing_metric",
-    "ex_f_majority_accuracy", "ex_f_minority_recall", "lab15_conviction", "lab15_forecast",
-    "lab15_predictions", "loop_train_step",
+    "CheckFailed", "NotYetAnswered", "curves_quiz", "ex_a_mechanism", "ex_a_predict",
+    "ex_a_review", "ex_a_steps_to", "ex_a_transfer", "ex_b_growth", "ex_b_mechanism", "ex_b_predict",
+    "ex_b_review", "ex_b_transfer", "ex_c_mechanism", "ex_c_predict",
+    "ex_c_review", "ex_c_transfer", "ex_c_update_ratio", "ex_c_uphill_lr", "ex_d_first_gap",
+    "ex_d_mechanism", "ex_d_predict", "ex_d_review", "ex_d_transfer", "ex_e_mechanism",
+    "ex_e_predict", "ex_e_review", "ex_e_transfer", "ex_e_two_ahead_floor",
+    "ex_f_constant_loss", "ex_f_exact_match", "ex_f_majority_accuracy", "ex_f_mechanism",
+    "ex_f_minority_precision", "ex_f_predict", "ex_f_review", "ex_f_transfer", "lab15_conviction",
+    "lab15_forecast", "lab15_predictions", "loop_train_step",
 ]

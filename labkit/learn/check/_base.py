@@ -12,14 +12,11 @@ Every public check is wrapped by `answer_check`, which appends what happened to
 from __future__ import annotations
 
 import functools
-import html
+
+from ...errors import notebook_box
 
 OUTCOMES: list[dict] = []  # {"check", "status", "message"}, in call order; status is
 # "passed", "failed" or "not yet answered"
-
-_BOX = ("<div style=\"border-left:4px solid #c0392b;background:#fdf2f0;padding:8px 12px;"
-        "margin:4px 0;font-family:var(--jp-content-font-family, sans-serif);\">"
-        "<b style=\"color:#c0392b\">Not yet: {check}</b><br>{sentence}</div>")
 
 
 class CheckFailed(AssertionError):
@@ -30,14 +27,7 @@ class CheckFailed(AssertionError):
     def _render_traceback_(self) -> list[str]:
         """IPython shows these lines instead of a traceback; a styled box goes above them."""
         what = self.check or "answer check"
-        try:
-            from IPython import get_ipython
-            from IPython.display import HTML, display
-            if getattr(get_ipython(), "kernel", None) is not None:  # a notebook, not a terminal
-                display(HTML(_BOX.format(check=html.escape(what),
-                                         sentence=html.escape(str(self)))))
-        except ImportError:  # no IPython: the line below still teaches
-            pass
+        notebook_box(f"Not yet: {what}", str(self), once_for=self)
         return [f"\x1b[1;31mCheckFailed\x1b[0m ({what}): {self}"]
 
 

@@ -1,53 +1,106 @@
-"""Exercise A's answer checks: a detach between backbone and head."""
+"""Exercise A's answer checks: a detach between backbone and head.
+
+Before the runs: `ex_a_predict` seals which groups lose their gradient and whether the head
+learns, with a reason. After them: `ex_a_review` shows the prediction against the runs (a
+miss is the lesson, not a failure); `ex_a_mechanism` reads the explanation by `MECHANISM`;
+`ex_a_steps_to` asks for a number computed from the runs; `ex_a_transfer` asks about a
+detach one layer deeper before that run exists.
+"""
 
 from __future__ import annotations
 
-from ._base import CheckFailed, answer_check, layer_groups, need_bool, need_one_of
+import math
 
-CURVES = {"flat": "stays at ln C, nothing learns", "slower": "falls, but more slowly than healthy "
-          "and ends well above it", "same": "matches the healthy run", "nan": "blows up"}
+from . import _predict
+from ._base import CheckFailed, answer_check, layer_groups
+from ._words import score_rubric
+
+GROUPS = ("backbone.0", "backbone.2", "head")
+FORMS = {"null_groups": ("groups", GROUPS), "head_learns": ("bool",), "why": ("text",)}
+LEVEL = 2.0  # ex_a_steps_to: the first step whose raw loss is below this
+
+MECHANISM = {  # idea -> words that name it
+    "say what detach() does to the graph": ["detach", "cut", "no history", "leaves the graph",
+                                           "graph is broken", "breaks the graph", "graph break"],
+    "say what the backbone's gradient is": ["none", "no gradient", "no grad", "never reach",
+                                            "never reaches", "not reached", "null"],
+    "say why the head still learns (where it sits)": [
+        "after the detach", "after the cut", "downstream", "head still", "head is after",
+        "between the cut and the loss", "only the head"],
+    "say what the backbone's weights stay": ["random", "initial", "init", "never move",
+                                             "never change", "frozen", "fixed"],
+}
+TRANSFER_REASON = {
+    "say which layers lose the gradient (those before the detach)": [
+        "before", "upstream", "earlier", "below", "in front of", "precede"],
+    "say which layers keep it (those after the detach)": [
+        "after", "downstream", "later", "above", "behind", "follow"],
+}
+
+
+def null_groups(run) -> set:
+    """The groups whose gradient is None at every step of `run`."""
+    return {g for g in run.groups if all(v is None for v in run.table[f"grad_norm/{g}"])}
 
 
 @answer_check
-def ex_a_null_groups(answer, run) -> str:
-    """Which layer groups of the detached run never receive a gradient (grad is None)?"""
-    truth = {g for g in run.groups if all(v is None for v in run.table[f"grad_norm/{g}"])}
+def ex_a_predict(prediction) -> str:
+    """Before the runs: {'null_groups': [...], 'head_learns': bool, 'why': str}."""
+    return _predict.seal("ex_a", prediction, FORMS)
+
+
+@answer_check
+def ex_a_review(prediction, healthy, detached) -> str:
+    """After the runs: the sealed prediction against what the detached run measured."""
+    loss = detached.table["loss_raw"]
+    moved = all(u is not None and u > 0 for u in detached.table["update_norm/head"])
+    truth = {"null_groups": sorted(null_groups(detached)),
+             "head_learns": moved and loss[0] - sum(loss[-20:]) / 20 > 0.1}
+    return _predict.review("ex_a", prediction, truth, [healthy, detached])
+
+
+@answer_check
+def ex_a_mechanism(text) -> str:
+    """The mechanism in your words, read by the MECHANISM rubric."""
+    return score_rubric(text, MECHANISM, "your explanation")
+
+
+def first_below(run, level: float = LEVEL):
+    """The first step whose raw loss is below `level`, or None."""
+    return next((s for s, v in zip(run.table["step"], run.table["loss_raw"])
+                 if math.isfinite(v) and v < level), None)
+
+
+@answer_check
+def ex_a_steps_to(answer, healthy, detached) -> str:
+    """{'healthy': step, 'detached': step}: the first step whose raw loss is below LEVEL."""
+    truth = {"healthy": first_below(healthy), "detached": first_below(detached)}
+    if not isinstance(answer, dict) or set(answer) != set(truth):
+        raise CheckFailed("Answer with a dict {'healthy': step, 'detached': step}; got "
+                          f"{answer!r}.")
+    for name, step in answer.items():
+        if isinstance(step, bool) or not isinstance(step, int):
+            raise CheckFailed(f"answer[{name!r}] must be a step number (an int); got {step!r}.")
+        if step != truth[name]:
+            raise CheckFailed(f"Step {step} is not where the {name} run's raw loss first drops "
+                              f"below {LEVEL}: scan its run.table['loss_raw'] from step 0 and stop "
+                              "at the first value below it.")
+    return (f"ok: below {LEVEL} at step {truth['healthy']} (healthy) and {truth['detached']} "
+            f"(detached), {truth['detached'] / max(truth['healthy'], 1):.1f} times later")
+
+
+@answer_check
+def ex_a_transfer(groups, reason, deeper) -> str:
+    """Before the deeper-detach run: its null-gradient groups, and why."""
+    truth = null_groups(deeper)
     if not truth:
         raise CheckFailed("Every grad_norm column of this run holds numbers, so it is not the "
-                          "detached run: pass the run you trained with bug='detach'.")
-    given = layer_groups(answer, run)
-    if given - truth:
-        extra = ", ".join(sorted(given - truth))
-        raise CheckFailed(f"You listed {extra}, whose grad_norm column holds numbers, not None: "
-                          "a layer after the detach is still on the path from the loss.")
-    if truth - given:
-        raise CheckFailed(f"You missed {len(truth - given)} group(s) whose grad_norm column is None "
-                          "at every step: the detach cuts off every layer before it, not only the "
-                          "nearest one.")
-    return f"ok: {len(truth)} of {len(run.groups)} groups never get a gradient (None, not 0)"
-
-
-@answer_check
-def ex_a_head_learns(answer) -> str:
-    """Can the head still learn with the backbone detached?"""
-    need_bool(answer)
-    if not answer:
-        raise CheckFailed("The head sits after the detach, so the loss still reaches it: read "
-                          "grad_norm/head and update_norm/head in the detached run, and how far its "
-                          "loss falls from step 0.")
-    return "ok: the head learns, on features the frozen random backbone gives it"
-
-
-@answer_check
-def ex_a_curve(answer) -> str:
-    """What does the detached run's loss curve look like next to the healthy one?"""
-    need_one_of(answer, CURVES)
-    hints = {"flat": "A flat curve means nothing learns, yet the detached loss moves: compare its "
-                     "step-0 loss with the mean of its last 20 steps.",
-             "same": "Put the two runs on one plot and compare the means of their last 20 raw "
-                     "losses: freezing the backbone costs something.",
-             "nan": "No loss of the detached run is non-finite (run.first_nonfinite_step() is "
-                    "None): look at how fast it falls, not whether it blows up."}
-    if answer in hints:
-        raise CheckFailed(hints[answer])
-    return f"ok: the curve {CURVES[answer]}"
+                          "deeper-detach run: pass the run trained with the deeper forward.")
+    given = layer_groups(groups, deeper)
+    score_rubric(reason, TRANSFER_REASON, "your reason")
+    if given != truth:
+        raise CheckFailed(f"The deeper run has {len(truth)} group(s) with grad None at every step, "
+                          f"and your list has {len(given)}, or other names: find where its forward "
+                          "calls detach() and follow the backward pass from the loss to it.")
+    verb = "gets" if len(truth) == 1 else "get"
+    return f"ok: {', '.join(sorted(truth))} {verb} None; every group after the detach still learns"

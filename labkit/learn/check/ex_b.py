@@ -1,62 +1,132 @@
-"""Exercise B's answer checks: parameters left out of the optimizer."""
+"""Exercise B's answer checks: parameters left out of the optimizer.
+
+Before the runs: `ex_b_predict` seals, for both broken runs, which groups never move, the
+state of a left-out gradient, whether zero_grad() clears it, and which omission costs
+more, with a reason. After them: `ex_b_review` (misses are shown, not failed);
+`ex_b_mechanism` (the `MECHANISM` rubric); `ex_b_growth`, a number computed from the
+run; `ex_b_transfer`, an optimizer built from another subset, before that run.
+"""
 
 from __future__ import annotations
 
-from ._base import CheckFailed, answer_check, layer_groups, need_bool, need_one_of
+import math
 
-GRAD_STATES = ("none", "zero", "finite")
+from . import _predict
+from ._base import CheckFailed, answer_check, layer_groups, need_bool
+from ._words import score_rubric
+
+GROUPS = ("backbone.0", "backbone.2", "head")
+GRAD_STATES = ("finite", "none", "zero")  # "finite": a nonzero number
 VARIANTS = ("backbone_only", "head_only")  # which part the optimizer was given
+FORMS = {"frozen_backbone_only": ("groups", GROUPS), "frozen_head_only": ("groups", GROUPS),
+         "left_out_grad": ("choice", GRAD_STATES), "zero_grad_clears": ("bool",),
+         "worse": ("choice", VARIANTS), "why": ("text",)}
+
+MECHANISM = {
+    "say why every parameter still gets a gradient": [
+        "forward", "backward", "still on the path", "still connected", "autograd", "graph"],
+    "say what step() does with parameters it does not own": [
+        "step()", "not in the optimizer", "not owned", "owns", "optimizer's list",
+        "param group", "parameter group", "only updates", "never applies", "never applied"],
+    "say why the left-out gradient grows": [
+        "zero_grad", "accumul", "piles", "pile up", "adds up", "add up", "sums", "summed",
+        "never cleared", "not cleared"],
+    "say why leaving out the head costs more": [
+        "random head", "random projection", "head is random", "head stays random",
+        "fixed projection", "random output", "random readout", "frozen head"],
+}
+TRANSFER_REASON = {
+    "say which group the optimizer leaves out": ["not in the optimizer", "left out", "leaves out",
+                                                "not owned", "not given", "missing", "omitted",
+                                                "skips"],
+    "say what zero_grad() does to that group's gradient": ["zero_grad", "accumul", "piles",
+                                                          "pile up", "adds up", "never cleared",
+                                                          "not cleared", "sums"],
+}
+
+
+def frozen_groups(run) -> set:
+    """The groups whose update norm is exactly 0 at every step."""
+    return {g for g in run.groups if all(v == 0 for v in run.table[f"update_norm/{g}"])}
+
+
+def _grad_state(run, group) -> str:
+    grads = run.table[f"grad_norm/{group}"]
+    if all(g is None for g in grads):
+        return "none"
+    return "zero" if all(g == 0 for g in grads) else "finite"
+
+
+def _last20(run) -> float:
+    loss = run.table["loss_raw"]
+    return sum(loss[-20:]) / len(loss[-20:])
 
 
 @answer_check
-def ex_b_frozen_groups(answer, run) -> str:
-    """Which layer groups never move (update_norm exactly 0 at every step) in this run?"""
-    truth = {g for g in run.groups if all(v == 0 for v in run.table[f"update_norm/{g}"])}
+def ex_b_predict(prediction) -> str:
+    """Before the runs: the six fields of FORMS."""
+    return _predict.seal("ex_b", prediction, FORMS)
+
+
+@answer_check
+def ex_b_review(prediction, runs: dict) -> str:
+    """After the runs: the sealed prediction against the healthy and the two broken runs."""
+    bo, ho = runs["backbone_only"], runs["head_only"]
+    left_out = sorted(frozen_groups(bo))
+    head = bo.table["grad_norm/head"]
+    truth = {"frozen_backbone_only": left_out, "frozen_head_only": sorted(frozen_groups(ho)),
+             "left_out_grad": _grad_state(bo, left_out[0]) if left_out else "finite",
+             "zero_grad_clears": not (head[-1] > 3 * head[0]),
+             "worse": max(VARIANTS, key=lambda v: _last20(runs[v]))}
+    return _predict.review("ex_b", prediction, truth, list(runs.values()))
+
+
+@answer_check
+def ex_b_mechanism(text) -> str:
+    """The mechanism in your words, read by the MECHANISM rubric."""
+    return score_rubric(text, MECHANISM, "your explanation")
+
+
+def growth(run, group: str = "head") -> float:
+    """How many times larger `group`'s gradient norm is at the last step than at step 0."""
+    grads = run.table[f"grad_norm/{group}"]
+    return grads[-1] / grads[0]
+
+
+@answer_check
+def ex_b_growth(value, run, healthy) -> str:
+    """In the backbone_only run: grad_norm/head at the last step over its step-0 value."""
+    truth = growth(run)
+    if truth < 10:
+        raise CheckFailed("The head's gradient norm of this run does not grow tenfold, so it is "
+                          "not the backbone_only run: pass runs['backbone_only'].")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CheckFailed(f"Answer with a number (a ratio); got {value!r}.")
+    if abs(value - truth) > 0.01 * truth:
+        raise CheckFailed("Divide the left-out head's gradient norm at the last step by its value "
+                          "at step 0, both from the backbone_only run's table.")
+    return (f"ok: x{truth:.0f} in {len(run)} steps, against x{growth(healthy):.2f} in the healthy "
+            "run: close to one fresh gradient added per step")
+
+
+@answer_check
+def ex_b_transfer(frozen, piles_up, reason, run) -> str:
+    """Before the run whose optimizer owns backbone.0 and head: its frozen groups, whether the
+    left-out gradient piles up (True/False), and why."""
+    truth = frozen_groups(run)
     if not truth:
-        raise CheckFailed("Every group of this run moves at some step, so no parameter was left "
-                          "out of its optimizer: pass a run trained with "
-                          "bug='missing_optimizer_params' or its ':head_only' variant.")
-    given = layer_groups(answer, run)
-    if given - truth:
-        extra = ", ".join(sorted(given - truth))
-        raise CheckFailed(f"You listed {extra}, whose update_norm is above 0 at least once: those "
-                          "weights move, however slowly, because the optimizer owns them.")
-    if truth - given:
-        raise CheckFailed(f"You missed {len(truth - given)} group(s) whose update_norm is exactly 0 "
-                          "at every step: a group can have a large gradient and still never move.")
-    return f"ok: {', '.join(sorted(truth))}: a gradient at every step, an update of exactly 0"
-
-
-@answer_check
-def ex_b_grad_state(answer) -> str:
-    """The gradient of the parameters left out of the optimizer: 'none', 'zero' or 'finite'?"""
-    need_one_of(answer, GRAD_STATES)
-    if answer == "none":
-        raise CheckFailed("None would mean autograd never reached those weights, yet they are still "
-                          "between the input and the loss: their grad_norm column holds numbers, "
-                          "not null.")
-    if answer == "zero":
-        raise CheckFailed("Their grad_norm column is far above 0 at every step: the gradient is "
-                          "computed, and what is missing is the step that applies it.")
-    return "ok: a finite, nonzero gradient that nothing applies"
-
-
-@answer_check
-def ex_b_zero_grad_clears(answer) -> str:
-    """Does optimizer.zero_grad() clear the gradient of a parameter the optimizer does not own?"""
-    need_bool(answer)
-    if answer:
-        raise CheckFailed("If zero_grad() cleared it, the left-out group's grad_norm would stay "
-                          "near its step-0 size as in the healthy run: compare its first and last "
-                          "values.")
-    return "ok: zero_grad() clears only what the optimizer owns, so the left-out gradient piles up"
-
-
-@answer_check
-def ex_b_worse_variant(answer) -> str:
-    """Which omission hurts the loss more: optimizing the backbone only, or the head only?"""
-    need_one_of(answer, VARIANTS)
-    if answer == "head_only":
-        raise CheckFailed("Compare the means of the last 20 raw losses of the two runs before you "
-                          "answer: the variant hurt more is the one whose loss ends higher.")
-    return "ok: a frozen random head blocks more than a frozen random backbone"
+        raise CheckFailed("Every group of this run moves at some step: pass the run whose "
+                          "optimizer was built without backbone.2.")
+    given = layer_groups(frozen, run)
+    need_bool(piles_up)
+    score_rubric(reason, TRANSFER_REASON, "your reason")
+    left = sorted(truth)[0]
+    grads = run.table[f"grad_norm/{left}"]
+    grows = grads[-1] > 3 * grads[0]
+    if given != truth:
+        raise CheckFailed("Your list is not the set of groups whose update_norm is 0 at every "
+                          "step of this run: read the optimizer it was built with, group by group.")
+    if piles_up != grows:
+        raise CheckFailed(f"Read grad_norm/{left} of this run at its first and its last step, then "
+                          "ask again whether anything clears that gradient between steps.")
+    return f"ok: {left} never moves, and its gradient {'piles up' if grows else 'does not pile up'}"

@@ -1,47 +1,44 @@
-"""Exercise C's answer checks: a forecast per LR, the update/gradient ratio, each LR's role."""
+"""Exercise C's answer checks: a learning-rate sweep.
+
+Before the sweep: `ex_c_predict` seals a role for every LR, with a reason. After it:
+`ex_c_review` (misses are shown, not failed); `ex_c_update_ratio` and `ex_c_uphill_lr`,
+numbers computed from the runs; `ex_c_mechanism` (the `MECHANISM` rubric); and
+`ex_c_transfer`, LR x10 from a later state of the best run, before that run.
+"""
 
 from __future__ import annotations
 
 import math
 
-from ._base import CheckFailed, answer_check
+from . import _predict
+from ._base import CheckFailed, answer_check, need_one_of
+from ._words import score_rubric
 
 ROLES = ("too small", "slow", "best", "too large")
+LRS = (1e-6, 1e-4, 1e-2, 1, 30)
 STUCK = 0.1  # a raw loss that never strays this far from its first value has not moved
+FORMS = {"roles": ("roles", LRS, ROLES), "why": ("text",)}
+X10 = ("falls faster", "about the same", "blows up")  # ex_c_transfer's answer space
 
-
-def _roles_or_fail(answer, what: str, lrs) -> None:
-    if not isinstance(answer, dict) or not answer:
-        raise CheckFailed(f"Write {what} as a dict {{lr: role}}, e.g. {{1e-6: 'too small'}}; "
-                          f"got {answer!r}.")
-    missing = sorted(set(lrs) - set(answer))
-    if missing:
-        raise CheckFailed(f"Give {what} for every LR you run; missing: {missing}.")
-    bad = {f"{k:g}": v for k, v in answer.items() if v not in ROLES}
-    if bad:
-        raise CheckFailed(f"Each role must be one of {', '.join(map(repr, ROLES))}; "
-                          f"these are not: {bad}.")
-
-
-@answer_check
-def ex_c_forecast(forecast: dict, lrs) -> str:
-    """Before any run: a role for every LR, exactly one of them 'best'."""
-    _roles_or_fail(forecast, "a forecast", lrs)
-    if list(forecast.values()).count("best") != 1:
-        raise CheckFailed("Name exactly one LR 'best': a forecast that hedges cannot be wrong, "
-                          "so it cannot teach you anything.")
-    return f"ok: forecast written down for {len(forecast)} learning rates before any run"
-
-
-@answer_check
-def ex_c_update_ratio(ratios: dict) -> str:
-    """Plain SGD moves the weights by lr * gradient, so update_norm / grad_norm is the LR."""
-    for lr, ratio in ratios.items():
-        if not (isinstance(ratio, (int, float)) and math.isclose(ratio, lr, rel_tol=0.02)):
-            raise CheckFailed(f"At lr={lr:g} your update_norm / grad_norm is {ratio!r}, but a "
-                              "plain SGD step is -lr times the gradient: divide the two norms "
-                              "taken from the same row of run.table.")
-    return "ok: for plain SGD, update_norm / grad_norm = lr at every LR"
+MECHANISM = {
+    "name the first-order term, the descent that grows like lr": [
+        "first-order", "first order", "linear term", "lr * ||g||", "lr*||g||", "descent term",
+        "||g||^2", "gradient squared", "grows like lr", "proportional to lr"],
+    "name the curvature term that grows like lr squared": [
+        "curvature", "second-order", "second order", "hessian", "lr^2", "lr squared", "quadratic",
+        "ghg", "g^t h g"],
+    "say why the smallest LRs barely move (float32 rounding)": [
+        "float32", "rounding", "rounds", "precision", "round-off", "roundoff", "7 digits",
+        "significant digits"],
+    "say what the largest LR does to the gradient norm": [
+        "overshoot", "jumps", "jump", "across the valley", "grad_norm grows", "gradient grows",
+        "gradient norm grows", "explod", "uphill"],
+}
+TRANSFER_REASON = {
+    "compare the new step size with a stable limit set by curvature": [
+        "curvature", "stable limit", "limit", "2 /", "2/", "threshold", "sharp", "hessian",
+        "lr^2", "second-order", "second order"],
+}
 
 
 def _measured(run) -> dict:
@@ -52,31 +49,77 @@ def _measured(run) -> dict:
     return {"stray": stray, "drop": loss[0] - end, "end": end, "steps": len(loss)}
 
 
-@answer_check
-def ex_c_lr_roles(roles: dict, runs: dict) -> str:
+def roles_of(runs: dict) -> dict:
     """Each LR's role from its own run: never moved, went down, ended lowest, or blew up."""
-    _roles_or_fail(roles, "a role", runs)
     m = {lr: _measured(run) for lr, run in runs.items()}
     went_down = [lr for lr in runs if m[lr]["stray"] >= STUCK and m[lr]["drop"] >= STUCK]
     best = min(went_down, key=lambda lr: m[lr]["end"], default=None)
-    for lr in sorted(runs):
-        said, r = roles[lr], m[lr]
-        truth = ("too small" if r["stray"] < STUCK else "best" if lr == best
-                 else "slow" if lr in went_down else "too large")
-        if said == truth:
-            continue
-        if truth == "too large":
-            why = "its loss moved, but not down (it ended higher or non-finite): read grad_norm"
-        elif said == "too large":
-            why = f"its loss ended {r['drop']:.2f} below its start, so its steps went downhill"
-        elif truth == "too small":
-            why = (f"its loss never strayed more than {r['stray']:.3f} from its start in "
-                   f"{r['steps']} steps: compare its update_norm with the others'")
-        elif said == "too small":
-            why = f"its loss did fall, by {r['drop']:.2f}: slow but steady is not stuck"
-        elif truth == "best":
-            why = f"no run ends below its {r['end']:.3f}: read the 'loss end' column again"
-        else:
-            why = "another run ends lower: compare the 'loss end' column across the runs"
-        raise CheckFailed(f"lr={lr:g} is not '{said}': {why}.")
-    return "ok: " + ", ".join(f"lr={lr:g} {roles[lr]}" for lr in sorted(runs))
+    return {lr: "too small" if m[lr]["stray"] < STUCK else "best" if lr == best
+            else "slow" if lr in went_down else "too large" for lr in runs}
+
+
+@answer_check
+def ex_c_predict(prediction) -> str:
+    """Before the sweep: {'roles': {lr: role for every lr in LRS}, 'why': str}."""
+    roles = prediction.get("roles") if isinstance(prediction, dict) else None
+    if isinstance(roles, dict) and set(roles) == set(LRS) and list(roles.values()).count(
+            "best") != 1:
+        raise CheckFailed("Name exactly one LR 'best': a forecast that hedges cannot be wrong, "
+                          "so it cannot teach you anything.")
+    return _predict.seal("ex_c", prediction, FORMS)
+
+
+@answer_check
+def ex_c_review(prediction, runs: dict) -> str:
+    """After the sweep: the sealed roles against the roles the runs measured."""
+    return _predict.review("ex_c", prediction, {"roles": roles_of(runs)}, list(runs.values()))
+
+
+@answer_check
+def ex_c_update_ratio(ratios: dict, runs: dict) -> str:
+    """Plain SGD moves the weights by lr * gradient, so update_norm / grad_norm is the LR."""
+    if not isinstance(ratios, dict) or set(ratios) != set(runs):
+        raise CheckFailed("Answer with a dict {lr: update_norm / grad_norm at step 0} for every "
+                          f"run; got {ratios!r}.")
+    for lr, ratio in ratios.items():
+        row = runs[lr].table
+        truth = row["update_norm"][0] / row["grad_norm"][0]
+        if not (isinstance(ratio, (int, float)) and math.isclose(ratio, truth, rel_tol=1e-3)):
+            raise CheckFailed(f"At lr={lr:g} your ratio is {ratio!r}, which is not update_norm / "
+                              "grad_norm at step 0: divide the two norms taken from row 0 of "
+                              "run.table.")
+    return "ok: " + ", ".join(f"lr={lr:g}: {r / lr:.3f} x lr" for lr, r in ratios.items())
+
+
+@answer_check
+def ex_c_uphill_lr(value, g_sq: float, g_h_g: float) -> str:
+    """The LR above which the quadratic picture predicts that one step raises the loss."""
+    truth = 2 * g_sq / g_h_g
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CheckFailed(f"Answer with a number (an LR); got {value!r}.")
+    if not math.isclose(value, truth, rel_tol=0.05):
+        raise CheckFailed("Set the change -lr ||g||^2 + lr^2/2 g^T H g to zero and solve for lr, "
+                          "using the two measured numbers printed above.")
+    return f"ok: above lr = {truth:.0f} one step goes uphill in the quadratic picture"
+
+
+@answer_check
+def ex_c_mechanism(text) -> str:
+    """The roles explained in your words, read by the MECHANISM rubric."""
+    return score_rubric(text, MECHANISM, "your explanation")
+
+
+@answer_check
+def ex_c_transfer(answer, reason, sweep) -> str:
+    """Before the x10 run from the best run's step-100 weights: 'falls faster', 'about the same'
+    or 'blows up', and why. `sweep` is the lr_sweep result with factors 0.1, 1 and 10."""
+    need_one_of(answer, X10)
+    score_rubric(reason, TRANSFER_REASON, "your reason")
+    arms = sweep.details["arms"]
+    x10, x1 = arms[10.0], arms[1.0]
+    truth = ("blows up" if x10["nonfinite"] or x10["drop"] < -0.5
+             else "falls faster" if x10["drop"] > 1.5 * x1["drop"] else "about the same")
+    if answer != truth:
+        raise CheckFailed(f"Not {answer!r}: read the x10 arm's losses in sweep.details['arms'] "
+                          "and compare them with the x1 arm's.")
+    return f"ok: x10 {truth}: lr {x10['lr']:g} is past what this region's curvature allows"

@@ -1,82 +1,135 @@
-"""Exercise E's answer checks: five causal-LM runs that differ only in their labels."""
+"""Exercise E's answer checks: five causal-LM runs that differ only in their labels.
+
+Before the audit and the runs: `ex_e_predict` seals which run goes NaN, which trains two
+tokens ahead, which count extra targets and which shows the lowest training loss, with a
+reason. After them: `ex_e_review` (misses are shown, not failed); `ex_e_mechanism` (the
+`MECHANISM` rubric); `ex_e_two_ahead_floor`, a floor computed from the generator's table;
+`ex_e_transfer`, EOS left out of the loss, before that run.
+"""
 
 from __future__ import annotations
 
 import math
 
-from ...errors import suggest
-from ._base import CheckFailed, answer_check
+from ..lm_floor import floor
+from . import _predict
+from ._base import CheckFailed, answer_check, need_one_of
+from ._words import score_rubric
 
 RUNS = ("correct", "double_shift", "padding_in_loss", "all_masked_labels", "prompt_in_loss")
+FORMS = {"nan_run": ("choice", RUNS), "two_ahead_run": ("choice", RUNS),
+         "inflated_runs": ("groups", RUNS), "lowest_train_loss": ("choice", RUNS),
+         "why": ("text",)}
+DIRECTIONS = ("higher", "about the same", "lower")  # ex_e_transfer's answer space
+
+MECHANISM = {
+    "say what the double shift makes each position predict": [
+        "two ahead", "2 ahead", "two tokens ahead", "t+2", "two steps ahead", "shifted twice",
+        "shifts twice", "shift twice", "shifted again", "shifts again"],
+    "say why padding in the loss flatters the curve": [
+        "trivial", "easy", "cheap", "free", "certain", "costs almost nothing", "predictable",
+        "always pad", "costs nothing"],
+    "say why the all-masked run is NaN": [
+        "0/0", "0 / 0", "zero tokens", "no targets", "no target", "no supervised", "empty mean",
+        "divide by zero", "division by zero", "divides by zero", "nothing to average"],
+    "say what the prompt tokens add to the loss": [
+        "random prompt", "uniform", "unlearnable", "cannot be learned", "can't be learned",
+        "noise", "unpredictable", "random tokens", "cannot be predicted", "can't be predicted"],
+}
+TRANSFER_REASON = {
+    "say what is special about predicting EOS": [
+        "length", "when the response ends", "when it ends", "where it ends", "stop", "end of"],
+    "say what the response-only validation loss still scores": [
+        "still scores eos", "scores eos", "includes eos", "eos is still", "never learns eos",
+        "never learned eos", "never predicts eos", "val_response_loss", "validation",
+        "response mask"],
+}
 
 
-def _run_name(answer) -> str:
-    if answer not in RUNS:
-        raise CheckFailed(f"Answer with one of the run names {', '.join(map(repr, RUNS))}; got "
-                          f"{answer!r}.{suggest(answer, RUNS)}")
-    return answer
+def _last20(run, n=None) -> float:
+    loss = run.table["loss_raw"][: n or len(run)]
+    return sum(loss[-20:]) / len(loss[-20:])
 
 
-def _number(name: str, value) -> float:
+def _two_ahead(batch) -> bool:
+    """Whether each supervised label equals the input token one step on (a hand shift)."""
+    ids, labels = batch["input_ids"], batch["labels"]
+    keep = labels[:, :-1] != -100
+    return bool(keep.any()) and bool((labels[:, :-1][keep] == ids[:, 1:][keep]).all())
+
+
+def truth_of(runs: dict, batches: dict) -> dict:
+    """What the five runs and their first batches show, field by field of FORMS."""
+    tokens = {n: sum(r.table["valid_tokens"]) / len(r) for n, r in runs.items()}
+    finite = [n for n, r in runs.items() if all(map(math.isfinite, r.table["loss_raw"]))]
+    return {"nan_run": next(n for n, r in runs.items()
+                            if not math.isfinite(r.table["loss_raw"][0])),
+            "two_ahead_run": next(n for n, b in batches.items() if _two_ahead(b)),
+            "inflated_runs": sorted(n for n in runs if tokens[n] > 1.05 * tokens["correct"]),
+            "lowest_train_loss": min(finite, key=lambda n: _last20(runs[n]))}
+
+
+@answer_check
+def ex_e_predict(prediction) -> str:
+    """Before the audit and the runs: the five fields of FORMS."""
+    return _predict.seal("ex_e", prediction, FORMS)
+
+
+@answer_check
+def ex_e_review(prediction, runs: dict, batches: dict) -> str:
+    """After the runs: the sealed prediction against the runs and their first batches."""
+    return _predict.review("ex_e", prediction, truth_of(runs, batches), list(runs.values()))
+
+
+@answer_check
+def ex_e_mechanism(text) -> str:
+    """The four broken curves explained in your words, read by the MECHANISM rubric."""
+    return score_rubric(text, MECHANISM, "your explanation")
+
+
+@answer_check
+def ex_e_two_ahead_floor(value, split: dict, succ) -> str:
+    """The best loss a model trained two tokens ahead can reach on `split`, in nats."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise CheckFailed(f"{name} must be a finite number; got {value!r}.")
-    return float(value)
+        raise CheckFailed(f"Answer with a finite number of nats; got {value!r}.")
+    truth, one = floor(split, succ, ahead=2), floor(split, succ, ahead=1)
+    if abs(value - one) < 0.01:
+        raise CheckFailed("That is the floor one token ahead; the double-shifted run is scored on "
+                          "the token after that, so ask the same function for two tokens ahead.")
+    if abs(value - truth) > 0.01:
+        raise CheckFailed(f"{value:.3f} nats is not that floor: average the entropy of the "
+                          "two-step distribution over the split's supervised targets, as "
+                          "labkit.learn.lm_floor.floor does with ahead=2.")
+    return (f"ok: {truth:.3f} nats two ahead against {one:.3f} one ahead (ln 4 - ln 2 would "
+            f"say {math.log(2):.3f} apart; duplicate successors, EOS and the first response "
+            "token make it less)")
+
+
+def _eval_at(run, step: int, column: str) -> float:
+    return run.evals[column][run.evals["step"].index(step)]
 
 
 @answer_check
-def ex_e_nan_variant(answer: str) -> str:
-    """Which run's loss is NaN from the first step?"""
-    if _run_name(answer) != "all_masked_labels":
-        raise CheckFailed(f"The {answer!r} run logs a finite loss at every step; find the run "
-                          "whose valid_tokens column is 0, since a mean over zero tokens is 0/0.")
-    return "ok: every label is -100, so the mean is 0/0 = NaN and every update is exactly 0"
+def ex_e_transfer(train_loss, response_loss, reason, no_eos, correct) -> str:
+    """Before the run without EOS in its labels: its training loss and its val_response_loss
+    against the correct run's at the same step, each 'higher', 'about the same' or 'lower'."""
+    need_one_of(train_loss, DIRECTIONS)
+    need_one_of(response_loss, DIRECTIONS)
+    score_rubric(reason, TRANSFER_REASON, "your reason")
+    n = len(no_eos)
+    step = max(s for s in no_eos.evals["step"] if s in correct.evals["step"])
 
+    def direction(new, old):
+        if abs(new - old) <= 0.05 * old:
+            return "about the same"
+        return "lower" if new < old else "higher"
 
-@answer_check
-def ex_e_two_ahead(answer: str) -> str:
-    """Which run trains position t to predict the token at t+2?"""
-    if _run_name(answer) != "double_shift":
-        raise CheckFailed(f"The {answer!r} run pairs each position with the next token; look for "
-                          "the run whose val_response_loss rises while its training loss falls, "
-                          "then read its labels row against input_ids in the audit.")
-    return "ok: labels shifted by hand and again in the model: each position targets t+2"
-
-
-@answer_check
-def ex_e_double_shift_floor(value: float) -> str:
-    """The lowest loss a double-shifted run can reach on this corpus, in nats."""
-    value = _number("value", value)
-    if abs(value - math.log(2)) < 0.05:
-        raise CheckFailed("ln 2 is the floor one step ahead, where a token has 2 equally likely "
-                          "successors; two steps ahead the chain has branched twice, so count paths.")
-    if abs(value - math.log(4)) > 0.05:
-        raise CheckFailed(f"{value:.3f} nats is not the floor: a uniform choice among k equally "
-                          "likely tokens costs ln k, so count the tokens reachable in two steps.")
-    return f"ok: 2 x 2 = 4 equally likely paths two steps ahead, floor ln 4 = {math.log(4):.3f}"
-
-
-@answer_check
-def ex_e_inflated_count(answer) -> str:
-    """Which runs put more target tokens into the mean than the correct run does?"""
-    names = {_run_name(a) for a in ([answer] if isinstance(answer, str) else answer)}
-    expected = {"padding_in_loss", "prompt_in_loss"}
-    if names - expected:
-        raise CheckFailed(f"{sorted(names - expected)} do not count more tokens than the correct "
-                          "run; compare each run's mean valid_tokens with the correct run's.")
-    if expected - names:
-        raise CheckFailed(f"You found {len(names)} of the runs that count extra tokens; check the "
-                          "mean valid_tokens of every run against the correct run, not only one.")
-    return "ok: padding_in_loss adds pad targets, prompt_in_loss adds unlearnable prompt targets"
-
-
-@answer_check
-def ex_e_perplexity(loss: float, perplexity: float) -> str:
-    """Perplexity is e to the mean per-token loss (the loss is in nats)."""
-    loss, perplexity = _number("loss", loss), _number("perplexity", perplexity)
-    if math.isclose(perplexity, math.exp(loss), rel_tol=1e-3):
-        return f"ok: e^{loss:.3f} = {math.exp(loss):.2f}"
-    if any(math.isclose(perplexity, b ** loss, rel_tol=1e-3) for b in (2, 10)):
-        raise CheckFailed("Use the base of the loss: PyTorch's cross-entropy is a natural log "
-                          "(nats), so undo it with e, not with 2 or 10.")
-    raise CheckFailed(f"{perplexity!r} is not the perplexity of a loss of {loss:.3f}: perplexity "
-                      "undoes the log of the mean per-token loss, so exponentiate the loss.")
+    truth = (direction(_last20(no_eos), _last20(correct, n)),
+             direction(*(_eval_at(r, step, "val_response_loss") for r in (no_eos, correct))))
+    for said, real, what in ((train_loss, truth[0], "mean of the last 20 raw training losses"),
+                             (response_loss, truth[1], "val_response_loss at the last step "
+                                                       "both runs evaluated")):
+        if said != real:
+            raise CheckFailed(f"Not {said!r}: compare the two runs' {what}.")
+    return (f"ok: training loss {truth[0]}, response loss {truth[1]}: the run never learns when "
+            "a response ends, and the mask hides that from its own loss")

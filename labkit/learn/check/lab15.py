@@ -1,30 +1,34 @@
-"""Lab 15's answer checks: predictions, a checkable FORECAST, and the conviction."""
+"""Lab 15's answer checks: three distinct hypothesis sketches, a checkable FORECAST, and the
+conviction, judged on its system and on its mechanism's key terms. The answers are compared
+as salted hashes (`labkit.diagnosis.lab15`); no check prints one."""
 
 from __future__ import annotations
 
-import re
-
+from ...diagnosis import lab15 as mysteries
+from ...diagnosis import strict
 from ...diagnosis.triage import Prediction, TriageRecord, TriageRefused
 from ._base import CheckFailed, NotYetAnswered, answer_check
 
-SHAPES = ("flat", "descending", "nan")
+HINTS = {  # where to look again, by the system convicted (not by the answer)
+    "H3": "did raw and reported agree over the baseline, step by step?",
+    "H2": "did the overfit probe reach ~0, and did shuffled labels change anything?",
+    "H1": "read the lr column, the gradient norms and any NaN step of the baseline again",
+}
 
 
 @answer_check
-def lab15_predictions(predictions: dict) -> str:
-    """Three hypotheses, three different drawn curves: flat, descending, NaN-with-gradient-record."""
-    if not isinstance(predictions, dict) or set(predictions) != {"H1", "H2", "H3"}:
-        raise CheckFailed("Write one prediction per hypothesis: a dict with keys 'H1', 'H2' and "
-                          f"'H3'; got {sorted(predictions) if isinstance(predictions, dict) else predictions!r}.")
-    shapes = {k: (re.match(r"\s*([A-Za-z]*)", str(v)).group(1).lower()) for k, v in predictions.items()}
-    unknown = {k: s for k, s in shapes.items() if s not in SHAPES}
-    if unknown:
-        raise CheckFailed(f"Start each prediction with one of {', '.join(SHAPES)} (then say why); "
-                          f"these do not: {unknown}.")
-    if len(set(shapes.values())) < 3:
-        raise CheckFailed("Two hypotheses predict the same curve, so no run could tell them apart. "
-                          "A prediction is useful only if it differs from the others.")
-    return "ok: three hypotheses, three distinguishable curves"
+def lab15_predictions(loss_sketch, grad_norm_sketch) -> str:
+    """Three sealed sketches per quantity, H1/H2/H3, no two alike in loss and norm shape."""
+    try:
+        shapes = strict.predictions(loss_sketch, grad_norm_sketch)
+    except TriageRefused as exc:
+        said = f"{str(exc)[0].upper()}{str(exc)[1:]}"
+        raise (NotYetAnswered if "not sealed" in said else CheckFailed)(said) from None
+    except TypeError as exc:
+        raise CheckFailed(str(exc)) from None
+    said = "; ".join(f"{h}: loss {s['loss']}, gradient norm {s['grad_norm']}"
+                     for h, s in shapes.items())
+    return f"ok: three sealed, distinguishable predictions ({said})"
 
 
 @answer_check
@@ -40,21 +44,26 @@ def lab15_forecast(text: str) -> str:
 
 @answer_check
 def lab15_conviction(mystery: str, record: TriageRecord) -> str:
-    """The record gives a verdict and it names the right system."""
-    from ...diagnosis.lab15 import truth
-    if not record.rows["conviction"]["data"].get("system"):
+    """The record gives a verdict; it names the right system and the mechanism's key terms."""
+    conv = record.rows["conviction"]["data"]
+    if not conv.get("system"):
         raise NotYetAnswered("The record has no conviction yet: fill its rows in order, then "
                              "call record.convict(system, mechanism).")
+    tries = f"(conviction attempt {record.attempts} on this record)" if record.strict else ""
+    if not record.strict:
+        raise CheckFailed("Lab 15 needs its strict record: make it with "
+                          "TriageRecord(subject, strict=True) and fill it in order.")
     try:
         line = record.verdict()
     except TriageRefused as exc:
-        raise CheckFailed(f"The record refuses a verdict: {exc} Fill the missing rows first.") from None
-    system = record.rows["conviction"]["data"]["system"]
-    expected = truth(mystery)
-    if system != expected:
-        hints = {"H3": "check raw against reported before anything else",
-                 "H2": "run the overfit probe and the label-shuffle control",
-                 "H1": "read gradient and update norms per step and the LR column"}
-        raise CheckFailed(f"You convicted {system}, but the evidence does not support it. Go back "
-                          f"over the rows in order: {hints[expected]}.")
-    return f"ok: {line}"
+        raise CheckFailed(f"The record refuses a verdict {tries}: {exc}") from None
+    system, mechanism = conv["system"], conv["mechanism"]
+    if not mysteries.system_matches(mystery, system):
+        hint = HINTS.get(system, "go back over the rows in order")
+        raise CheckFailed(f"The evidence does not support {system} {tries}; {hint}")
+    found, needed = mysteries.mechanism_terms(mystery, mechanism)
+    if found < needed:
+        raise CheckFailed(f"{system} is the right system, but the mechanism line names {found} of "
+                          f"the {needed} things it must say {tries}: say what broke and where it "
+                          "sits in the loop, in plain words.")
+    return f"ok: {line} {tries}"
