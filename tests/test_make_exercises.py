@@ -40,6 +40,14 @@ def test_solution_regions_tagged_cells_and_answers_are_stubbed(tmp_path):
     assert all(c.get("outputs", []) == [] for c in out.cells)
 
 
+def test_a_solution_region_in_a_parameters_cell_is_dropped_not_stubbed(tmp_path):
+    src = ("seed = 0\nforecast_points = None  # headless runs pass points here\n"
+           "# BEGIN SOLUTION\nforecast_points = {'loss': [[0, 2.3]]}\n# END SOLUTION")
+    out = mx.make_exercise(_nb(_code(src, tags=["parameters"])), tmp_path / "s.ipynb")
+    assert out.cells[0].source == "seed = 0\nforecast_points = None  # headless runs pass points here"
+    assert out.cells[0].metadata["tags"] == ["parameters"]
+
+
 def test_the_stub_stops_the_cell_with_a_sentence_that_says_what_to_do():
     with pytest.raises(NotImplementedError, match=r"^Replace this line with your answer, then run "
                                                   r"the cell\.$"):

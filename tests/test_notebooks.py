@@ -1,13 +1,18 @@
-"""Notebook hygiene and a papermill run. nbval itself executes every notebook (see pyproject)."""
+"""Notebook hygiene and a papermill run. nbval itself executes every executed reference
+(tests/reference/ for the study notebooks, solutions/ for the exercises; see pyproject)."""
 
 import re
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+LEARNER = sorted((ROOT / "notebooks").glob("*.ipynb"))  # what a learner opens: no outputs
+NOTEBOOKS = sorted((ROOT / "tests" / "reference").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+sys.path.insert(0, str(ROOT / "tools"))
+import references  # noqa: E402  (tools/references.py: builds and checks the references)
 ADDRESS = re.compile(r"at 0x[0-9a-f]{6,}")
 CHECKED = "nbval-check-output"  # the cell tag nbval --nbval-lax compares; learners never see it
 
@@ -32,7 +37,17 @@ def test_committed_executed_with_checked_rounded_outputs(path):
             assert out.get("output_type") != "error"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "exercises").glob("*.ipynb")),
+@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.name)
+def test_study_notebooks_ship_without_results_and_match_their_reference(path):
+    assert references.problems(path.name) == []
+
+
+def test_every_study_notebook_has_a_reference_and_no_reference_is_stale():
+    assert sorted(p.name for p in (ROOT / "tests" / "reference").glob("*.ipynb")) == \
+        sorted(p.name for p in LEARNER)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + LEARNER + sorted((ROOT / "exercises").glob("*.ipynb")),
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_notebook_names_its_kernel_and_language(path):
     meta = nbformat.read(path, as_version=4).metadata
@@ -45,7 +60,9 @@ def test_start_notebook_runs_under_papermill_with_another_seed(tmp_path):
     papermill = pytest.importorskip("papermill")
     out = tmp_path / "start_seed1.ipynb"
     papermill.execute_notebook(str(ROOT / "notebooks" / "00_start_here.ipynb"), str(out),
-                               parameters={"seed": 1, "steps": 60}, kernel_name="python3",
+                               parameters={"seed": 1, "steps": 60,
+                                           "forecast_points": [[0, 2.3], [59, 1.0]]},
+                               kernel_name="python3",
                                cwd=str(ROOT / "notebooks"), progress_bar=False)
     nb = nbformat.read(out, as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]

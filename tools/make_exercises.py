@@ -4,7 +4,10 @@ In a solution notebook:
 * a code cell tagged ``solution`` becomes a stub: its lines ending in ``# keep`` stay, without
   that suffix (they tell the learner what to define), and the rest is replaced by one line a
   learner reads as an instruction, ``raise NotImplementedError("Replace this line ...")``;
-* code between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` lines is replaced by the same line;
+* code between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` lines is replaced by the same line,
+  except in a cell tagged ``parameters``, where it is dropped: there it holds the solution's
+  values (e.g. the instructor's sketch in ``forecast_points``), and the exercise keeps the
+  defaults written above it, so that a learner's Run All and papermill both run that cell;
 * a markdown cell tagged ``solution`` (a written answer) becomes "_Your answer here._".
 
 The exercise shows no generator markers: a learner sees the kept instructions and the stub.
@@ -66,7 +69,7 @@ def _refuse_stray_keep(source: str, where: str) -> None:
                               "'solution', where it means nothing and would show in the exercise.")
 
 
-def strip_code(source: str, where: str) -> str:
+def strip_code(source: str, where: str, stub: bool = True) -> str:
     out, inside = [], False
     for line in source.splitlines():
         stripped = line.strip()
@@ -74,7 +77,7 @@ def strip_code(source: str, where: str) -> str:
             if (stripped == BEGIN) == inside:
                 raise MarkerError(f"{where}: {stripped!r} without its partner marker.")
             inside = stripped == BEGIN
-            if inside:
+            if inside and stub:
                 indent = line[: len(line) - len(line.lstrip())]
                 out += [indent + s for s in STUB.splitlines()]
             continue
@@ -106,7 +109,8 @@ def make_exercise(nb, path: Path):
                                         + STUB.splitlines())
             else:
                 _refuse_stray_keep(cell.source, _where(path, i))
-                cell.source = strip_code(cell.source, _where(path, i))
+                cell.source = strip_code(cell.source, _where(path, i),
+                                         stub="parameters" not in tags)
             cell.outputs, cell.execution_count = [], None
         elif "solution" in tags:
             cell.source = ANSWER_STUB

@@ -1,0 +1,100 @@
+"""Executed references for the study notebooks, kept where learners don't read them.
+
+A learner opens `notebooks/` and must not see a run's result before forecasting it, so those
+notebooks ship with no outputs. nbval still needs executed copies to compare against: this
+script runs each study notebook with papermill (headless parameters below, e.g. the sketch
+as points), writes the executed copy to `tests/reference/`, and writes the learner copy back
+to `notebooks/` with every output cleared. `tests/test_notebooks.py` checks the two agree.
+
+Usage: python tools/references.py [NAME ...]        (default: every notebook)
+       python tools/references.py --check           (exit 1 if a learner copy has outputs or
+                                                     its code differs from its reference)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+LEARNER, REFERENCE = ROOT / "notebooks", ROOT / "tests" / "reference"
+
+# What a headless run passes where a learner would draw: the instructor's sketch, as points.
+HEADLESS = {
+    "00_start_here.ipynb": {"forecast_points": [[0, 2.3], [50, 1.0], [199, 0.4]]},
+    "02_forecast_first.ipynb": {"forecast_points": [[0, 2.3], [50, 2.3], [100, 2.3], [199, 2.3]]},
+}
+
+
+def strip(nb) -> None:
+    """Clear every output and execution count; keep sources, tags and notebook metadata."""
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata.pop("papermill", None)
+
+
+def code_of(nb) -> list[str]:
+    """The code the learner runs: every code cell but papermill's injected parameters."""
+    return [c.source for c in nb.cells if c.cell_type == "code"
+            and "injected-parameters" not in c.metadata.get("tags", [])]
+
+
+def build(name: str) -> float:
+    import papermill
+    started = time.perf_counter()
+    src = LEARNER / name
+    REFERENCE.mkdir(parents=True, exist_ok=True)
+    papermill.execute_notebook(str(src), str(REFERENCE / name), parameters=HEADLESS.get(name, {}),
+                               kernel_name="python3", cwd=str(LEARNER), progress_bar=False)
+    ref = nbformat.read(REFERENCE / name, as_version=4)
+    for cell in ref.cells:  # papermill's timing metadata would change on every build
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+    ref.metadata.pop("papermill", None)
+    nbformat.write(ref, REFERENCE / name)
+    learner = nbformat.read(src, as_version=4)
+    strip(learner)
+    nbformat.write(learner, src)
+    return time.perf_counter() - started
+
+
+def problems(name: str) -> list[str]:
+    learner = nbformat.read(LEARNER / name, as_version=4)
+    out = []
+    if any(c.get("outputs") or c.get("execution_count") for c in learner.cells if c.cell_type == "code"):
+        out.append(f"notebooks/{name} ships outputs; a learner would see results before forecasting")
+    ref_path = REFERENCE / name
+    if not ref_path.exists():
+        out.append(f"tests/reference/{name} is missing")
+    elif code_of(nbformat.read(ref_path, as_version=4)) != code_of(learner):
+        out.append(f"tests/reference/{name} was executed from different code")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    names = [a for a in argv if not a.startswith("--")] or sorted(p.name for p in LEARNER.glob("*.ipynb"))
+    unknown = [n for n in names if not (LEARNER / n).exists()]
+    if unknown:
+        print(f"references: no notebook {', '.join(unknown)} in notebooks/", file=sys.stderr)
+        return 2
+    if "--check" in argv:
+        found = [p for n in names for p in problems(n)]
+        for p in found:
+            print(p, file=sys.stderr)
+        if found:
+            print("run `python tools/references.py` to rebuild them", file=sys.stderr)
+        return 1 if found else 0
+    for i, name in enumerate(names, 1):
+        print(f"[{i}/{len(names)}] {name} ...", end=" ", flush=True)
+        print(f"{build(name):.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
