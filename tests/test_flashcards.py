@@ -25,7 +25,7 @@ def test_cards_are_the_packets_ten_questions():
 
 
 def test_a_known_card_waits_its_box_interval(tmp_path):
-    deck = Deck(tmp_path / "fc.json")
+    deck = Deck(tmp_path / "fc.sqlite3")
     assert [c.id for c in deck.due(DAY)] == [c.id for c in CARDS]  # everything new is due
     entry = deck.answer("nan-first", True, today=DAY)
     assert entry == {"box": 2, "seen": 1, "known": 1, "due": "2026-03-03"}
@@ -39,19 +39,30 @@ def test_a_known_card_waits_its_box_interval(tmp_path):
 
 
 def test_progress_survives_a_reload_in_another_process(tmp_path):
-    path = tmp_path / "fc.json"
+    path = tmp_path / "fc.sqlite3"
     Deck(path).answer("first-test", True, today=DAY)
     code = (f"from labkit.learn.flashcards import Deck; d = Deck({str(path)!r}); "
             f"print(d.box('first-test'), [c.id for c in d.due({DAY!r})][:1])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[0] == "2" and "first-test" not in out.stdout
-    assert json.loads(path.read_text())["format"] == fc.FORMAT
+    from labkit.store.learner import LearnerStore
+    kept = LearnerStore(path).get("flashcard", "first-test")  # one store, one record per card
+    assert kept["body"]["box"] == 2 and kept["body"]["seen"] == 1
 
 
 def test_default_path_is_under_labkit_home(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
     record_answer("late-spike", False, today=DAY)
-    assert (tmp_path / "flashcards.json").exists()
+    assert fc.load_progress(tmp_path / "labkit.sqlite3")["late-spike"]["box"] == 1
+
+
+def test_an_old_progress_file_is_imported_once(tmp_path):
+    old = {"format": fc.FORMAT, "cards": {"late-spike": {"box": 3, "seen": 4, "known": 3,
+                                                         "due": "2026-03-09"}}}
+    (tmp_path / "flashcards.json").write_text(json.dumps(old))
+    assert Deck(tmp_path / "labkit.sqlite3").box("late-spike") == 3
+    assert (tmp_path / "flashcards.json.imported").exists()
+    assert not (tmp_path / "flashcards.json").exists()
 
 
 WRITER = """
@@ -72,7 +83,7 @@ for _ in range(int(sys.argv[2])):
 
 
 def test_two_writers_never_lose_an_answer(tmp_path):
-    path, n = tmp_path / "fc.json", 40
+    path, n = tmp_path / "fc.sqlite3", 40
     procs = [subprocess.Popen([sys.executable, "-c", code, card, str(n), str(path)])
              for code, card in ((WRITER, "first-test"), (WRITER, "none-vs-zero"), (READER, "-"))]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
@@ -82,19 +93,21 @@ def test_two_writers_never_lose_an_answer(tmp_path):
 
 
 def test_bad_input_and_a_corrupt_file_are_refused_with_sentences(tmp_path):
-    path = tmp_path / "fc.json"
+    path = tmp_path / "fc.sqlite3"
     with pytest.raises(ValueError, match="Did you mean 'nan-first'"):
         record_answer("nan-frist", True, path=path)
     with pytest.raises(TypeError, match="knew_it must be True or False"):
         record_answer("nan-first", "yes", path=path)
-    path.write_text("{ not json")
-    with pytest.raises(ValueError, match="not valid JSON"):
+    path.write_text("{ not a store")
+    with pytest.raises(ValueError, match="fc.sqlite3"):
         Deck(path).due(DAY)
-    assert path.read_text() == "{ not json"  # left untouched
+    assert path.read_text() == "{ not a store"  # left untouched
+    with pytest.raises(ValueError, match="names a JSON file"):
+        Deck(tmp_path / "fc.json")
 
 
 def test_listing_is_the_headless_fallback(tmp_path):
-    deck = Deck(tmp_path / "fc.json")
+    deck = Deck(tmp_path / "fc.sqlite3")
     deck.answer("loss-vs-accuracy", True, today=DAY)
     text = deck.listing()
     assert text.count("[box ") == 10 and "[box 2, seen 1x] Why can the loss improve" in text
@@ -103,7 +116,7 @@ def test_listing_is_the_headless_fallback(tmp_path):
 
 def test_widget_drill_grades_only_after_showing_and_saves(tmp_path):
     from labkit.widgets import FlashcardDrill
-    drill = FlashcardDrill(path=tmp_path / "fc.json", today=DAY)
+    drill = FlashcardDrill(path=tmp_path / "fc.sqlite3", today=DAY)
     first = drill.card.id
     assert drill.knew_button.disabled and "10 due" in drill.status.value
     drill.knew_button.click()  # not shown yet: ignored
@@ -112,7 +125,7 @@ def test_widget_drill_grades_only_after_showing_and_saves(tmp_path):
     assert drill.card.answer[:20] in drill.answer_box.value.replace("&#x27;", "'")
     drill.knew_button.click()
     assert drill.graded == 1 and drill.card.id != first
-    assert Deck(tmp_path / "fc.json").box(first) == 2  # saved on the click
+    assert Deck(tmp_path / "fc.sqlite3").box(first) == 2  # saved on the click
     second = drill.card.id
     drill.show()
     drill.grade(False)  # missed: back to box 1, due again today, behind the unseen cards

@@ -1,6 +1,6 @@
 """Flashcards for the packet's interview questions, drilled with Leitner boxes.
 
-    >>> deck = Deck()                      # progress in $LABKIT_HOME/flashcards.json
+    >>> deck = Deck()                      # progress in the learner store, $LABKIT_HOME/labkit.sqlite3
     >>> card = deck.due()[0]; card.question
     >>> deck.answer(card.id, knew_it=True)  # moves the card up a box, saved at once
     >>> print(deck.listing())              # every card, its box and its answer, as text
@@ -8,27 +8,21 @@
 Leitner boxes: every card starts in box 1. Knowing a card moves it up one box, missing it
 sends it back to box 1, and a card in box b is due again after INTERVAL_DAYS[b] days.
 
-Progress goes through a narrow interface, `load_progress` and `record_answer`, to a JSON
-file written atomically (`labkit.store.atomic_write_json`). Each answer is a locked
-read-modify-write (`fcntl.flock` on a lock file beside it), so two notebooks answering at
-once never lose an answer.
+Progress goes through a narrow interface, `load_progress` and `record_answer`, to the
+learner store (records of kind "flashcard", one per card): each answer is one SQLite
+transaction, so two notebooks answering at once never lose an answer, and `labkit export`
+takes the progress along. A ``flashcards.json`` from an earlier labkit is imported once.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import suggest
-from ..store import atomic_write_json, read_json
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; one writer at a time is then up to you
-    fcntl = None
+from ..store.exchange import ON_OPEN, READERS, import_once
 
 FORMAT = "labkit.flashcards/1"
 BOXES = 5
@@ -88,8 +82,16 @@ def next_box(box: int, knew_it: bool) -> int:
     return min(box + 1, BOXES) if knew_it else 1
 
 
-def default_progress_path() -> Path:
-    return Path(os.environ.get("LABKIT_HOME") or Path.home() / ".labkit") / "flashcards.json"
+def _store(path=None):
+    """The learner store at `path` (default ``$LABKIT_HOME/labkit.sqlite3``)."""
+    from ..store.learner import default_store
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path; got {type(path).__name__}.")
+    if path is not None and Path(path).suffix == ".json":
+        raise ValueError(f"path={str(path)!r} names a JSON file, but flashcard progress is kept "
+                         "in the learner store; give a store file such as 'labkit.sqlite3' (or "
+                         "nothing, for $LABKIT_HOME/labkit.sqlite3).")
+    return default_store(path)
 
 
 def _day(today) -> dt.date:
@@ -102,66 +104,49 @@ def _day(today) -> dt.date:
     raise TypeError(f"today must be a date or 'YYYY-MM-DD'; got {type(today).__name__}.")
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        if fcntl is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def load_progress(path=None) -> dict[str, dict]:
-    """card id -> {"box", "due", "seen", "known"}; cards never answered are absent.
-
-    Read under the lock too: the atomic write renames the old copy to its backup before
-    the new one takes its place, and an unlocked reader could fall into that moment."""
-    path = Path(path) if path is not None else default_progress_path()
-    with _locked(path):
-        return _read(path)
-
-
-def _read(path: Path) -> dict[str, dict]:
-    if not path.exists():
-        return {}
-    data = read_json(path, what="flashcard progress")
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"The file at {str(path)!r} is not labkit flashcard progress (expected "
-                         f"format {FORMAT!r}); it was left untouched.")
-    return data["cards"]
+    """card id -> {"box", "due", "seen", "known"}; cards never answered are absent."""
+    return {r["key"]: r["body"] for r in _store(path).records("flashcard")}
 
 
 def record_answer(card_id: str, knew_it: bool, *, today=None, path=None) -> dict:
-    """Move one card between boxes and save, as one locked read-modify-write."""
+    """Move one card between boxes and save it, as one transaction."""
     if card_id not in BY_ID:
         raise ValueError(f"card_id={card_id!r} is not a card; cards are "
                          f"{', '.join(BY_ID)}.{suggest(card_id, BY_ID)}")
     if not isinstance(knew_it, bool):
         raise TypeError(f"knew_it must be True or False; got {knew_it!r}.")
-    path = Path(path) if path is not None else default_progress_path()
     day = _day(today)
-    with _locked(path):
-        cards = _read(path)
-        entry = cards.get(card_id, {"box": 1, "seen": 0, "known": 0})
+
+    def change(entry):
+        entry = entry or {"box": 1, "seen": 0, "known": 0}
         box = next_box(entry["box"], knew_it)
-        entry = {"box": box, "seen": entry["seen"] + 1, "known": entry["known"] + knew_it,
-                 "due": (day + dt.timedelta(days=INTERVAL_DAYS[box])).isoformat()}
-        cards[card_id] = entry
-        atomic_write_json(path, {"format": FORMAT, "cards": cards})
-    return entry
+        return {"box": box, "seen": entry["seen"] + 1, "known": entry["known"] + knew_it,
+                "due": (day + dt.timedelta(days=INTERVAL_DAYS[box])).isoformat()}
+    return _store(path).update("flashcard", card_id, change)["body"]
+
+
+def _import_old_progress(store) -> None:
+    """Bring ``flashcards.json`` beside the store in, once; rename it ``.imported``."""
+    import_once(store, "flashcards.json", _records, "old flashcard progress")
+
+
+def _records(doc, source) -> list[dict]:
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"{source} is not labkit flashcard progress")
+    return [{"kind": "flashcard", "key": k, "body": v} for k, v in doc.get("cards", {}).items()]
+
+
+READERS[FORMAT] = _records
+if _import_old_progress not in ON_OPEN:
+    ON_OPEN.append(_import_old_progress)
 
 
 class Deck:
     """The cards and the learner's progress: what is due, what to answer, what box is where."""
 
     def __init__(self, path=None):
-        if path is not None and not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a file path; got {type(path).__name__}.")
-        self.path = Path(path) if path is not None else default_progress_path()
+        self.path = _store(path).path
 
     def progress(self) -> dict[str, dict]:
         return load_progress(self.path)

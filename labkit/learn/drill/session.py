@@ -1,0 +1,248 @@
+"""`Drill`: one interview drill as a state machine over text commands.
+
+    help | probes | symptom | hypothesis SYSTEM TEXT | forecast TEXT | probe NAME
+    convict SYSTEM TEXT | quit
+
+`handle(line)` runs one command and returns its output lines (also passed, as they
+come, to `emit`, so a slow probe's "running ..." line shows before its answer). After
+each command the state is saved to the drill log, so a drill killed between commands
+resumes where it stopped. The state is plain JSON and never holds the bug's name.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ...errors import suggest
+from .case import Case
+from .feedback import ending_lines
+from .forecasts import read_forecast
+from .log import DrillLog
+from .mystery import Mystery, draw, new_seed
+from .menu import MENU, menu_lines
+from .probes import answer
+from .score import score
+from .symptom import symptom_lines
+
+BUDGET = 20  # credits: the most expensive cheapest path costs 12
+COMMANDS = ("help", "probes", "symptom", "hypothesis", "forecast", "probe", "convict", "quit")
+SYSTEMS = {"h1": "H1", "h2": "H2", "h3": "H3", "none": "NONE", "healthy": "NONE"}
+HELP = [
+    "commands (one per line):",
+    "  probes                    the probe menu: prices, what each shows, forecast words",
+    "  hypothesis SYSTEM TEXT    your current hypothesis: H1, H2, H3 or NONE, and a mechanism",
+    "  forecast TEXT             what the next probe will show, e.g. `forecast raw falls, disagree`",
+    "  probe NAME                spend credits on a probe",
+    "  convict SYSTEM TEXT       end the drill: a system and a mechanism line",
+    "  symptom | help | quit     show the symptom again | this list | give up and see the answer",
+]
+
+
+class Drill:
+    def __init__(self, mystery: Mystery | None = None, *, budget: int = BUDGET,
+                 minutes: float | None = None, log: DrillLog | None = None,
+                 state: dict | None = None, clock=time.monotonic):
+        self.mystery = mystery or draw(state["seed"] if state else None)
+        self.log, self.clock = log, clock
+        self.state = state or {
+            "format": "labkit.drill-session/1", "id": f"{time.time():.6f}-{new_seed()}",
+            "seed": self.mystery.seed, "budget": budget, "minutes": minutes, "spent": 0,
+            "elapsed_s": 0.0, "hypothesis": None, "forecast": None, "probes": [],
+            "finished": False, "revision": 0}
+        self.resumed = state is not None
+        self.case = Case(self.mystery)
+        self.result: dict | None = None  # the attempt, once finished
+        self.last_answer = None  # the last probe's `Answer`, for front ends that plot it
+        self._last = clock()
+
+    @classmethod
+    def open(cls, seed: int | None = None, *, log: DrillLog | None = None, **settings):
+        """Resume the unfinished drill in `log` (with `seed`, if given), or start a new one."""
+        state = log.open_session(seed) if log is not None else None
+        if state is not None:
+            return cls(log=log, state=state)
+        return cls(draw(seed), log=log, **settings)
+
+    # ---- reading ----------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return self.state["finished"]
+
+    @property
+    def left(self) -> int:
+        return self.state["budget"] - self.state["spent"]
+
+    def intro_lines(self, emit=None) -> list[str]:
+        out = _Out(emit)
+        s = self.state
+        if self.resumed:
+            out(f"Resuming drill seed {s['seed']}: {len(s['probes'])} probe(s) run, "
+                f"{self.left} of {s['budget']} credits left.")
+        else:
+            clock = f", a {s['minutes']:g}-minute clock" if s["minutes"] else ", no clock"
+            out(f"Drill seed {s['seed']} (the same seed gives the same mystery): "
+                f"{s['budget']} credits{clock}.")
+        out("Training the mystery run: 50 steps ...")
+        for line in symptom_lines(self.mystery, self.case.baseline().table["loss_reported"]):
+            out(line)
+        for p in s["probes"] if self.resumed else []:
+            out(f"  already run: {p['name']} -> {p['outcome']}")
+        if s.get("hypothesis"):
+            out(f"  hypothesis: {s['hypothesis']['system']} {s['hypothesis']['text']}")
+        out("Type `help` for the commands, `probes` for the menu.")
+        return out.lines
+
+    # ---- commands -------------------------------------------------------------------
+    def handle(self, line: str, emit=None) -> list[str]:
+        out = _Out(emit)
+        text = line.strip()
+        if self.finished:
+            out("This drill is over; start another with `labkit drill`.")
+            return out.lines
+        self._tick()
+        if not text or text.startswith("#"):
+            return out.lines
+        m = self.state["minutes"]
+        if m and self.state["elapsed_s"] > m * 60:
+            out(f"Time is up: the {m:g}-minute clock ran out before `{text}`.")
+            self._finish(None, "clock", out)
+            self._save()
+            return out.lines
+        word, _, rest = text.partition(" ")
+        word, rest = word.lower(), rest.strip()
+        if word not in COMMANDS:
+            out(f"error: unknown command {word!r};{suggest(word, COMMANDS).lower()} commands: "
+                f"{', '.join(COMMANDS)}.")
+        else:
+            getattr(self, f"_cmd_{word}")(rest, out)
+        self._save()
+        return out.lines
+
+    def _cmd_help(self, rest, out):
+        for line in HELP:
+            out(line)
+
+    def _cmd_symptom(self, rest, out):
+        for line in symptom_lines(self.mystery, self.case.baseline().table["loss_reported"]):
+            out(line)
+
+    def _cmd_probes(self, rest, out):
+        for line in menu_lines(self.left):
+            out(line)
+
+    def _system(self, rest, command, out):
+        word, _, text = rest.partition(" ")
+        system = SYSTEMS.get(word.lower())
+        if system is None or not text.strip():
+            out(f"error: {command} needs a system (H1, H2, H3 or NONE) and a mechanism, e.g. "
+                f"`{command} H3 the logger shows a stale value`; got {rest!r}.")
+            return None
+        return {"system": system, "text": text.strip()}
+
+    def _cmd_hypothesis(self, rest, out):
+        h = self._system(rest, "hypothesis", out)
+        if h:
+            self.state["hypothesis"] = h
+            out(f"hypothesis noted: {h['system']} -- {h['text']}")
+
+    def _cmd_forecast(self, rest, out):
+        if not rest:
+            out("error: forecast needs text, e.g. `forecast the raw loss falls: disagree`.")
+            return
+        self.forecast(text=rest)
+        out("forecast sealed for your next probe.")
+
+    def forecast(self, text: str = "", points=None, nan_step=None) -> None:
+        """Seal a forecast for the next probe: words, or a drawn curve (step, loss) points."""
+        self.state["forecast"] = {"text": text, "points": [list(p) for p in points or []],
+                                  "nan_step": nan_step}
+
+    def _cmd_probe(self, rest, out):
+        name = rest.lower()
+        if name not in MENU:
+            out(f"error: unknown probe {rest!r};{suggest(name, MENU).lower()} probes: "
+                f"{', '.join(MENU)}.")
+            return
+        done = {p["name"]: p for p in self.state["probes"]}
+        if name in done:
+            out(f"{name} was run already (no charge); its answer again:")
+            for line in done[name]["lines"]:
+                out(line)
+            return
+        price = MENU[name].price
+        if price > self.left:
+            out(f"error: {name} costs {price} credit(s) and {self.left} are left; convict, "
+                "quit, or choose a cheaper probe.")
+            return
+        s = self.state
+        hyp, fc = s["hypothesis"], s["forecast"]
+        out(f"probe {name}: {price} credit(s), {self.left - price} left after it")
+        out("  hypothesis: " + (f"{hyp['system']} {hyp['text']}" if hyp else "none stated"))
+        out(f"  running {name} on the mystery's own code ...")
+        ans = answer(self.case, name)
+        predicted = read_forecast(name, fc, self.case) if fc else None
+        how = ("no forecast written" if fc is None else
+               f"your forecast read as '{predicted}'" if predicted else
+               "your forecast names none of this probe's outcomes")
+        for line in ans.lines:
+            out(line)
+        verdict = "right" if predicted == ans.outcome else "not right"
+        out(f"outcome: {ans.outcome} ({how}: {verdict if fc else 'no forecast points'})")
+        s["spent"] += price
+        s["forecast"] = None
+        s["probes"].append({"name": name, "price": price, "hypothesis": hyp, "forecast": fc,
+                            "predicted": predicted, "outcome": ans.outcome, "lines": ans.lines})
+        self.last_answer = ans
+        if self.left == 0:
+            out("Your budget is spent: convict SYSTEM MECHANISM, or quit.")
+
+    def _cmd_convict(self, rest, out):
+        conviction = self._system(rest, "convict", out)
+        if conviction:
+            self._finish(conviction, "convicted", out)
+
+    def _cmd_quit(self, rest, out):
+        out("You gave up; here is the answer.")
+        self._finish(None, "quit", out)
+
+    # ---- ending and saving ----------------------------------------------------------
+    def _finish(self, conviction, ended, out):
+        s, m = self.state, self.mystery
+        result = score(m, s["probes"], conviction, elapsed_s=s["elapsed_s"],
+                       minutes=s["minutes"], timed_out=ended == "clock")
+        for line in ending_lines(m, result, s["probes"], conviction):
+            out(line)
+        if s.get("answer_seen"):
+            out("Note: the answer of this seed was shown (--answer) while it was open.")
+        out(f"SCORE: {result.total}")
+        s["finished"] = True
+        self.result = {"kind": "drill", "id": s["id"], "seed": m.seed, "bug": m.bug,
+                       "system": m.system, "task": m.task, "run_seed": m.run_seed,
+                       "conviction": conviction, "ended": ended, "score": result.total,
+                       "parts": result.as_dict(), "probes": [p["name"] for p in s["probes"]],
+                       "spent": s["spent"], "budget": s["budget"], "minutes": s["minutes"],
+                       "elapsed_s": round(s["elapsed_s"], 1), "finished_at": time.time(),
+                       "answer_seen": bool(s.get("answer_seen"))}
+
+    def _tick(self):
+        now = self.clock()
+        self.state["elapsed_s"] += max(0.0, now - self._last)
+        self._last = now
+
+    def _save(self):
+        if self.log is None:
+            return
+        if self.finished:
+            self.log.finish(self.state, self.result)
+        else:
+            self.state = self.log.save_session(self.state)
+
+
+class _Out:
+    def __init__(self, emit):
+        self.lines, self.emit = [], emit
+
+    def __call__(self, line):
+        self.lines.append(line)
+        if self.emit:
+            self.emit(line)
