@@ -1,0 +1,109 @@
+"""Logs people already have, as `Run.from_log` columns: a CSV file or a TensorBoard log dir.
+
+    Run.from_csv("metrics.csv", raw="train_loss_step", reported="train_loss_epoch", step="step")
+    Run.from_tensorboard("runs/exp1", raw="loss/batch", reported="loss/epoch")
+
+Values are aligned by step: a step where the reported value was not logged gets
+``None``, as in a loop that reports once per epoch. CSV rows that share a step are
+merged (Lightning's CSVLogger writes step-level and epoch-level values on separate
+rows). TensorBoard's own event reader (the ``tensorboard`` package, ``pip install
+'labkit[logs]'``) is imported only here, when a TensorBoard log is read.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ..errors import suggest
+
+
+def _number(text: str, where: str) -> float | None:
+    text = text.strip()
+    if text == "":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{where} holds {text!r}, which is not a number.") from None
+
+
+def _role(column: str) -> str:
+    """The argument a learner passed for a `from_log` column: raw=, reported=, or its own name."""
+    return {"loss_raw": "raw", "loss_reported": "reported"}.get(column, column)
+
+
+def _pick(name: str, available: list[str], role: str, what: str) -> str:
+    if name not in available:
+        raise ValueError(f"{role}={name!r} is not a {what} of this log; it has "
+                         f"{', '.join(map(repr, available)) or 'none'}.{suggest(name, available)}")
+    return name
+
+
+def read_csv(path, *, raw: str, reported: str | None = None, step: str | None = None,
+             extra: dict[str, str] | None = None) -> dict[str, list]:
+    """Columns for `Run.from_log` from a CSV file with a header row (see the module doc)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No CSV log at {path}.")
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        header = list(reader.fieldnames or [])
+        wanted = {"loss_raw": raw, "loss_reported": reported, **(extra or {})}
+        wanted = {k: _pick(v, header, _role(k), "column") for k, v in wanted.items() if v is not None}
+        if step is not None:
+            _pick(step, header, "step", "column")
+        merged: dict[float, dict] = {}
+        for i, row in enumerate(reader, start=2):
+            key = _number(row[step], f"{path.name} line {i}, column {step!r}") if step else i - 2
+            if key is None:
+                continue
+            slot = merged.setdefault(key, {})
+            for name, col in wanted.items():
+                value = _number(row.get(col) or "", f"{path.name} line {i}, column {col!r}")
+                if value is not None:
+                    slot[name] = value
+    steps = [s for s in merged if "loss_raw" in merged[s]]
+    if not steps:
+        raise ValueError(f"{path.name} has no row with a value in the raw column {raw!r}.")
+    orphans = [s for s in merged if "loss_raw" not in merged[s] and len(merged[s])]
+    if orphans:
+        raise ValueError(f"{path.name} has values at step(s) {orphans[:5]} where the raw column "
+                         f"{raw!r} is empty; log every column against the same step.")
+    cols = {"step": [int(s) if float(s).is_integer() else s for s in steps]}
+    for name in wanted:
+        cols[name] = [merged[s].get(name) for s in steps]
+    return cols
+
+
+def read_tensorboard(logdir, *, raw: str, reported: str | None = None,
+                     extra: dict[str, str] | None = None) -> dict[str, list]:
+    """Columns for `Run.from_log` from the scalar tags of a TensorBoard log directory."""
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
+    except ImportError:
+        raise ImportError("Run.from_tensorboard needs the tensorboard package, which reads the "
+                          "event files without TensorFlow: pip install 'labkit[logs]'.") from None
+    logdir = Path(logdir)
+    if not logdir.exists():
+        raise FileNotFoundError(f"No TensorBoard log directory at {logdir}.")
+    acc = EventAccumulator(str(logdir), size_guidance={SCALARS: 0})
+    acc.Reload()
+    tags = list(acc.Tags().get("scalars", []))
+    wanted = {"loss_raw": raw, "loss_reported": reported, **(extra or {})}
+    series = {}
+    for name, tag in wanted.items():
+        if tag is None:
+            continue
+        _pick(tag, tags, _role(name), "scalar tag")
+        series[name] = {e.step: float(e.value) for e in acc.Scalars(tag)}  # the last value wins
+    steps = sorted(series["loss_raw"])
+    for name, values in series.items():
+        stray = sorted(set(values) - set(steps))
+        if stray:
+            raise ValueError(f"tag {wanted[name]!r} has values at step(s) {stray[:5]} where {raw!r} has "
+                             "none; log both against the same global step.")
+    cols = {"step": steps}
+    for name, values in series.items():
+        cols[name] = [values.get(s) for s in steps]
+    return cols

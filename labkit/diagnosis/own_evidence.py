@@ -1,0 +1,110 @@
+"""The evidence the setup triage gathers for one seed, each piece at most once.
+
+- ``run``/``replay``: the learner's own ``train(seed, epochs)``, watched by `Replay`;
+- ``arm(name)``: a plain loop (see `own_loops`) on the learner's model, data and loss;
+- ``shuffled(name)``: the same plain loop with labels permuted across the epoch;
+- ``inputs``: the input checks of `own_data`; ``held_out``: the optional val batches.
+
+A rule's conclusion is an `OwnFinding` (see `own_finding`).
+"""
+
+from __future__ import annotations
+
+import math
+from ..core.hashing import hash_module, hash_tensors
+from . import setup as proto
+from .own_data import input_checks
+from .own_finding import OwnFinding  # noqa: F401 (re-exported)
+from .own_loop import facts
+from .own_loops import LoopResult, plain_loop, shuffled_labels
+from .replay import Replay
+
+TARGET_STEPS = 150  # the learner's run is asked for enough epochs to reach this many batches
+MIN_EPOCHS, MAX_EPOCHS = 3, 50  # three epochs at least, so once-per-epoch logs give 3 points
+
+
+def epochs_for(n_batches: int) -> int:
+    return max(MIN_EPOCHS, min(MAX_EPOCHS, math.ceil(TARGET_STEPS / n_batches)))
+
+
+class SeedEvidence:
+    def __init__(self, setup, seed: int):
+        self.setup, self.seed = setup, seed
+        self.batches = proto.batches(setup, seed)
+        self.n_batches = len(self.batches)
+        self.epochs = epochs_for(self.n_batches)
+        self.steps = self.epochs * self.n_batches
+        self.sizes = [len(proto.labels_of(b)) for b in self.batches]
+        self._arms: dict = {}
+        self._cache: dict = {}
+
+    def _once(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    # ---- the learner's own run ------------------------------------------------------
+    def _own(self):
+        replay = Replay(self.setup, after_step_loss=True)
+        with replay:
+            run = proto.train(self.setup, self.seed, self.epochs)
+        return run, replay
+
+    @property
+    def run(self):
+        return self._once("own", self._own)[0]
+
+    @property
+    def replay(self) -> Replay:
+        return self._once("own", self._own)[1]
+
+    @property
+    def facts(self) -> dict:
+        return self._once("facts", lambda: facts(self.replay, self.run))
+
+    @property
+    def rows_per_epoch(self) -> int:
+        n = len(self.run)
+        return n // self.epochs if n % self.epochs == 0 and n >= self.epochs else self.n_batches
+
+    def hashes(self) -> tuple[str, str]:
+        data = {f"{i}.{k}": v for i, b in enumerate(self.batches)
+                for k, v in (b.items() if isinstance(b, dict) else enumerate(b))
+                if hasattr(v, "shape")}
+        return hash_tensors(data), hash_module(proto.make_model(self.setup, self.seed))
+
+    # ---- plain loops ----------------------------------------------------------------
+    def arm(self, name: str) -> LoopResult:
+        if name not in self._arms:
+            self._arms[name] = plain_loop(self.setup, self.seed, self.steps, name, batches=self.batches)
+        return self._arms[name]
+
+    def best_arm(self) -> str:
+        """The plain arm that learns: the learner's optimizer if it does at least as well as
+        the reference, else the reference."""
+        own = self.arm("own")
+        if math.isfinite(own.mean) and own.level() < 0.5 * abs(own.losses[0]):
+            return "own"  # it learns: no need to train the reference to know
+        return "own" if math.isfinite(own.mean) and own.mean <= self.arm("ref").mean else "ref"
+
+    def shuffled(self, name: str | None = None) -> LoopResult:
+        name = name or self.best_arm()
+        key = f"shuffled:{name}"
+        if key not in self._arms:
+            self._arms[key] = plain_loop(self.setup, self.seed, self.steps, name,
+                                         batches=shuffled_labels(self.batches, self.seed))
+        return self._arms[key]
+
+    @property
+    def inputs(self) -> dict:
+        return self._once("inputs", lambda: input_checks(self.batches))
+
+    def held_out(self) -> LoopResult | None:
+        if not callable(getattr(self.setup, "val_batches", None)):
+            return None
+
+        def make():
+            val = proto.batches(self.setup, self.seed, "val_batches")
+            return plain_loop(self.setup, self.seed, self.steps, self.best_arm(),
+                              batches=self.batches, held_out=val)
+        return self._once("held_out", make)

@@ -1,0 +1,185 @@
+"""The setup triage's decision, H3 -> H2 -> H1, over two seeds that must agree.
+
+  H3  the learner's reported values against honest recomputations of the raw losses
+  H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
+  H1  the loss path, read here because a broken loss fools the control below
+      (`own_losspath`: broadcast, probabilities into a loss on logits, zero gradients,
+      predictions not paired with their labels)
+  H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
+      from noise, one feature's scale swamping the others); held-out batches whose loss
+      never improves while the training loss falls
+  H1  the replay of the learner's loop beside plain loops (`own_loop.h1_rules`), then one
+      optimizer setting at a time back to its default (`own_settings`)
+  --  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
+      no mechanism was measured, or if the seeds disagree.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import setup as proto
+from .own_data import REPEATED, WHITE, describe_signal, held_out_verdict, label_signal, scale_shift
+from .own_evidence import SeedEvidence
+from .own_finding import OwnFinding
+from .own_logger import check_logger
+from .own_losspath import loss_path
+from .own_loop import h1_rules
+from .own_settings import settings_rule
+
+SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
+
+
+
+def logger_check(ev: SeedEvidence):
+    steps = ev.replay.steps
+    after = [s["loss_after"] for s in steps] if len(steps) == len(ev.run) else None
+    return ev._once("logger", lambda: check_logger(ev.run, per_epoch=ev.rows_per_epoch,
+                                                   sizes_by_position=ev.sizes, after_step=after))
+
+
+def _unknown(what: str) -> OwnFinding:
+    return OwnFinding("UNKNOWN", "unknown", what)
+
+
+def _h3(evs) -> OwnFinding | None:
+    checks = [logger_check(ev) for ev in evs]
+    bad = [not c.details["agree"] for c in checks]
+    if not any(bad):
+        return None
+    if not all(bad):
+        return _unknown(f"the logger disagrees with the raw loss on seed {evs[bad.index(True)].seed} "
+                        f"only: {checks[bad.index(True)].verdict}")
+    keys = [c.details["mechanism"] for c in checks]
+    if keys[0] != keys[1]:
+        return _unknown(f"the logger is dishonest on both seeds, but the seeds point to different "
+                        f"mistakes ({keys[0]} vs {keys[1]}): {checks[0].verdict}")
+    return OwnFinding("H3", keys[0], checks[0].verdict.removeprefix("disagree: "), arm="logger",
+                      variable=("logger", "your reported value", "the running mean of loss_raw"))
+
+
+def _h2(evs) -> OwnFinding | None:
+    """The data checks that need no training: non-finite, constant or repeated inputs, constant
+    labels."""
+    inputs = evs[0].inputs
+    if inputs["nonfinite_rows"]:
+        reaches = [not math.isfinite(ev.facts["own_level"]) or ev.facts["nonfinite_at"] is not None
+                   for ev in evs]
+        if all(reaches):
+            return OwnFinding("H2", "input_nonfinite", f"the inputs hold non-finite values (NaN/inf in "
+                              f"{inputs['nonfinite_rows']} of {inputs['rows']} rows, features "
+                              f"{inputs.get('nonfinite_features')}): they reach the loss and make it NaN",
+                              arm="cleaned", variable=("inputs", "with NaN/inf", "torch.nan_to_num(inputs)"),
+                              expect="finite")
+    if inputs["constant"]:
+        return OwnFinding("H2", "constant_inputs", f"the inputs are constant: "
+                          f"{inputs['identical_share']:.1%} of the {inputs['rows']} input rows are "
+                          "identical, so they carry no information about the labels", arm="shuffled",
+                          variable=("labels", "as given", "permuted across the epoch"), expect="same")
+    distinct, rows = inputs.get("distinct_rows"), inputs["rows"]
+    if distinct and rows >= 128 and distinct <= REPEATED * rows and not inputs["constant"]:
+        return OwnFinding("H2", "repeated_rows", f"the epoch repeats the same examples: only "
+                          f"{distinct} distinct input rows among the {rows} the batches hold "
+                          f"({distinct / rows:.1%}), so the batches hold the same input rows over and "
+                          "over (one batch repeated, a batch index that never advances, or a reused "
+                          "buffer appended by reference) and the model memorises them instead of "
+                          "learning the task")
+    if inputs.get("labels_constant"):
+        return OwnFinding("H2", "constant_labels", f"the labels are constant: all {inputs['rows']} "
+                          "examples carry the same label, so there is nothing to learn but that one "
+                          "class", arm="shuffled", variable=("labels", "as given", "permuted across the epoch"),
+                          expect="same")
+    return None
+
+
+def _h2_signal(evs) -> OwnFinding | None:
+    inputs = evs[0].inputs
+    arm = evs[0].best_arm()
+    sig = label_signal([ev.arm(arm) for ev in evs], [ev.shuffled(arm) for ev in evs])
+    for ev in evs:
+        ev._cache["signal"] = sig
+    if sig["verdict"] == "none":
+        white = inputs.get("white_ratio")
+        if white is not None and white < WHITE:
+            return OwnFinding("H2", "noise_inputs", f"the inputs are drowned in noise: real and shuffled "
+                              f"labels train alike, and the inputs' feature correlations are no stronger "
+                              f"than pure noise of this shape gives (top eigenvalue {white:.2f}x the "
+                              "noise edge)", arm="shuffled",
+                              variable=("labels", "as given", "permuted across the epoch"), expect="same")
+        ratio = inputs.get("scale_ratio")
+        if ratio is not None and ratio >= SCALE_RATIO:
+            return OwnFinding("H2", "feature_scale", f"one input feature swamps the others: feature "
+                              f"{inputs['scale_feature']} varies {ratio:.2g} times more than the median "
+                              "feature (another unit, or left out of the normalisation), and a plain loop "
+                              "then trains alike on real and on shuffled labels", arm="shuffled",
+                              variable=("labels", "as given", "permuted across the epoch"), expect="same")
+        return OwnFinding("H2", "labels_decorrelated", "the labels are decorrelated from the inputs: a "
+                          "plain loop trains alike on real and on shuffled labels (no signal), while the "
+                          "inputs themselves are structured", arm="shuffled",
+                          variable=("labels", "as given", "permuted across the epoch"), expect="same")
+    held = [ev.held_out() for ev in evs]
+    if held[0] is not None:
+        verdicts = [held_out_verdict(h) for h in held]
+        if all(v["verdict"] == "mismatch" for v in verdicts):
+            v, ev = verdicts[0], evs[0]
+            shift = scale_shift(ev.batches, proto.batches(ev.setup, ev.seed, "val_batches"))
+            return OwnFinding("H2", "held_out_mismatch", (f"{shift}; " if shift else "") +
+                              f"the held-out batches do not follow the training "
+                              f"mapping: the training loss falls {v['train'][0]:.3g} -> {v['train'][1]:.3g} "
+                              f"while the held-out loss never improves on its value at init "
+                              f"({v['held_out'][0]:.3g}, best {v['held_out'][1]:.3g})", arm="held_out_train",
+                              variable=("held-out batches", "val_batches", "a held-out slice of the "
+                                        "training batches"), expect="lower")
+    return None
+
+
+def _h1(evs) -> OwnFinding | None:
+    found = [h1_rules(ev) for ev in evs]
+    if found[0] is None and found[1] is None:  # then one optimizer setting at a time
+        found = [settings_rule(ev) for ev in evs]
+    if found[0] is None and found[1] is None:
+        return None
+    if found[0] is None or found[1] is None or found[0].key != found[1].key:
+        keys = [f.key if f else "nothing" for f in found]
+        return _unknown(f"the replay finds {keys[0]} on seed {evs[0].seed} but {keys[1]} on seed "
+                        f"{evs[1].seed}; a conviction needs both seeds to agree")
+    return found[0]
+
+
+def _healthy_or_unknown(evs) -> OwnFinding:
+    own = [ev.facts["own_level"] for ev in evs]
+    plain = [ev.arm("own").level() for ev in evs]
+    start = evs[0].run.table["loss_raw"][0]
+    margin = max(0.05 * abs(start), 3 * abs(plain[0] - plain[1]))
+    if all(o > p + margin for o, p in zip(own, plain)):
+        return _unknown(f"your loop ends at a loss of {own[0]:.3g} / {own[1]:.3g} where a plain loop with "
+                        f"the same model, data, loss and optimizer reaches {plain[0]:.3g} / {plain[1]:.3g}, "
+                        "but the replay measured no mechanism; compare your loop with the plain one line "
+                        "by line")
+    stuck = all(o > 0.9 * abs(start) for o in own)
+    refs = [ev.arm("ref").level() for ev in evs] if stuck else []
+    if stuck and all(r < 0.8 * abs(start) for r in refs):
+        return _unknown(f"your run does not learn (loss {start:.3g} -> {own[0]:.3g} / {own[1]:.3g}) while "
+                        f"a plain loop with a reference optimizer, Adam(lr=1e-3), reaches {refs[0]:.3g} / "
+                        f"{refs[1]:.3g}; the replay measured no single cause, so check the optimizer's "
+                        "settings one at a time")
+    sig = evs[0]._cache.get("signal", {})
+    if sig.get("verdict") != "signal":
+        return _unknown(f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}")
+    return OwnFinding("NONE", "healthy", "no defect found: the logger is honest, the inputs are finite "
+                      "and varied, the labels carry signal (real beat shuffled by more than the seed "
+                      "spread), every parameter gets gradients and updates, and your loop learns like a "
+                      "plain loop with the same model, data, loss and optimizer")
+
+
+def decide(evs: list[SeedEvidence]) -> OwnFinding:
+    """The first system whose evidence holds on both seeds, in the order H3, H2, H1.
+
+    The loss path (`own_losspath`) is read before the label-shuffle control: a loss that
+    compares every prediction with every label makes real and shuffled labels train alike,
+    which would otherwise read as data without signal."""
+    for rule in (_h3, _h2, loss_path, _h2_signal, _h1):
+        found = rule(evs)
+        if found is not None:
+            return found
+    return _healthy_or_unknown(evs)

@@ -1,0 +1,81 @@
+"""H1 in the optimizer's settings: one setting at a time, back to its default.
+
+When the learner's optimizer trains far worse than the reference optimizer on the same
+model, data and loss, and no other H1 mechanism was measured, each setting of the
+learner's optimizer that differs from its constructor's default (weight_decay, momentum,
+betas, eps, maximize, ...; not the learning rate, which has rules of its own) is reset
+alone, in a plain loop (arm ``default:<setting>``). A setting whose reset alone makes the
+loop learn is the mechanism. One variable per arm, so the finding names one setting.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import torch
+
+from . import setup as proto
+from .own_finding import OwnFinding
+
+SKIP = {"params", "lr", "initial_lr", "foreach", "fused", "capturable", "differentiable",
+        "decoupled_weight_decay"}
+
+
+def defaults_of(optimizer) -> dict:
+    """The constructor defaults of the optimizer's class, by setting name."""
+    try:
+        sig = inspect.signature(type(optimizer).__init__)
+    except (TypeError, ValueError):
+        return {}
+    return {k: p.default for k, p in sig.parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def changed_settings(optimizer) -> dict:
+    """{setting: (value, default)} for the settings of group 0 that differ from the default."""
+    defaults, group = defaults_of(optimizer), optimizer.param_groups[0]
+    out = {}
+    for key, value in group.items():
+        if key in SKIP or key not in defaults or defaults[key] is None:
+            continue
+        default = defaults[key]
+        if isinstance(default, (int, float, bool, tuple)) and value != default:
+            out[key] = (value, default)
+    return out
+
+
+def reset_setting(optimizer, key: str):
+    """The optimizer with `key` back to its default in every param group."""
+    default = defaults_of(optimizer)[key]
+    for g in optimizer.param_groups:
+        g[key] = default
+    return optimizer
+
+
+def settings_rule(ev) -> OwnFinding | None:
+    """A finding when resetting exactly one setting makes the plain loop learn."""
+    own, ref = ev.arm("own"), ev.arm("ref")
+    start = abs(own.losses[0]) if own.losses and math.isfinite(own.losses[0]) else None
+    if start is None or not math.isfinite(ref.level()):
+        return None
+    if not own.level() > ref.level() + 0.2 * start:  # yours trains about as well as the reference
+        return None
+    torch.manual_seed(ev.seed)
+    changed = changed_settings(proto.make_optimizer(ev.setup, proto.make_model(ev.setup, ev.seed)))
+    best = None
+    for key in sorted(changed):
+        arm = ev.arm(f"default:{key}")
+        gain = own.level() - arm.level()
+        if math.isfinite(arm.level()) and gain > 0.5 * (own.level() - ref.level()) and (
+                best is None or gain > best[1]):
+            best = (key, gain, arm.level())
+    if best is None:
+        return None
+    key, _, level = best
+    value, default = changed[key]
+    return OwnFinding("H1", f"setting:{key}", f"the optimizer's {key}={value!r} stops learning: with "
+                      f"{key} reset to its default ({default!r}) and nothing else changed, the same plain "
+                      f"loop reaches {level:.3g} instead of {own.level():.3g} (a reference Adam(lr=1e-3) "
+                      f"reaches {ref.level():.3g})", arm=f"default:{key}",
+                      variable=(key, repr(value), repr(default)))

@@ -1,0 +1,212 @@
+"""`Replay`: watch the learner's own loop run, without changing a line of it.
+
+While the context is open, PyTorch's global hooks and three temporary wrappers see:
+- every ``optimizer.step()`` of any optimizer (global step pre/post hooks): the learning
+  rate of each group, the gradients at step time (None / exactly zero / finite, their
+  norm) and the size of the update;
+- every ``Tensor.backward()``: the value backpropagated, whether it has a graph, and
+  whether gradients from an earlier step were still there (no ``zero_grad``);
+- every top-level module call (global forward hooks): grad mode, autocast, whether the
+  output has a graph, and which submodules ran;
+- ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for.
+
+Every hook and wrapper is removed in ``__exit__``, also when the loop raises.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.utils as nn_utils
+import torch.nn.utils.clip_grad as clip_grad
+import torch.optim.optimizer as optim_hooks
+from torch.nn.modules import module as module_hooks
+
+from .setup import inputs_of
+
+
+def total_norm(tensors) -> float | None:
+    """Euclidean norm over a list of tensors (None entries skipped); None if there are none."""
+    kept = [t.detach().float() for t in tensors if t is not None]
+    if not kept:
+        return None
+    return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(kept))))
+
+
+class Replay:
+    """Context manager recording what the loop inside it does; see the module docstring."""
+
+    def __init__(self, setup=None, after_step_loss: bool = False):
+        self.setup, self.after_step_loss = setup, after_step_loss
+        self.models: dict[int, nn.Module] = {}  # top-level modules with parameters
+        self.optimizers: dict[int, torch.optim.Optimizer] = {}
+        self.forwards: list[dict] = []  # one per top-level call of a module with parameters
+        self.backwards: list[dict] = []
+        self.steps: list[dict] = []
+        self.clips: list[tuple[str, float]] = []
+        self.called: set[int] = set()  # ids of modules that ran inside a forward with grad on
+        self.ever_grad: set[int] = set()  # ids of parameters that had a gradient after a backward
+        self._depth, self._busy, self._since_step, self._stepped = 0, False, 0, False
+        self._batches: dict[int, object] = {}
+        self._last_input = None
+        self._before: list[torch.Tensor] = []
+
+    # ---- installing and removing -------------------------------------------------
+    def __enter__(self):
+        self._handles = [optim_hooks.register_optimizer_step_pre_hook(self._pre_step),
+                         optim_hooks.register_optimizer_step_post_hook(self._post_step),
+                         module_hooks.register_module_forward_pre_hook(self._fwd_pre),
+                         module_hooks.register_module_forward_hook(self._fwd_post, always_call=True)]
+        self._orig = {"backward": torch.Tensor.backward, "norm": clip_grad.clip_grad_norm_,
+                      "value": clip_grad.clip_grad_value_}
+        replay, orig_backward = self, torch.Tensor.backward
+
+        def backward(tensor, *args, **kwargs):
+            if replay._busy:
+                return orig_backward(tensor, *args, **kwargs)
+            replay._backward_start(tensor)
+            out = orig_backward(tensor, *args, **kwargs)
+            replay._backward_end()
+            return out
+
+        def clip_norm(parameters, max_norm, *args, **kwargs):
+            self.clips.append(("max_norm", float(max_norm)))
+            return self._orig["norm"](parameters, max_norm, *args, **kwargs)
+
+        def clip_value(parameters, clip_value, *args, **kwargs):
+            self.clips.append(("clip_value", float(clip_value)))
+            return self._orig["value"](parameters, clip_value, *args, **kwargs)
+
+        torch.Tensor.backward = backward
+        nn_utils.clip_grad_norm_ = clip_grad.clip_grad_norm_ = clip_norm
+        nn_utils.clip_grad_value_ = clip_grad.clip_grad_value_ = clip_value
+        self._wrapped_batches = False
+        if self.after_step_loss and self.setup is not None:
+            self._wrap_batches()
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        torch.Tensor.backward = self._orig["backward"]
+        nn_utils.clip_grad_norm_ = clip_grad.clip_grad_norm_ = self._orig["norm"]
+        nn_utils.clip_grad_value_ = clip_grad.clip_grad_value_ = self._orig["value"]
+        if self._wrapped_batches:
+            del self.setup.batches
+        self._before = []
+        return False
+
+    def _wrap_batches(self):
+        if "batches" in vars(self.setup):
+            return  # an instance attribute of the learner's own: leave it alone
+        original = self.setup.batches
+
+        def batches(seed):
+            out = original(seed)
+            for b in out if isinstance(out, (list, tuple)) else ():
+                try:
+                    self._batches[id(inputs_of(b))] = b
+                except (TypeError, ValueError):
+                    pass
+            return out
+
+        self.setup.batches = batches
+        self._wrapped_batches = True
+
+    # ---- forward -------------------------------------------------------------------
+    def _fwd_pre(self, module, args):
+        if self._busy:
+            return
+        if self._depth > 0 and torch.is_grad_enabled():
+            self.called.add(id(module))
+        self._depth += 1
+
+    def _fwd_post(self, module, args, output):
+        if self._busy:
+            return
+        self._depth = max(0, self._depth - 1)
+        if self._depth or not any(True for _ in module.parameters()):
+            return
+        self.models.setdefault(id(module), module)
+        grad_on = torch.is_grad_enabled()
+        if grad_on:
+            self.called.add(id(module))
+        out = output if isinstance(output, torch.Tensor) else getattr(output, "logits", None)
+        if isinstance(output, tuple) and output and isinstance(output[0], torch.Tensor):
+            out = output[0]
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        if grad_on and first is not None:
+            self._last_input = (id(first), module)
+        self.forwards.append({
+            "grad_enabled": grad_on, "autocast": torch.is_autocast_enabled("cpu"),
+            "graph": bool(out is not None and out.requires_grad),
+            "dtype": str(out.dtype) if out is not None else None, "step": len(self.steps),
+            "param_dtypes": sorted({str(p.dtype) for p in module.parameters()})})
+
+    # ---- backward ------------------------------------------------------------------
+    def watched(self) -> list[nn.Parameter]:
+        seen, out = set(), []
+        for m in self.models.values():
+            for p in m.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    out.append(p)
+        return out
+
+    def _backward_start(self, tensor):
+        value = float(tensor.detach().float().sum()) if tensor.numel() <= 1 else math.nan
+        checked = self._stepped and self._since_step == 0  # the first backward after a step
+        stale = total_norm([p.grad for p in self.watched()]) if checked else None
+        self.backwards.append({"value": value, "graph": tensor.grad_fn is not None,
+                               "leaf": tensor.grad_fn is None, "stale_checked": checked,
+                               "stale_norm": stale, "step": len(self.steps)})
+        self._since_step += 1
+
+    def _backward_end(self):
+        params = self.watched()
+        self.ever_grad.update(id(p) for p in params if p.grad is not None)
+        self.backwards[-1]["grad_norm_after"] = total_norm([p.grad for p in params])
+
+    # ---- optimizer.step() ----------------------------------------------------------
+    def _pre_step(self, optimizer, args, kwargs):
+        self.optimizers.setdefault(id(optimizer), optimizer)
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        grads = [p.grad for p in params]
+        kept = [g for g in grads if g is not None]
+        norms = [float(n) for n in torch._foreach_norm([g.detach().float() for g in kept])] if kept else []
+        self.steps.append({
+            "optimizer": id(optimizer), "lr": [float(g["lr"]) for g in optimizer.param_groups],
+            "n_params": len(params), "grads_none": len(grads) - len(kept),
+            "grads_zero": sum(1 for n in norms if n == 0.0),
+            "grad_norm": math.sqrt(sum(n * n for n in norms)) if norms else None,
+            "nonfinite_grad": any(not math.isfinite(n) for n in norms),
+            "backwards": self._since_step, "update_norm": None, "loss_after": None})
+        self._before = [p.detach().clone() for p in params]
+        self._since_step = 0
+
+    def _post_step(self, optimizer, args, kwargs):
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        if len(params) == len(self._before):
+            deltas = [p.detach().float() - b.float() for p, b in zip(params, self._before)]
+            self.steps[-1]["update_norm"] = total_norm(deltas) or 0.0
+        self._before = []
+        self._stepped = True
+        if self.after_step_loss and self._last_input is not None:
+            batch = self._batches.get(self._last_input[0])
+            if batch is not None:
+                self.steps[-1]["loss_after"] = self._loss_now(self._last_input[1], batch)
+
+    def _loss_now(self, model, batch) -> float | None:
+        """The learner's loss_fn on this step's batch, after the step (RNG state kept)."""
+        self._busy = True
+        state = torch.get_rng_state()
+        try:
+            with torch.no_grad():
+                return float(self.setup.loss_fn(model, batch))
+        except Exception:
+            return None
+        finally:
+            torch.set_rng_state(state)
+            self._busy = False

@@ -1,0 +1,72 @@
+"""Triage every held-out setup with labkit.diagnose and print the per-setup table and rates.
+
+    cd tests && python -m own_setups.report            # all setups
+    cd tests && python -m own_setups.report h1_         # names starting with h1_
+
+A setup counts as right-system when the record's conviction names the expected system
+(NONE for a healthy control), right-mechanism when the mechanism line also holds the key
+terms written down with the setup. `verdict` says whether the record grants the verdict
+(the intervention and its confirmation met their forecasts) or refuses it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import torch
+
+import labkit
+from labkit.diagnosis.triage import TriageRefused
+
+from . import ALL_EXPECTED as EXPECTED, ALL_SETUPS as SETUPS, mechanism_right
+
+
+def triage(name: str) -> dict:
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        record = labkit.diagnose(SETUPS[name](), seeds=(0, 1))
+    conv = record.rows["conviction"]
+    system = conv["data"].get("system") or "UNKNOWN"
+    mechanism = conv["data"].get("mechanism") or conv["text"]
+    try:
+        record.verdict()
+        granted = True
+    except TriageRefused:
+        granted = False
+    expected, terms = EXPECTED[name]
+    right = system == expected
+    return {"name": name, "expected": expected, "system": system, "mechanism": mechanism,
+            "right_system": right, "right_mechanism": right and mechanism_right(mechanism, terms),
+            "granted": granted, "seconds": time.perf_counter() - started}
+
+
+def rates(rows: list[dict]) -> dict:
+    buggy = [r for r in rows if r["expected"] != "NONE"]
+    healthy = [r for r in rows if r["expected"] == "NONE"]
+    return {"setups": len(rows), "buggy": len(buggy), "healthy": len(healthy),
+            "right_system": sum(r["right_system"] for r in rows) / len(rows),
+            "right_mechanism": sum(r["right_mechanism"] for r in rows) / len(rows),
+            "buggy_right_system": sum(r["right_system"] for r in buggy) / max(1, len(buggy)),
+            "buggy_right_mechanism": sum(r["right_mechanism"] for r in buggy) / max(1, len(buggy)),
+            "healthy_convicted": sum(r["system"] not in ("NONE", "UNKNOWN") for r in healthy),
+            "verdicts_granted": sum(r["granted"] for r in rows)}
+
+
+def main(argv=None) -> int:
+    torch.set_num_threads(1)
+    prefix = (argv or sys.argv[1:] or [""])[0]
+    rows = [triage(name) for name in SETUPS if name.startswith(prefix)]
+    print(f"| setup | expected | convicted | system | mechanism | verdict | s |\n|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['name']} | {r['expected']} | {r['system']}: {r['mechanism'][:90]} | "
+              f"{'right' if r['right_system'] else 'WRONG'} | {'right' if r['right_mechanism'] else 'WRONG'} | "
+              f"{'granted' if r['granted'] else 'refused'} | {r['seconds']:.1f} |")
+    print(rates(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The fourth and fifth batches of plain-PyTorch setups (tests/own_setups/fourth.py, fifth.py),
+each written by a reviewer who did not read the rules and scored once before any rule was
+written from it (fourth: 4 of 10 buggy right; fifth: 7 of 9 right system, 3 of 9 right
+mechanism). Now a regression guard: every setup but the named misses stays right, and no
+healthy control is ever convicted."""
+
+import pytest
+
+from own_setups.fifth import FIFTH, FIFTH_EXPECTED
+from own_setups.fourth import FOURTH, FOURTH_EXPECTED
+from own_setups.report import triage
+import own_setups.report as report
+
+SETUPS = {**FOURTH, **FIFTH}
+EXPECTED = {**FOURTH_EXPECTED, **FIFTH_EXPECTED}
+# Still missed, with what labkit says instead (see the batches' docstrings):
+KNOWN_MISSES = {"fourth_h2_lm_labels_not_shifted": "NONE",  # labels == inputs: learns to copy
+                "fifth_h1_label_smoothing_typo": "H2",  # smoothing 0.9 read as labels without signal
+                "fifth_ok_gru_onecycle": "UNKNOWN"}  # a healthy control whose label signal is unclear
+
+
+@pytest.fixture(autouse=True)
+def _held_out(monkeypatch):
+    monkeypatch.setattr(report, "SETUPS", {**report.SETUPS, **SETUPS})
+    monkeypatch.setattr(report, "EXPECTED", {**report.EXPECTED, **EXPECTED})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in SETUPS if n not in KNOWN_MISSES])
+def test_held_out_setups_stay_right(name):
+    row = triage(name)
+    assert row["right_system"] and row["right_mechanism"], (row["system"], row["mechanism"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(KNOWN_MISSES))
+def test_known_misses_are_never_worse_than_recorded(name):
+    """A miss may be fixed (then move it out of KNOWN_MISSES); it must not become a conviction
+    of a healthy control."""
+    row = triage(name)
+    if EXPECTED[name][0] == "NONE":
+        assert row["system"] in ("NONE", "UNKNOWN"), row["mechanism"]
+    assert row["right_system"] or row["system"] == KNOWN_MISSES[name], row["mechanism"]
