@@ -10,14 +10,15 @@ PORT   ?= 8888
 # on a machine where PyPI's default torch wheel would be the multi-GB CUDA build.
 PIP_EXTRA ?=
 
-.PHONY: lab test exercises bench env clean-env help
+.PHONY: lab test exercises references bench env clean-env help
 
 help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"
 	@echo "make test       create .venv if needed and run every test (unit, notebooks, browser),"
 	@echo "                then the notebooks and chaotic tests again on the portable CPU path"
 	@echo "make exercises  regenerate exercises/ from solutions/"
-	@echo "make bench      speed against plain PyTorch (loop, labkit.watch), triage, the learner store"
+	@echo "make references re-execute the study notebooks into tests/reference/, clear notebooks/"
+	@echo "make bench      speed against plain PyTorch (loop, labkit.watch), triage, the learner store, drill probes, own-code triage"
 
 env: $(STAMP)
 
@@ -46,11 +47,16 @@ test: $(STAMP)
 exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py
 
+references: $(STAMP)
+	$(BIN)/python tools/references.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_loop.py
 	$(BIN)/python benchmarks/bench_triage.py
 	$(BIN)/python benchmarks/bench_store.py
 	$(BIN)/python benchmarks/bench_watch.py
+	$(BIN)/python benchmarks/bench_drill.py
+	$(BIN)/python benchmarks/bench_own_triage.py
 
 clean-env:
 	rm -rf $(VENV)

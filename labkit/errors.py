@@ -59,3 +59,29 @@ def _range_text(minimum, maximum, strict_min) -> str:
                                         else f"at least {minimum}")
     high = None if maximum is None else f"at most {maximum}"
     return " and ".join(x for x in (low, high) if x)
+
+
+def notebook_box(title: str, sentence: str, colour: str = "#c0392b", *, once_for=None) -> None:
+    """Show `sentence` in a styled box when running in a notebook kernel; else do nothing.
+
+    Exceptions that teach (a wrong answer, a forecast not yet drawn) call this from their
+    `_render_traceback_`, so a learner sees the sentence instead of labkit's source. IPython
+    asks an exception for its traceback more than once; pass the exception as `once_for`
+    and its box is shown the first time only.
+    """
+    if once_for is not None:
+        if getattr(once_for, "_labkit_box_shown", False):
+            return
+        once_for._labkit_box_shown = True
+    try:
+        import html
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+    except ImportError:
+        return
+    if getattr(get_ipython(), "kernel", None) is None:  # a terminal, not a notebook
+        return
+    display(HTML(f"<div style=\"border-left:4px solid {colour};background:{colour}14;"
+                 f"padding:8px 12px;margin:4px 0;font-family:var(--jp-content-font-family, "
+                 f"sans-serif);\"><b style=\"color:{colour}\">{html.escape(title)}</b><br>"
+                 f"{html.escape(sentence)}</div>"))

@@ -76,3 +76,26 @@ def test_triage_bad_input_exits_2_with_one_line(args, words):
 def test_triage_refuses_task_together_with_bug():
     rc, out, err = run_cli("triage", "--bug", "detach", "--task", "lm")
     assert rc == 2 and "--task applies only without --bug" in err and not out
+
+
+def test_triage_a_setup_from_a_file(tmp_path):
+    path = tmp_path / "r.json"
+    rc, out, err = run_cli("triage", "--setup", "examples/dataloader_classifier.py:DataLoaderClassifier",
+                           "--json", str(path))
+    assert rc == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0] == "TRAINING RUN EXPLORER — setup DataLoaderClassifier"
+    assert lines[-1].startswith("CONVICTION: H1 — gradients are cleared") and path.exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--setup", "examples/none.py:X"], "--setup file examples/none.py does not exist"),
+    (["--setup", "examples/dataloader_classifier.py:DataLoaderClasifier"],
+     "has no 'DataLoaderClasifier'; its setup classes are DataLoaderClassifier. Did you mean"),
+    (["--setup", "examples/dataloader_classifier.py:make_data"], "setup function lacks make_model()"),
+    (["--setup", "README.md:X"], "must name a Python file and a class"),
+    (["--setup", "examples/dataloader_classifier.py", "--bug", "detach"], "cannot be combined with --bug"),
+])
+def test_triage_setup_bad_input_exits_2_with_one_line(args, words):
+    rc, out, err = run_cli("triage", *args)
+    assert rc == 2 and words in err and len(err.strip().splitlines()) == 1 and not out, err

@@ -80,6 +80,9 @@ def _seeds(text: str) -> tuple[int, int]:
 def _add_triage(sub):
     p = sub.add_parser("triage", help="run the H3 -> H2 -> H1 triage and print the paper form")
     p.add_argument("--bug", default=None, help="a bug from `labkit bugs`; omit for the healthy setup")
+    p.add_argument("--setup", default=None, metavar="FILE.py:CLASS",
+                   help="triage your own code: a class with make_model, make_optimizer, batches, "
+                        "loss_fn and train (see README, 'Triage your own training code')")
     p.add_argument("--task", default=None, help="classify or lm (healthy setup only)")
     p.add_argument("--seeds", type=_seeds, default=(0, 1), help="two seeds (default 0,1)")
     p.add_argument("--json", default=None, metavar="PATH", help="also save the record here")
@@ -91,6 +94,15 @@ def cmd_triage(args) -> int:
     from ..core.config import Config
     from ..diagnosis.explorer import diagnose
     from ..diagnosis.triage import TriageRefused
+    if args.setup is not None:
+        if args.bug or args.task:
+            raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
+        from ..diagnosis.setup import load
+        try:
+            record = diagnose(load(args.setup), seeds=args.seeds)
+        except TypeError as exc:  # a method of the setup returned the wrong kind of thing
+            raise ValueError(str(exc)) from exc
+        return _print_record(record, args)
     if args.bug is not None:
         bug = get_bug(args.bug)  # unknown names fail here, before any training
         if args.task:
@@ -98,6 +110,11 @@ def cmd_triage(args) -> int:
                              f"task={bug.setup.get('task', 'classify')!r}.")
     config = Config.make(task=args.task) if args.task and not args.bug else None
     record = diagnose(args.bug, seeds=args.seeds, config=config)
+    return _print_record(record, args)
+
+
+def _print_record(record, args) -> int:
+    from ..diagnosis.triage import TriageRefused
     if args.json:
         record.save(args.json)
     print(record.to_text())
@@ -105,6 +122,9 @@ def cmd_triage(args) -> int:
         print(record.verdict())
         return 0
     except TriageRefused as exc:
+        d = record.rows["conviction"].get("data") or {}
+        if d.get("system"):  # a suggestion the evidence could not yet confirm
+            print(f"SUGGESTED (not confirmed): {d['system']} — {d.get('mechanism', '')}")
         print(f"CONVICTION: UNKNOWN — {exc}")
         return 1
 
@@ -143,7 +163,42 @@ def cmd_checklist(args) -> int:
     return 0 if result.passed else 1
 
 
-COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, _add_checklist, add_export, add_import]
+
+
+def _add_forecasts(sub):
+    p = sub.add_parser("forecasts", help="your calibration record: scored forecasts by exercise "
+                       "and shape, and your habits")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the report here")
+    p.set_defaults(func=cmd_forecasts)
+
+
+def cmd_forecasts(args) -> int:
+    from ..forecast.history import ForecastHistory
+    from ..learn import predictions
+    report = ForecastHistory().report()
+    report["predictions"] = predictions.summary()
+    print(report["text"])
+    print("\nSealed predictions in the exercises:\n" + report["predictions"])
+    if args.json:
+        from ..store import atomic_write_json
+        atomic_write_json(args.json, {"format": "labkit.calibration/1", **report}, backup=False)
+    return 0
+
+
+def _add_drill(sub):
+    from ..learn.drill.terminal import add_arguments  # cheap: the drill loads when it runs
+    p = sub.add_parser("drill", help="an interview drill: a hidden bug, a probe budget, a score")
+    add_arguments(p)
+    p.set_defaults(func=cmd_drill)
+
+
+def cmd_drill(args) -> int:
+    from ..learn.drill.terminal import run
+    return run(args)
+
+
+COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, _add_checklist, _add_forecasts, _add_drill,
+            add_export, add_import]
 
 
 def build_parser() -> argparse.ArgumentParser:

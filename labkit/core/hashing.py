@@ -16,7 +16,7 @@ def hash_tensors(named: dict[str, torch.Tensor]) -> str:
     for name in sorted(named):
         t = named[name].detach().cpu().contiguous()
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")  # 0-d too
     return h.hexdigest()[:HASH_LEN]
 
 

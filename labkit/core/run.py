@@ -16,6 +16,30 @@ from .hashing import hash_json
 from ..store import decode_nonfinite, encode_nonfinite
 
 FORMAT = "labkit.run/1"
+
+
+def _mtime(path) -> float:
+    import os
+    return os.path.getmtime(path)
+
+
+def _check_values(columns: dict) -> None:
+    """Numbers at every step; None also allowed outside `step` and `loss_raw` (not logged)."""
+    for name, values in columns.items():
+        for i, v in enumerate(values):
+            if v is None and name not in ("step", "loss_raw"):
+                continue
+            if type(v).__module__.startswith("torch"):
+                raise TypeError(f"columns[{name!r}][{i}] is a torch tensor; log loss.item() (a float), "
+                                "not the tensor, so the log keeps no graph alive.")
+            flag = isinstance(v, bool) and name not in ("step", "loss_raw", "loss_reported")
+            if flag:  # a flag column, such as labkit.watch's `skipped`
+                continue
+            if isinstance(v, bool) or not hasattr(v, "__float__") or getattr(v, "ndim", 0):
+                allowed = "a number" if name in ("step", "loss_raw") else "a number, or None where nothing was logged"
+                raise TypeError(f"columns[{name!r}][{i}] is {type(v).__name__}; each value must be {allowed}.")
+
+
 @dataclass
 class Run:
     """One training run: per-step table, periodic evals and metadata."""
@@ -78,11 +102,13 @@ class Run:
         """Wrap the log of your own training loop so labkit's tools can read it.
 
         `columns` needs ``step`` and ``loss_raw``; ``loss_reported``, ``batch_id``,
-        ``grad_norm`` and the rest are optional. `started_at` is ``time.time()`` taken
-        when your run began (a forecast must be sealed before it). Pass `data_hash` and
-        `init_hash` (e.g. ``labkit._hash.hash_tensors``/``hash_module``) to fill the
-        record's hashes row with `TriageRecord.record_hashes`. `meta` adds entries to
-        ``run.meta`` (`labkit.watch` adds ``groups``, ``findings`` and ``watch``).
+        ``grad_norm``, ``update_norm`` and the rest are optional. Every column has one
+        value per step; a value that was not logged at a step is ``None`` (e.g. a loss
+        reported once per epoch). `started_at` is ``time.time()`` taken when your run
+        began (a forecast must be sealed before it). Pass `data_hash` and `init_hash`
+        (e.g. ``labkit._hash.hash_tensors``/``hash_module``) to fill the record's hashes
+        row with `TriageRecord.record_hashes`. `meta` adds entries to ``run.meta``
+        (`labkit.watch` adds ``groups``, ``findings`` and ``watch``).
         """
         for name in ("step", "loss_raw"):
             if name not in columns:
@@ -90,6 +116,7 @@ class Run:
         lengths = {k: len(v) for k, v in columns.items()}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"every column must have one value per step; lengths are {lengths}.")
+        _check_values(columns)
         table = {k: list(v) for k, v in columns.items()}
         table.setdefault("loss_reported", list(table["loss_raw"]))
         table.setdefault("batch_id", list(range(len(table["step"]))))
@@ -100,6 +127,29 @@ class Run:
                 "config_hash": hash_json({"config": cfg, "bug": None}), "groups": []}
         return cls(table=table, evals={"step": []}, meta={**base, **(meta or {})},
                    timing={"started_at": started_at, "created_at": started_at})
+
+    @classmethod
+    def from_csv(cls, path, *, raw: str, reported: str | None = None, step: str | None = None,
+                 columns: dict[str, str] | None = None, seed: int = 0,
+                 started_at: float | None = None, config: dict | None = None) -> "Run":
+        """A run someone already logged to CSV: `raw`/`reported` name its columns, `step` the
+        step column (default: one row per step); `columns` maps more, e.g.
+        ``{"grad_norm": "gnorm"}``. `started_at` defaults to the file's modification time."""
+        from .logs import read_csv
+        cols = read_csv(path, raw=raw, reported=reported, step=step, extra=columns)
+        when = started_at if started_at is not None else _mtime(path)
+        return cls.from_log(cols, seed=seed, started_at=when, config={"source": str(path), **(config or {})})
+
+    @classmethod
+    def from_tensorboard(cls, logdir, *, raw: str, reported: str | None = None,
+                         tags: dict[str, str] | None = None, seed: int = 0,
+                         started_at: float | None = None, config: dict | None = None) -> "Run":
+        """A run logged to TensorBoard: `raw`/`reported` are scalar tags, aligned by global step;
+        `tags` maps more, e.g. ``{"grad_norm": "grad/total"}``. Needs ``labkit[logs]``."""
+        from .logs import read_tensorboard
+        cols = read_tensorboard(logdir, raw=raw, reported=reported, extra=tags)
+        when = started_at if started_at is not None else _mtime(logdir)
+        return cls.from_log(cols, seed=seed, started_at=when, config={"source": str(logdir), **(config or {})})
 
     # ---- identity and storage ------------------------------------------
     def to_dict(self, timing: bool = True) -> dict:
