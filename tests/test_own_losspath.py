@@ -95,3 +95,82 @@ def test_the_rule_needs_both_seeds_and_names_the_mechanism():
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.system == "H1" and found.key == "no_gradient" and "torch.round" in found.mechanism
     assert loss_path([SeedEvidence(HEALTHY["cross_entropy"], k) for k in (0, 1)]) is None
+
+
+@pytest.mark.parametrize("smoothing, flagged", [(0.0, False), (0.1, False), (0.3, False),
+                                                (0.8, True), (0.9, True)])
+def test_the_floor_of_the_loss_is_measured_with_the_calls_own_options(smoothing, flagged):
+    """A confident right answer scores ~0 without smoothing; with 0.9 over 4 classes the best
+    reachable loss sits within a few percent of a uniform guess."""
+    from labkit.diagnosis.own_targets import FLOOR
+    s = setup(loss=nn.CrossEntropyLoss(label_smoothing=smoothing))
+    fl = audit(s, 0, s.batches(0))["floor"]
+    assert fl["chance"] == pytest.approx(torch.log(torch.tensor(4.0)).item(), rel=1e-5)
+    assert fl["label_smoothing"] == pytest.approx(smoothing)
+    assert (fl["best"] >= FLOOR * fl["chance"]) is flagged, fl
+    if smoothing == 0.0:
+        assert fl["best"] < 1e-6
+
+
+def test_the_floor_rule_names_label_smoothing():
+    from labkit.diagnosis.own_evidence import SeedEvidence
+    from labkit.diagnosis.own_losspath import loss_path
+    s = setup(loss=lambda p, y: F.cross_entropy(p, y, label_smoothing=0.9))
+    found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
+    assert found.system == "H1" and found.key == "loss_floor"
+    assert "label_smoothing=0.9" in found.mechanism and "true class gets 0.325" in found.mechanism
+    s = setup(loss=lambda p, y: F.nll_loss(F.log_softmax(p, 1), y))  # nll_loss: floor ~0
+    assert audit(s, 0, s.batches(0))["floor"]["best"] < 1e-6
+
+
+TOKENS = torch.randint(0, 12, (64, 10), generator=G)
+
+
+class GruLm(nn.Module):  # causal: position t reads tokens 0..t
+    def __init__(self):
+        super().__init__()
+        self.embed, self.rnn, self.out = nn.Embedding(12, 16), nn.GRU(16, 16, batch_first=True), nn.Linear(16, 12)
+
+    def forward(self, ids):
+        return self.out(self.rnn(self.embed(ids))[0])
+
+
+class BiGru(GruLm):  # not causal: every position reads every token
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(16, 8, batch_first=True, bidirectional=True)
+
+
+class TokenSetup(Setup):
+    model, shift = GruLm, False
+
+    def make_model(self, seed):
+        torch.manual_seed(seed)
+        return self.model()
+
+    def batches(self, seed):
+        return [{"input_ids": TOKENS[i:i + 32], "labels": TOKENS[i:i + 32].clone()} for i in (0, 32)]
+
+    def loss_fn(self, model, batch):
+        logits, labels = model(batch["input_ids"]), batch["labels"]
+        if self.shift:
+            logits, labels = logits[:, :-1], labels[:, 1:]
+        return F.cross_entropy(logits.reshape(-1, 12), labels.reshape(-1))
+
+
+@pytest.mark.parametrize("model, shift, copies", [(GruLm, False, True), (GruLm, True, None),
+                                                  (BiGru, False, False)])
+def test_labels_equal_to_a_causal_models_inputs_are_measured(model, shift, copies):
+    """Unshifted labels on a causal model: flagged. Shifted in the loss (the Hugging Face way):
+    the targets are not the inputs. A bidirectional model: the labels are the inputs, but its
+    early outputs read the last token, so nothing is claimed."""
+    s = type("T", (TokenSetup,), {"model": model, "shift": shift})()
+    assert audit(s, 0, s.batches(0))["copies"] is copies
+
+
+def test_the_copy_rule_is_h2_and_says_shift():
+    from labkit.diagnosis.own_evidence import SeedEvidence
+    from labkit.diagnosis.own_losspath import loss_path
+    s = TokenSetup()
+    found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
+    assert found.system == "H2" and found.key == "labels_are_inputs" and "shift" in found.mechanism

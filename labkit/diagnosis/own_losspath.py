@@ -3,7 +3,7 @@ the labels, watched call by call on one batch at init.
 
 A `TorchFunctionMode` sees every torch call the loss function makes outside the model's
 own forward. Tensors that come from the model's output and from the labels are followed
-through those calls, and three defects are measured, not guessed:
+through those calls, and four defects are measured, not guessed:
 
 - **broadcast**: a call that combines the prediction with the labels at shapes that
   broadcast to more elements than either has, such as (32, 1) against (32,) giving
@@ -17,7 +17,9 @@ through those calls, and three defects are measured, not guessed:
   parameter a gradient of exactly zero;
 - **unpaired**: the loss is the same when the labels are permuted within the batch (while
   other label values do change it): it compares aggregates, not each example with its own
-  label, as ``(pred - y).mean() ** 2`` does.
+  label, as ``(pred - y).mean() ** 2`` does;
+- and, in `own_targets`, what the first classification loss's targets allow: a floor near
+  chance (label smoothing 0.9), token labels that are a causal model's own inputs.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from torch.overrides import TorchFunctionMode
 
 from . import setup as proto
 from .own_finding import OwnFinding
+from . import own_targets as targets
 
 FLAT = {"round", "floor", "ceil", "trunc", "sign", "argmax", "argmin", "gt", "ge", "lt", "le",
         "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__", "heaviside",
         "long", "int", "bool", "frac"}
 INTEGER = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
+LOSSES = ("cross_entropy", "nll_loss")  # the calls whose targets the floor and copy checks read
 
 
 def _name(func) -> str:
@@ -64,6 +68,7 @@ class _Audit(TorchFunctionMode):
         self.broadcasts: list[str] = []
         self.flat_ops: list[str] = []
         self.probabilities: list[str] = []
+        self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first classification loss
 
     def mark_output(self, output) -> None:
         for t in _tensors(output):
@@ -82,6 +87,8 @@ class _Audit(TorchFunctionMode):
             self._broadcast(name, pred[0], label[0])
         if pred:
             self._probabilities(name, pred[0], args)
+            if name in LOSSES and not self.meets and args and args[0] is pred[0]:
+                self.meets.append((func, name, args, kwargs))
             if name in FLAT or (name == "to" and any(a in INTEGER for a in list(args[1:]) +
                                                     list(kwargs.values()))):
                 self.flat_ops.append(f"torch.{name}" if name != "to" else ".to(an integer dtype)")
@@ -124,6 +131,32 @@ def audit(setup, seed: int, batches) -> dict:
     proto.make_optimizer(setup, model)  # it may change the model, as the loop sees it
     model = copy.deepcopy(model)
     batch = batches[0]
+    mode, loss = _follow(setup, model, batch)
+    zero, unpaired = None, None
+    if torch.is_tensor(loss) and loss.numel() == 1:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            unpaired = _unpaired(setup, model, batch, float(loss.detach()))
+    if torch.is_tensor(loss) and loss.requires_grad and loss.numel() == 1:
+        params = [p for p in model.parameters() if p.requires_grad]
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        zero = all(g is None or not g.any() for g in grads)
+    floor = copies = None
+    if mode.meets:
+        func, name, args, kwargs = mode.meets[0]
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            floor = targets.floor(func, name, args, kwargs, target)
+            if targets.same_tokens(target, batch, kwargs):
+                copies = targets.causal(lambda b: _first_prediction(setup, model, b, seed), batch)
+    return {"broadcasts": mode.broadcasts, "flat_ops": sorted(set(mode.flat_ops)),
+            "probabilities": mode.probabilities, "zero_grads": zero, "unpaired": unpaired,
+            "floor": floor, "copies": copies}
+
+
+def _follow(setup, model, batch):
+    """Run `loss_fn` once under a fresh `_Audit`; the model's own forward is not followed."""
     mode = _Audit(proto.labels_of(batch))
 
     def enter(module, args):
@@ -141,17 +174,15 @@ def audit(setup, seed: int, batches) -> dict:
     finally:
         for h in handles:
             h.remove()
-    zero, unpaired = None, None
-    if torch.is_tensor(loss) and loss.numel() == 1:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            unpaired = _unpaired(setup, model, batch, float(loss.detach()))
-    if torch.is_tensor(loss) and loss.requires_grad and loss.numel() == 1:
-        params = [p for p in model.parameters() if p.requires_grad]
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-        zero = all(g is None or not g.any() for g in grads)
-    return {"broadcasts": mode.broadcasts, "flat_ops": sorted(set(mode.flat_ops)),
-            "probabilities": mode.probabilities, "zero_grads": zero, "unpaired": unpaired}
+    return mode, loss
+
+
+def _first_prediction(setup, model, batch, seed):
+    """The prediction that the first classification loss in `loss_fn` receives on `batch`."""
+    torch.manual_seed(seed)  # dropout draws the same masks on both calls
+    with torch.no_grad():
+        mode, _ = _follow(setup, model, batch)
+    return mode.meets[0][2][0] if mode.meets else None
 
 
 def _same(a: float, b: float) -> bool:
@@ -211,7 +242,7 @@ def loss_path(evs) -> OwnFinding | None:
                                  "error is squared or compared) and the model cannot learn which output "
                                  "belongs to which input")
     else:
-        return None
+        return targets.finding(found)
     if also:
         text += f" (also: {also[0]})"
     return OwnFinding("H1", key, text)

@@ -4,7 +4,8 @@
   H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
   H1  the loss path, read here because a broken loss fools the control below
       (`own_losspath`: broadcast, probabilities into a loss on logits, zero gradients,
-      predictions not paired with their labels)
+      predictions not paired with their labels, a floor near chance such as label smoothing
+      0.9; and, as H2, token labels that are the causal model's own inputs, unshifted)
   H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
       from noise, one feature's scale swamping the others); held-out batches whose loss
       never improves while the training loss falls
