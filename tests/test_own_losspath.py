@@ -117,7 +117,7 @@ def test_the_floor_rule_names_label_smoothing():
     from labkit.diagnosis.own_losspath import loss_path
     s = setup(loss=lambda p, y: F.cross_entropy(p, y, label_smoothing=0.9))
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
-    assert found.system == "H1" and found.key == "loss_floor"
+    assert found.system == "H1" and found.key == "floor_near_chance"
     assert "label_smoothing=0.9" in found.mechanism and "true class gets 0.325" in found.mechanism
     s = setup(loss=lambda p, y: F.nll_loss(F.log_softmax(p, 1), y))  # nll_loss: floor ~0
     assert audit(s, 0, s.batches(0))["floor"]["best"] < 1e-6
@@ -174,3 +174,36 @@ def test_the_copy_rule_is_h2_and_says_shift():
     s = TokenSetup()
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.system == "H2" and found.key == "labels_are_inputs" and "shift" in found.mechanism
+
+
+@pytest.mark.parametrize("dim, flagged", [(0, True), (-2, True), (1, False), (-1, False)])
+def test_a_softmax_over_the_batch_dimension_is_measured(dim, flagged):
+    s = setup(loss=lambda p, y: F.nll_loss(F.log_softmax(p, dim=dim), y))
+    assert bool(audit(s, 0, s.batches(0))["batch_softmax"]) is flagged
+
+
+def test_a_square_similarity_matrix_may_be_normalised_over_dim_0():
+    """A contrastive term (examples against examples) takes log_softmax over both dims."""
+    def loss(p, y):
+        sim = p @ p.T
+        return F.cross_entropy(p, y) - 0.1 * F.log_softmax(sim, dim=0).diagonal().mean()
+    s = setup(loss=loss)
+    assert audit(s, 0, s.batches(0))["batch_softmax"] == []
+    from labkit.diagnosis.own_evidence import SeedEvidence
+    from labkit.diagnosis.own_losspath import loss_path
+    s = setup(loss=lambda p, y: F.nll_loss(F.log_softmax(p, dim=0), y))
+    found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
+    assert found.key == "softmax_over_batch" and "log_softmax(dim=0)" in found.mechanism
+
+
+@pytest.mark.parametrize("loss, floored", [
+    (lambda p, y: F.cross_entropy(F.softmax(p, 1), y), True),  # saturates: a real floor
+    (lambda p, y: F.cross_entropy(p, y), False),
+    # a term of its own that no certainty removes: a floor, but not a saturated one
+    (lambda p, y: F.cross_entropy(p, y) + 0.5 * (1 - F.normalize(p, dim=1)[:, 0]).mean(), False),
+])
+def test_the_loss_floor_needs_saturation_not_just_a_bounded_term(loss, floored):
+    from labkit.diagnosis.own_floor import loss_floor
+    s = setup(loss=loss)
+    found = loss_floor(s, 0, s.batches(0) * 2)
+    assert (found is not None and found.key == "loss_floor") is floored

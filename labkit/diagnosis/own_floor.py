@@ -6,7 +6,10 @@ module trains on the 64 samples with the learner's own loss, keeps the examples 
 now predicts right, and scores them again with the model's outputs multiplied by 1000:
 a loss that takes logits then falls to ~0 on them (each right answer becomes certain),
 while a loss with a floor (a softmax or sigmoid applied before a loss that applies its
-own, a constant offset) stays well above 0. That is an H1 defect of the loss path. Only (inputs, integer labels) batches
+own) stays well above 0 and stays bounded when the certain answer is made wrong: that
+saturation tells it from a loss on logits with a term of its own added (a regulariser, a
+contrastive term), whose certain wrong answers cost ~1000x more. That is an H1 defect of
+the loss path. Only (inputs, integer labels) batches
 whose model returns one row of class scores per example can be read this way; for any
 other batch the answer is None and the caller says UNKNOWN.
 """
@@ -24,6 +27,7 @@ STEPS, LR = 300, 1e-2
 RIGHT = 0.5  # at least this share of the batch predicted right, to have examples to score
 FLOOR = 0.2  # a loss still above this on right answers made certain is a floor
 SCALE = 1000.0  # how much more certain the outputs are made
+BOUNDED = 50.0  # a saturated loss stays below this even when the certain answer is wrong
 
 
 class _Sharper(torch.nn.Module):
@@ -58,6 +62,15 @@ def _inputs_and_labels(batch):
     return x, y
 
 
+def _wrong(setup, model, batch, classes: int) -> float | None:
+    """The loss on `batch` made certain, with every label moved to another class."""
+    y = _inputs_and_labels(batch)[1]
+    try:
+        return float(setup.loss_fn(_Sharper(model, SCALE), proto.with_labels(batch, (y + 1) % classes)))
+    except Exception:  # a loss_fn that refuses other labels: no answer, the floor stands alone
+        return None
+
+
 def loss_floor(setup, seed: int, batches) -> OwnFinding | None:
     """An H1 finding when the learner's loss stays high on a batch predicted 100% right."""
     batch = proto.take(batches, 64)
@@ -88,9 +101,15 @@ def loss_floor(setup, seed: int, batches) -> OwnFinding | None:
         right_only = _select(batch, mask)
         sure = float(setup.loss_fn(_Sharper(model, SCALE), right_only))
         surer = float(setup.loss_fn(_Sharper(model, 10 * SCALE), right_only))
+        wrong = _wrong(setup, model, right_only, out.shape[1])
     # a floor is bounded: more certainty leaves it where it is. A loss that grows with
     # certainty (label smoothing, a confidence penalty) is a choice, not a floor.
     if not sure > FLOOR or abs(surer - sure) > 0.1 * sure:
+        return None
+    # A floor of a loss on probabilities is a saturation: a certain wrong answer costs little
+    # more than a certain right one. A loss on logits plus a term of its own (a regulariser, a
+    # contrastive term) costs ~1000x the margin for a certain wrong answer: no saturation.
+    if wrong is not None and not wrong < BOUNDED:
         return None
     return OwnFinding("H1", "loss_floor", f"the loss has a floor above 0: on the {int(mask.sum())} of "
                       f"64 samples the model predicts right, made certain (outputs x{SCALE:g}), your "

@@ -69,6 +69,7 @@ class _Audit(TorchFunctionMode):
         self.flat_ops: list[str] = []
         self.probabilities: list[str] = []
         self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first classification loss
+        self.batch_softmax: list[str] = []  # softmax calls that normalise over the batch
 
     def mark_output(self, output) -> None:
         for t in _tensors(output):
@@ -89,6 +90,8 @@ class _Audit(TorchFunctionMode):
             self._probabilities(name, pred[0], args)
             if name in LOSSES and not self.meets and args and args[0] is pred[0]:
                 self.meets.append((func, name, args, kwargs))
+            if name in ("softmax", "log_softmax") and args and args[0] is pred[0]:
+                self.batch_softmax += targets.over_batch(name, pred[0], args, kwargs)
             if name in FLAT or (name == "to" and any(a in INTEGER for a in list(args[1:]) +
                                                     list(kwargs.values()))):
                 self.flat_ops.append(f"torch.{name}" if name != "to" else ".to(an integer dtype)")
@@ -152,7 +155,7 @@ def audit(setup, seed: int, batches) -> dict:
                 copies = targets.causal(lambda b: _first_prediction(setup, model, b, seed), batch)
     return {"broadcasts": mode.broadcasts, "flat_ops": sorted(set(mode.flat_ops)),
             "probabilities": mode.probabilities, "zero_grads": zero, "unpaired": unpaired,
-            "floor": floor, "copies": copies}
+            "floor": floor, "copies": copies, "batch_softmax": mode.batch_softmax}
 
 
 def _follow(setup, model, batch):

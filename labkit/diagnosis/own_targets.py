@@ -8,7 +8,10 @@
   same positions (the shift by one forgotten) and the model is causal: its outputs before
   the last position do not move when the last input token changes. Each position then sees
   its own label and the model learns to copy it (H2, the labels). A model that reads the
-  whole sequence (an autoencoder) is not flagged: copying is its task.
+  whole sequence (an autoencoder) is not flagged: copying is its task;
+- **a softmax over the batch**: ``softmax`` / ``log_softmax`` of the model's output taken
+  over dim 0, the examples of the batch, instead of over the classes (H1, the loss). A square
+  matrix (examples against examples, as a contrastive loss builds) is left alone.
 """
 
 from __future__ import annotations
@@ -97,6 +100,16 @@ def causal(predict, batch) -> bool:
         not torch.allclose(b[:, -1], a[:, -1], rtol=1e-4, atol=1e-5)
 
 
+def over_batch(name, pred, args, kwargs) -> list[str]:
+    """A one-item list naming a softmax of the prediction over dim 0 (the batch), else []."""
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    if not isinstance(dim, int) or pred.dim() < 2 or pred.shape[0] < 2 or dim % pred.dim() != 0:
+        return []
+    if pred.shape[0] == pred.shape[1]:  # a similarity matrix (a contrastive loss): either dim is fair
+        return []
+    return [f"{name}(dim={dim}) of the model's output {tuple(pred.shape)}"]
+
+
 def finding(found: list[dict]) -> OwnFinding | None:
     """The finding when both seeds' audits measured the same target defect."""
     if all(f.get("copies") for f in found):
@@ -115,7 +128,13 @@ def finding(found: list[dict]) -> OwnFinding | None:
                  "prediction is nearly uniform and the logits have almost nothing to learn"
                  if ls > 0 else f"the targets and options given to {fl['call']} do not reward "
                  "the right class")
-        return OwnFinding("H1", "loss_floor", f"the loss has a floor near chance: on the first batch a "
+        return OwnFinding("H1", "floor_near_chance", f"the loss has a floor near chance: on the first batch a "
                           f"perfectly confident, correct prediction scores {fl['best']:.3g} at best, "
                           f"against {fl['chance']:.3g} for a uniform guess; {cause}")
+    if all(f.get("batch_softmax") for f in found):
+        return OwnFinding("H1", "softmax_over_batch", f"the loss takes {found[0]['batch_softmax'][0]} "
+                          "over the batch dimension: each class is normalised across the examples of "
+                          "the batch instead of each example across its classes, so one example's loss "
+                          "depends on the others in its batch and the outputs are not per-example "
+                          "probabilities; normalise over the classes, dim=1 (or dim=-1)")
     return None
