@@ -160,8 +160,10 @@ def _rows(path, nb, plan, outcomes, names, stub_before) -> list[Row]:
     return rows
 
 
-def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
-    """Grade several notebooks into one table; 0 when every check passed, else 1."""
+def grade(paths, *, json_path=None, write=None, out=None, err=None) -> int:
+    """Grade several notebooks into one table; 0 when every check passed, else 1.
+    `write(rows)`, if given, writes the rows in other formats (`labkit.learn.grade_formats`)."""
+    out, err = out or sys.stdout, err or sys.stderr
     rows: list[Row] = []
     for path in map(Path, paths):
         started = time.perf_counter()
@@ -180,8 +182,10 @@ def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
     out.write(format_table(rows))
     if json_path:
         from ..store import atomic_write_json
-        atomic_write_json(json_path, {"format": "labkit.grades/1", "rows": [asdict(r) for r in rows],
-                                      "summary": summary(rows)}, backup=False)
+        from .grade_formats import grades_document
+        atomic_write_json(json_path, grades_document(rows, summary(rows)), backup=False)
+    if write is not None:
+        write(rows)
     return 0 if all(r.status == "passed" for r in rows) else 1
 
 
