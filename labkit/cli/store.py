@@ -21,17 +21,10 @@ def add_export(sub):
     p.set_defaults(func=cmd_export)
 
 
-def _kinds() -> None:
-    """Load the features that keep records, so the store knows their rules and formats."""
-    from ..diagnosis import triage  # noqa: F401
-    from ..forecast import kept  # noqa: F401
-    from ..learn import flashcards  # noqa: F401 (reads an old flashcards.json)
-    from ..learn.drill import log  # noqa: F401 (reads an old drill.json)
-
-
 def cmd_export(args) -> int:
+    from ..learn.keep import load_kinds
     from ..store.learner import default_store
-    _kinds()
+    load_kinds()
     store = default_store()
     doc = store.export()
     target = args.json
@@ -53,8 +46,9 @@ def add_import(sub):
 
 
 def cmd_import(args) -> int:
+    from ..learn.keep import load_kinds
     from ..store.learner import default_store
-    _kinds()
+    load_kinds()
     from ..store import read_json
     from ..store.exchange import records_in
     records = records_in(read_json(args.path, what="file to import"), args.path)
