@@ -79,59 +79,99 @@ def test_csv_has_one_row_per_check_with_a_relative_path_and_the_learner(tmp_path
     assert {r["learner"] for r in given} == {"grace"}
 
 
-def _wrong_copy(tmp_path) -> Path:
-    wrong = tmp_path / "wrong" / EX_A
-    wrong.parent.mkdir()
+def test_hidden_files_are_read_with_their_points_and_refused_with_a_sentence(tmp_path):
+    from labkit.learn.hidden import read_hidden
+    hidden = read_hidden(ROOT / "instructor" / "hidden")
+    assert hidden.points == {"ex_a_hidden_order": 1, "ex_a_hidden_deeper": 2}
+    assert hidden.cells_for(["ex_a_predict"]) and hidden.cells_for(["ex_b_predict"]) == []
+    (tmp_path / "mixed.py").write_text("@answer_check\ndef ex_a_x(a): pass\n"
+                                       "@answer_check\ndef ex_b_y(a): pass\n")
+    with pytest.raises(ValueError, match=r"mixes exercises \['ex_a', 'ex_b'\]"):
+        read_hidden(tmp_path / "mixed.py")
+    with pytest.raises(ValueError, match="holds no hidden checks"):
+        read_hidden(tmp_path / "nowhere")
+    assert main_rc("grade", "x.ipynb", "--hidden", str(tmp_path / "nowhere")) == 2
+
+
+def main_rc(*argv):
+    from labkit.cli import main
+    return main(list(argv))
+
+
+def _wrong_copy(path: Path) -> None:
     nb = nbformat.read(ROOT / "solutions" / EX_A, as_version=4)
     answer = [c for c in nb.cells if 'deeper_null_groups = ["backbone.0"]' in c.source]
     assert len(answer) == 1
     answer[0].source = answer[0].source.replace('["backbone.0"]', '["backbone.2"]')
-    nbformat.write(nb, wrong)
-    return wrong
+    nbformat.write(nb, path)
+
+
+def _workflow_script() -> str:
+    import yaml
+    steps = yaml.safe_load((ROOT / "instructor" / "grade.yml").read_text())["jobs"]["grade"]["steps"]
+    return next(s["run"] for s in steps if "labkit grade" in s.get("run", ""))
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """`labkit grade` on a solved and on a wrong Exercise A, one run each, from the folder
-    that holds them, as an autograder would."""
+    """The instructor workflow's grading step, run as GitHub Actions would run it, on a
+    solved and on a wrong Exercise A: the submission gives only its notebook, the hidden
+    checks come from the grader tree (here: this repository's instructor/hidden)."""
     tmp = tmp_path_factory.mktemp("gradescope")
-    solved = tmp / "solved" / EX_A
-    solved.parent.mkdir()
-    solved.write_text((ROOT / "solutions" / EX_A).read_text())
-    wrong = _wrong_copy(tmp)
-    env = {**os.environ, "LABKIT_HOME": str(tmp / "home")}
     out = {}
-    for name, nb in (("solved", solved), ("wrong", wrong)):
-        done = subprocess.run([sys.executable, "-m", "labkit", "grade", str(nb.relative_to(tmp)),
-                               "--gradescope", f"{name}.json", "--csv", f"{name}.csv",
-                               "--learner", "ada", "--json", f"{name}.grades.json"],
-                              cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
-        out[name] = (done, json.loads((tmp / f"{name}.json").read_text()),
-                     list(csv.DictReader(open(tmp / f"{name}.csv"))),
-                     json.loads((tmp / f"{name}.grades.json").read_text()))
+    for name in ("solved", "wrong"):
+        sub = tmp / name / "submission"
+        (sub / "exercises").mkdir(parents=True)
+        if name == "solved":
+            (sub / "exercises" / EX_A).write_text((ROOT / "solutions" / EX_A).read_text())
+        else:
+            _wrong_copy(sub / "exercises" / EX_A)
+        env = {**os.environ, "LABKIT_HOME": str(tmp / name / "home"), "GITHUB_ACTOR": "ada",
+               "HIDDEN": str(ROOT / "instructor" / "hidden"),
+               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        done = subprocess.run(["bash", "-e", "-c", _workflow_script()], cwd=sub, env=env,
+                              capture_output=True, text=True, timeout=600)
+        out[name] = (done, json.loads((sub / "results.json").read_text()),
+                     list(csv.DictReader(open(sub / "grades.csv"))),
+                     json.loads((sub / "grades.json").read_text()))
     return out
+
+
+NB = "exercises/ex_a_break_the_graph.ipynb"
 
 
 @pytest.mark.slow
 @pytest.mark.ex_a
 def test_solved_and_wrong_differ_by_the_failed_checks_points(graded):
     (ok, solved, _, _), (bad, wrong, _, _) = graded["solved"], graded["wrong"]
-    assert ok.returncode == 0 and bad.returncode == 1, ok.stderr + bad.stderr
+    assert ok.returncode == 0 and bad.returncode == 1, ok.stdout + ok.stderr + bad.stderr
     for doc in (solved, wrong):
         jsonschema.validate(doc, SCHEMA)
     failed = [t for t in wrong["tests"] if t["status"] == "failed"]
-    assert [t["name"] for t in failed] == ["wrong/ex_a_break_the_graph.ipynb: ex_a_transfer"]
-    assert solved["score"] == solved["max_score"] == wrong["max_score"]
-    assert solved["score"] - wrong["score"] == sum(t["max_score"] for t in failed) == 2.0
+    assert [t["name"] for t in failed] == [f"{NB}: ex_a_transfer", f"{NB}: ex_a_hidden_deeper"]
+    assert solved["score"] == solved["max_score"] == wrong["max_score"] == 9.0  # 6 + 3 hidden
+    assert solved["score"] - wrong["score"] == sum(t["max_score"] for t in failed) == 4.0
     assert failed[0]["output"].startswith("failed: The deeper run has 1 group(s)")
+
+
+@pytest.mark.slow
+@pytest.mark.ex_a
+def test_hidden_checks_run_in_the_learners_kernel_and_show_after_publishing(graded):
+    _, solved, _, _ = graded["solved"]
+    shown = {t["name"].split(": ")[1]: t["visibility"] for t in solved["tests"]}
+    assert shown["ex_a_hidden_order"] == shown["ex_a_hidden_deeper"] == "after_published"
+    assert shown["ex_a_transfer"] == "visible"
+    assert {t["status"] for t in solved["tests"]} == {"passed"}
+    learners_copy = (ROOT / "exercises" / EX_A).read_text()
+    assert "ex_a_hidden" not in learners_copy  # never shipped to learners
 
 
 @pytest.mark.slow
 @pytest.mark.ex_a
 def test_csv_and_json_rows_match_the_checks(graded):
     _, doc, rows, grades = graded["wrong"]
-    assert len(rows) == len(doc["tests"]) == len(grades["rows"]) == 5  # one row per check
-    assert {r["learner"] for r in rows} == {"ada"}
-    assert {r["notebook"] for r in rows} == {"wrong/ex_a_break_the_graph.ipynb"}
+    assert len(rows) == len(doc["tests"]) == len(grades["rows"]) == 7  # one row per check
+    assert {r["learner"] for r in rows} == {"ada"}  # $GITHUB_ACTOR in the workflow
+    assert {r["notebook"] for r in rows} == {NB}  # relative to the submission
     assert grades["format"] == "labkit.grades/2"
-    assert (grades["score"], grades["max_score"]) == (4, 6)
+    assert (grades["score"], grades["max_score"]) == (5, 9)

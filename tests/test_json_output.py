@@ -98,3 +98,17 @@ def test_the_learner_store_and_any_sqlite_file_are_refused(capsys, home, tmp_pat
 def test_drill_json_needs_stats(capsys):
     assert main(["drill", "--json", "-"]) == 2
     assert "--json goes with --stats" in capsys.readouterr().err
+
+
+def test_grade_json_dash(capsys, tmp_path):
+    """The grade command through the same writer: a one-cell notebook whose check is unanswered."""
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell("from labkit.learn.check import ex_a_mechanism\n"
+                                              "ex_a_mechanism(...)"))
+    path = tmp_path / "ex.ipynb"
+    nbformat.write(nb, path)
+    doc, err = stdout_doc(capsys, "grade", str(path), rc=1)
+    assert doc["format"] == "labkit.grades/2"
+    assert [r["status"] for r in doc["rows"]] == ["not yet answered"]
+    assert "TOTAL: 0 passed" in err  # the table went to stderr

@@ -108,3 +108,17 @@ def test_version_and_python_m_labkit():
     assert helped.returncode == 0 and "grade" in helped.stdout and "checklist" in helped.stdout
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert f"## {labkit.__version__}" in changelog
+
+
+def test_every_extra_is_pinned_and_torch_stays_2_13():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = _pins()
+    assert pins["torch"] == "2.13.0"
+    for extra, specs in meta["optional-dependencies"].items():
+        for spec in specs:
+            name = re.match(r"[A-Za-z0-9_.\-]+", spec).group(0).lower().replace("_", "-")
+            assert name in pins, f"extra {extra!r}: {name} has no pin in constraints.txt"
+    # Lightning's own requirements, pinned with it, so `pip install -c constraints.txt
+    # '.[lightning]'` resolves to tested versions and leaves torch alone
+    for name in ("lightning", "pytorch-lightning", "torchmetrics", "lightning-utilities"):
+        assert name in pins

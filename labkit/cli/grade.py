@@ -22,6 +22,9 @@ def add_grade(sub):
                         "after_due_date or after_published")
     p.add_argument("--csv", default=None, metavar="PATH",
                    help="write one CSV row per notebook and check here (- for stdout)")
+    p.add_argument("--hidden", default=None, metavar="PATH",
+                   help="the instructor's hidden checks: a .py file or a folder of them, run "
+                        "after each notebook of the same exercise (see labkit.learn.hidden)")
     p.add_argument("--learner", default=None,
                    help="the learner id for --csv (default: the notebook's labkit_learner "
                         "metadata)")
@@ -36,6 +39,10 @@ def cmd_grade(args) -> int:
     if targets.count("-") > 1:
         raise ValueError("only one of --json, --gradescope and --csv can write to stdout (-).")
     formats.gradescope([], visibility=args.visibility)  # a bad --visibility fails before grading
+    hidden = None
+    if args.hidden:
+        from ..learn.hidden import read_hidden
+        hidden = read_hidden(args.hidden)
     for name in ("json", "gradescope", "csv"):  # a refused path fails before grading, too
         target = getattr(args, name)
         if target and target != "-":
@@ -43,16 +50,16 @@ def cmd_grade(args) -> int:
 
     def write(rows):
         if args.json:
-            write_json(formats.grades_document(rows, summary(rows)), args.json)
+            write_json(formats.grades_document(rows, summary(rows), hidden), args.json)
         if args.gradescope:
-            doc = formats.gradescope(rows, visibility=args.visibility)
+            doc = formats.gradescope(rows, visibility=args.visibility, hidden=hidden)
             write_json(doc, args.gradescope, "--gradescope", foreign=True)
         if args.csv:
-            text = formats.csv_text(rows, learner=args.learner)
+            text = formats.csv_text(rows, learner=args.learner, hidden=hidden)
             if args.csv == "-":
                 print(text, end="")
             else:
                 formats.write_csv(check_output_path(args.csv, "--csv"), text)
     out = human("-" if "-" in targets else None)
-    return grade(args.notebooks, write=write, out=out)
+    return grade(args.notebooks, write=write, hidden=hidden, out=out)
 

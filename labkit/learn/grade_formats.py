@@ -25,8 +25,11 @@ CSV_COLUMNS = ("learner", "notebook", "exercise", "check", "status", "points", "
 LEARNER_KEY = "labkit_learner"  # notebook metadata: {"labkit_learner": "ada"}
 
 
-def points_of(check: str) -> int:
-    """What the answer check named `check` is worth (1 unless set beside it)."""
+def points_of(check: str, hidden=None) -> int:
+    """What the answer check named `check` is worth (1 unless set beside it); `hidden`: the
+    instructor's hidden checks (`labkit.learn.hidden.Hidden`), with their own points."""
+    if hidden is not None and check in hidden.points:
+        return hidden.points[check]
     from . import check as checks
     return getattr(getattr(checks, check, None), "points", 1)
 
@@ -40,39 +43,49 @@ def relative(path) -> str:
         return p.as_posix()
 
 
-def scored(rows) -> list[dict]:
+def scored(rows, hidden=None) -> list[dict]:
     """Every row as a dict with a relative notebook path, its points and its score."""
     out = []
     for r in rows:
         d = asdict(r)
         d["notebook"] = relative(r.notebook)
-        d["max_points"] = points_of(r.check)
+        d["max_points"] = points_of(r.check, hidden)
         d["points"] = d["max_points"] if r.status == "passed" else 0
         out.append(d)
     return out
 
 
-def grades_document(rows, summary: dict) -> dict:
+def grades_document(rows, summary: dict, hidden=None) -> dict:
     """labkit's own format: rows with points, the summary, the score out of the total."""
     from .. import __version__
-    done = scored(rows)
+    done = scored(rows, hidden)
     return {"format": GRADES_FORMAT, "labkit": __version__, "rows": done, "summary": summary,
             "score": sum(r["points"] for r in done), "max_score": sum(r["max_points"] for r in done)}
 
 
-def gradescope(rows, *, visibility: str = "visible") -> dict:
-    """Gradescope's autograder ``results.json`` (its "Autograder Specifications" page)."""
-    if visibility not in VISIBILITIES:
+def _visibility(name: str, value: str) -> str:
+    if value not in VISIBILITIES:
         from ..errors import suggest
-        raise ValueError(f"visibility={visibility!r} is not one Gradescope knows; use one of "
-                         f"{', '.join(VISIBILITIES)}.{suggest(visibility, list(VISIBILITIES))}")
+        raise ValueError(f"{name}={value!r} is not one Gradescope knows; use one of "
+                         f"{', '.join(VISIBILITIES)}.{suggest(value, list(VISIBILITIES))}")
+    return value
+
+
+def gradescope(rows, *, visibility: str = "visible", hidden=None,
+               hidden_visibility: str = "after_published") -> dict:
+    """Gradescope's autograder ``results.json`` (its "Autograder Specifications" page); the
+    instructor's `hidden` checks get `hidden_visibility`."""
+    _visibility("visibility", visibility)
+    _visibility("hidden_visibility", hidden_visibility)
+    secret = set(hidden.points) if hidden is not None else set()
     tests = []
-    for n, r in enumerate(scored(rows), 1):
+    for n, r in enumerate(scored(rows, hidden), 1):
         output = r["question"] if r["status"] == "passed" else f"{r['status']}: {r['message']}"
         tests.append({"name": f"{r['notebook']}: {r['check']}", "number": str(n),
                       "score": float(r["points"]), "max_score": float(r["max_points"]),
                       "status": "passed" if r["status"] == "passed" else "failed",
-                      "output": output, "visibility": visibility})
+                      "output": output,
+                      "visibility": hidden_visibility if r["check"] in secret else visibility})
     return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
             "visibility": visibility, "stdout_visibility": "visible",
             "output": f"labkit grade: {sum(t['status'] == 'passed' for t in tests)}/{len(tests)} "
@@ -91,13 +104,13 @@ def learner_of(notebook, given: str | None) -> str:
         return ""
 
 
-def csv_text(rows, *, learner: str | None = None) -> str:
+def csv_text(rows, *, learner: str | None = None, hidden=None) -> str:
     """One line per notebook and check: learner, notebook, exercise, check, status, points."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     ids = {}
-    for r, d in zip(rows, scored(rows)):
+    for r, d in zip(rows, scored(rows, hidden)):
         if r.notebook not in ids:
             ids[r.notebook] = learner_of(r.notebook, learner)
         writer.writerow({"learner": ids[r.notebook], **{k: d[k] for k in CSV_COLUMNS[1:]}})
