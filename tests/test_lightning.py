@@ -39,6 +39,7 @@ class Tiny(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
+@pytest.mark.slow
 def test_callback_records_20_steps_as_lightning_trains_them(tmp_path):
     from labkit.core.watch_lightning import WatchCallback
     torch.manual_seed(0)
