@@ -31,8 +31,16 @@ def _add_run(sub):
     p.set_defaults(func=cmd_run)
 
 
+def _output(args) -> None:
+    """Refuse an output path that would harm the learner store, before any work is done."""
+    if getattr(args, "json", None) not in (None, True, False):
+        from ..store.guard import check_output_path
+        check_output_path(args.json, "--json")
+
+
 def cmd_run(args) -> int:
     from ..bugs.inject import train
+    _output(args)
     given = {"task": args.task, "seed": args.seed, "steps": args.steps, "lr": args.lr,
              "precision": args.precision}
     run = train(bug=args.bug, **{k: v for k, v in given.items() if v is not None})
@@ -93,7 +101,7 @@ def cmd_triage(args) -> int:
     from ..bugs import get_bug
     from ..core.config import Config
     from ..diagnosis.explorer import diagnose
-    from ..diagnosis.triage import TriageRefused
+    _output(args)
     if args.setup is not None:
         if args.bug or args.task:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
@@ -138,6 +146,7 @@ def _add_grade(sub):
 
 def cmd_grade(args) -> int:
     from ..learn.grade import grade
+    _output(args)
     return grade(args.notebooks, json_path=args.json)
 
 
@@ -175,6 +184,7 @@ def _add_forecasts(sub):
 def cmd_forecasts(args) -> int:
     from ..forecast.history import ForecastHistory
     from ..learn import predictions
+    _output(args)
     report = ForecastHistory().report()
     report["predictions"] = predictions.summary()
     print(report["text"])

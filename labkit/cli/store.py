@@ -30,7 +30,10 @@ def _kinds() -> None:
 
 
 def cmd_export(args) -> int:
+    from ..store.guard import check_output_path
     from ..store.learner import default_store
+    if args.json:
+        check_output_path(args.json, "--json")
     _kinds()
     from ..store import atomic_write_json
     store = default_store()

@@ -82,7 +82,10 @@ def _keep_backup(path: Path) -> None:
     os.replace(side, path.with_name(path.name + ".bak"))
 
 
-def atomic_write_text(path, text: str, *, backup: bool = True) -> Path:
+def atomic_write_text(path, text: str, *, backup: bool = True, parameter: str = "path") -> Path:
+    """Write `text` to `path` atomically; a path that would harm a store is refused first."""
+    from .guard import check_output_path
+    check_output_path(path, parameter)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_tmp(path.parent)
@@ -111,9 +114,9 @@ def atomic_write_text(path, text: str, *, backup: bool = True) -> Path:
     return path
 
 
-def atomic_write_json(path, obj, *, backup: bool = True) -> Path:
+def atomic_write_json(path, obj, *, backup: bool = True, parameter: str = "path") -> Path:
     text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=False)
-    return atomic_write_text(path, text + "\n", backup=backup)
+    return atomic_write_text(path, text + "\n", backup=backup, parameter=parameter)
 
 
 def read_text(path, *, what: str = "file") -> str:

@@ -43,21 +43,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import check_choice
+from .guard import STORE_NAME, labkit_home, store_path  # noqa: F401 (public here too)
 from .exchange import ON_OPEN, merge_rule, same_or_refuse
 from .sqlite import (FORMAT, StoreConflict, StoreError,  # noqa: F401 (FORMAT: public)
-                           failure_sentence, open_connection)
+                     failure_sentence, open_connection)
 
-STORE_NAME = "labkit.sqlite3"
 KINDS = ["forecast", "triage", "drill", "flashcard", "grade", "prediction"]  # a new feature appends its kind
-
-
-def labkit_home() -> Path:
-    return Path(os.environ.get("LABKIT_HOME") or Path.home() / ".labkit")
-
-
-def store_path() -> Path:
-    """Where the learner's store lives: ``$LABKIT_HOME/labkit.sqlite3``."""
-    return labkit_home() / STORE_NAME
 
 
 _OPEN: dict[str, "LearnerStore"] = {}

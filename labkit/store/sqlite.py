@@ -19,7 +19,11 @@ BUSY_S = 30.0  # how long a write waits for another writer before giving up
 _HEADER = b"SQLite format 3\x00"
 
 
+_CHECKED: dict[str, str | None] = {}  # store path and inode -> why it is damaged (None: sound), per process
+
+
 def open_connection(path: Path) -> sqlite3.Connection:
+    """A connection to the store at `path`; a damaged store is refused (`damage`) untouched."""
     check_store_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,6 +31,8 @@ def open_connection(path: Path) -> sqlite3.Connection:
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(failure_sentence(path, exc, "opening it")) from None
     try:
+        if path.exists() and path.stat().st_size and quick_check(path, conn):
+            raise StoreError(damage(path))  # closed below, before SQLite writes a byte
         _prepare_waiting(path, conn)
     except BaseException as exc:
         conn.close()
@@ -74,6 +80,36 @@ def _prepare(path: Path, conn) -> None:
                      "kind TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, "
                      "created_at REAL NOT NULL, updated_at REAL NOT NULL, UNIQUE (kind, key))")
         conn.execute("COMMIT")
+
+
+def quick_check(path: Path, conn) -> str | None:
+    """Why the store at `path` is damaged (SQLite's ``PRAGMA quick_check``), or None; the
+    check runs once per store and process, and it only reads."""
+    key = f"{path}:{path.stat().st_ino}"  # a file moved aside and started afresh is checked again
+    if key not in _CHECKED:
+        try:
+            rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+            found = "; ".join(" ".join(str(r[0]).replace("*** in database main ***", "")
+                                       .split()).lower() for r in rows if r[0] != "ok")
+        except sqlite3.DatabaseError as exc:
+            if not (getattr(exc, "sqlite_errorname", "") or "").startswith(
+                    ("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+                raise  # busy, read-only, a full disk: not damage; said in words by the caller
+            found = str(exc)
+        _CHECKED[key] = found or None
+    return _CHECKED[key]
+
+
+def damage(path: Path) -> str | None:
+    """The sentence that refuses writing to a damaged store, or None for a sound one."""
+    why = _CHECKED.get(f"{path}:{path.stat().st_ino}")
+    if not why:
+        return None
+    return (f"The labkit store {str(path)!r} is damaged (SQLite's quick_check says: {why:.120}), "
+            "so labkit will neither read nor write it, and left it untouched; to recover, copy "
+            "it somewhere safe (`sqlite3 COPY .recover` can often rescue its records, and "
+            "`labkit export` then reads the rescued copy), and move the damaged file aside: "
+            "labkit starts a fresh store in its place.")
 
 
 # ---- refusing what is not a store ----------------------------------------------------------
