@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .store import add_export, add_import
+from .store import add_export, add_import, add_store
 
 
 class _Parser(argparse.ArgumentParser):
@@ -208,7 +208,7 @@ def cmd_drill(args) -> int:
 
 
 COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, _add_checklist, _add_forecasts, _add_drill,
-            add_export, add_import]
+            add_export, add_import, add_store]
 
 
 def build_parser() -> argparse.ArgumentParser:

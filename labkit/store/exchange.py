@@ -70,7 +70,13 @@ def export_document(store) -> dict:
 
 
 def records_in(doc, source) -> list[dict]:
-    """The records a JSON document holds, checked; ValueError names `source` if it is not one."""
+    """The records a JSON document holds, each checked against its kind's schema before
+    anything is written; ValueError names `source`, the record and the field."""
+    from .schema import check_import
+    return check_import(_records_in(doc, source), source)
+
+
+def _records_in(doc, source) -> list[dict]:
     fmt = doc.get("format") if isinstance(doc, dict) else None
     try:
         if fmt == FORMAT:

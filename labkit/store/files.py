@@ -123,7 +123,14 @@ def read_text(path, *, what: str = "file") -> str:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No {what} at {str(path)!r}.")
-    return path.read_text(encoding="utf-8")
+    if path.is_dir():
+        raise IsADirectoryError(f"The {what} {str(path)!r} is a folder; give a file.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"The {what} at {str(path)!r} is not UTF-8 text (byte {exc.start} "
+                         "cannot be read; is it binary, or saved as UTF-16?); it was left "
+                         "untouched.") from None
 
 
 def read_json(path, *, what: str = "file"):
@@ -131,6 +138,9 @@ def read_json(path, *, what: str = "file"):
     text = read_text(path, what=what)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"The {what} at {str(path)!r} nests lists and objects too deeply to "
+                         "be a labkit document; it was left untouched.") from None
     except json.JSONDecodeError as exc:
         bak = Path(str(path) + ".bak")
         hint = f" The last good copy is at {str(bak)!r}." if bak.exists() else ""
