@@ -139,15 +139,20 @@ def _print_record(record, args) -> int:
 
 def _add_grade(sub):
     p = sub.add_parser("grade", help="run exercise notebooks and report every answer check")
-    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="exercise notebooks (.ipynb)")
+    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK",
+                   help="exercise notebooks (.ipynb), or a folder of them")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the rows here as JSON")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="time limit per cell (default 120); a cell over it becomes a 'timed out' row")
     p.set_defaults(func=cmd_grade)
 
 
 def cmd_grade(args) -> int:
+    from ..errors import check_number
     from ..learn.grade import grade
     _output(args)
-    return grade(args.notebooks, json_path=args.json)
+    check_number("--timeout", args.timeout, minimum=0, strict_min=True, allow_none=True)
+    return grade(args.notebooks, json_path=args.json, timeout=args.timeout)
 
 
 def _add_checklist(sub):
@@ -211,6 +216,10 @@ COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, _add_checklist, _add_f
             add_export, add_import, add_store]
 
 
+_INTERRUPTED = {"grade": "the notebooks were not changed, and the grading so far was not kept",
+                "drill": "what the drill saved before stays saved"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="labkit", description="labkit: train, break and diagnose toy "
                      "PyTorch runs. See README.md for the study path.")
@@ -221,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    parser, args = build_parser(), None
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
@@ -233,6 +242,10 @@ def main(argv=None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        print(f"labkit: interrupted; {_INTERRUPTED.get(getattr(args, 'command', None), 'nothing more was done')}.",
+              file=sys.stderr)
+        return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"labkit: error: {msg}", file=sys.stderr)
