@@ -62,9 +62,9 @@ def _add_bugs(sub):
 def cmd_bugs(args) -> int:
     from ..bugs import BUGS, SYSTEMS
     if args.json:
-        print(_json_out([{k: b.as_dict()[k] for k in ("name", "system", "stage", "symptom",
+        print(json.dumps([{k: b.as_dict()[k] for k in ("name", "system", "stage", "symptom",
                                                         "mechanism", "exercise", "seam", "variants")}
-                         for b in BUGS.values()]))
+                         for b in BUGS.values()], indent=2))
         return 0
     width = max(map(len, BUGS))
     for system, meaning in SYSTEMS.items():
@@ -94,6 +94,8 @@ def _add_triage(sub):
     p.add_argument("--task", default=None, help="classify or lm (healthy setup only)")
     p.add_argument("--seeds", type=_seeds, default=(0, 1), help="two seeds (default 0,1)")
     p.add_argument("--json", default=None, metavar="PATH", help="also save the record here")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="with --setup: the time your train() calls may take together (default 600)")
     p.set_defaults(func=cmd_triage)
 
 
@@ -107,10 +109,12 @@ def cmd_triage(args) -> int:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
         from ..diagnosis.setup import load
         try:
-            record = diagnose(load(args.setup), seeds=args.seeds)
+            record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
         except TypeError as exc:  # a method of the setup returned the wrong kind of thing
             raise ValueError(str(exc)) from exc
         return _print_record(record, args)
+    if args.budget is not None:
+        raise ValueError("--budget bounds the train() of your own code; it applies only with --setup.")
     if args.bug is not None:
         bug = get_bug(args.bug)  # unknown names fail here, before any training
         if args.task:
@@ -177,8 +181,6 @@ def cmd_checklist(args) -> int:
     return 0 if result.passed else 1
 
 
-
-
 def _add_forecasts(sub):
     p = sub.add_parser("forecasts", help="your calibration record: scored forecasts by exercise "
                        "and shape, and your habits")
@@ -216,8 +218,7 @@ COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, _add_checklist, _add_f
             add_export, add_import, add_store]
 
 
-_INTERRUPTED = {"grade": "the notebooks were not changed, and the grading so far was not kept",
-                "drill": "what the drill saved before stays saved"}
+_INTERRUPTED = {"grade": "the notebooks were not changed, and the grading so far was not kept"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -243,17 +244,13 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        print(f"labkit: interrupted; {_INTERRUPTED.get(getattr(args, 'command', None), 'nothing more was done')}.",
-              file=sys.stderr)
+        why = _INTERRUPTED.get(getattr(args, "command", None), "nothing more was done")
+        print(f"labkit: interrupted; {why}.", file=sys.stderr)
         return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"labkit: error: {msg}", file=sys.stderr)
         return 2
-
-
-def _json_out(obj) -> str:
-    return json.dumps(obj, indent=2)
 
 
 if __name__ == "__main__":
