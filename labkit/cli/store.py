@@ -81,7 +81,7 @@ def add_store(sub):
 
 def cmd_store(args) -> int:
     from ..store.learner import default_store
-    from ..store.repair import malformed, remove
+    from ..store.repair import find, malformed, remove
     _kinds()
     store = default_store()
     if args.action == "check":
@@ -92,6 +92,7 @@ def cmd_store(args) -> int:
         print(f"{store.path}: {total} record(s), {len(bad)} of them malformed"
               + (" (remove one with `labkit store remove KIND KEY`)." if bad else "."))
         return 1 if bad else 0
+    find(store, args.kind, args.key)  # a key that is not there is said before any question
     if not args.yes:
         if sys.stdin is None or sys.stdin.closed or not sys.stdin.isatty():
             raise ValueError("`labkit store remove` asks before removing, but there is no "

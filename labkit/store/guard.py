@@ -59,5 +59,5 @@ def check_output_path(path, parameter: str) -> Path:
                 why = "it is a side file (journal) of the SQLite database beside it"
     if why:
         raise OutputPathError(f"{parameter}={str(path)!r} was refused: {why}; nothing was "
-                              "written. Give another file name, such as 'report.json'.")
+                              "written, so give another file name, such as 'report.json'.")
     return target

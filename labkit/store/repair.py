@@ -23,8 +23,8 @@ def malformed(store) -> list[dict]:
     return out
 
 
-def remove(store, kind: str, key: str) -> dict:
-    """Delete the record (kind, key), of any kind, and return it; ValueError if absent."""
+def find(store, kind: str, key: str) -> dict:
+    """The record (kind, key), of any kind, malformed or not; ValueError if absent."""
     rows = store._read(f"SELECT {store._COLUMNS} FROM records WHERE kind=? AND key=?",
                        (kind, key))
     if not rows:
@@ -32,6 +32,12 @@ def remove(store, kind: str, key: str) -> dict:
         raise ValueError(f"There is no {kind!r} record with key {key!r} in {str(store.path)!r}"
                          f"{'; ' + str(len(keys)) + ' record(s) of that kind are kept' if keys else ''}"
                          f"; `labkit store check` lists malformed ones.{suggest(key, keys)}")
+    return store._record(rows[0])
+
+
+def remove(store, kind: str, key: str) -> dict:
+    """Delete the record (kind, key), of any kind, and return it; ValueError if absent."""
+    record = find(store, kind, key)
     with store._writing(f"removing {kind} record {key!r}") as conn:
         conn.execute("DELETE FROM records WHERE kind=? AND key=?", (kind, key))
-    return store._record(rows[0])
+    return record

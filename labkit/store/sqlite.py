@@ -105,11 +105,15 @@ def damage(path: Path) -> str | None:
     why = _CHECKED.get(f"{path}:{path.stat().st_ino}")
     if not why:
         return None
-    return (f"The labkit store {str(path)!r} is damaged (SQLite's quick_check says: {why:.120}), "
-            "so labkit will neither read nor write it, and left it untouched; to recover, copy "
-            "it somewhere safe (`sqlite3 COPY .recover` can often rescue its records, and "
-            "`labkit export` then reads the rescued copy), and move the damaged file aside: "
-            "labkit starts a fresh store in its place.")
+    return damaged_sentence(path, f"SQLite's quick_check says: {why:.120}")
+
+
+def damaged_sentence(path: Path, detail: str) -> str:
+    return (f"The labkit store {str(path)!r} is damaged ({detail}), so labkit will neither "
+            "read nor write it, and left it untouched; to recover, copy it somewhere safe "
+            "(`sqlite3 COPY .recover` can often rescue its records, and `labkit export` then "
+            "reads the rescued copy), and move the damaged file aside: labkit starts a fresh "
+            "store in its place.")
 
 
 # ---- refusing what is not a store ----------------------------------------------------------
@@ -162,9 +166,7 @@ def failure_sentence(path: Path, exc, doing: str) -> str:
     where = f"The labkit store {str(path)!r}"
     folder = str(path.parent)
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return (f"{where} is damaged ({detail}), so {doing} failed and labkit left the file "
-                "untouched; copy it somewhere safe (`sqlite3 FILE .recover` can often rescue "
-                "its records), then move it aside and labkit will start a new store.")
+        return damaged_sentence(path, f"{detail}, found while {doing}")
     if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")) or \
             code in (errno.EACCES, errno.EPERM, errno.EROFS):
         return (f"{where} cannot be written ({detail}), so {doing} failed; nothing stored "
