@@ -113,12 +113,15 @@ def test_folders_without_exercises_and_damaged_notebooks_get_a_sentence(tmp_path
 
 
 def test_ctrl_c_stops_grading_with_one_line_and_exit_130(tmp_path):
-    nb = notebook(tmp_path / "slow.ipynb", IMPORT, "import time\ntime.sleep(120)",
-                  "check.ex_a_mechanism('x')")
+    running = tmp_path / "running"
+    nb = notebook(tmp_path / "slow.ipynb", IMPORT, f"import time\nopen({str(running)!r}, 'w').close()"
+                  "\ntime.sleep(120)", "check.ex_a_mechanism('x')")
     proc = subprocess.Popen([sys.executable, "-m", "labkit.cli", "grade", str(nb)], cwd=ROOT,
                             env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
-    time.sleep(6)  # the kernel is up, in the middle of the notebook
+    deadline = time.monotonic() + 120
+    while not running.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # until the kernel is in the middle of the notebook
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
