@@ -298,3 +298,15 @@ def test_budget_must_be_a_positive_number():
     import labkit
     with pytest.raises(ValueError, match="budget_s=nan is not allowed"):
         labkit.diagnose(Forever(False), budget_s=float("nan"))
+
+
+def test_import_of_a_store_file_and_grade_over_its_notebook_are_refused(home, capsys):
+    message = cli_error(capsys, "import", str(home / "labkit.sqlite3"))
+    assert "is an SQLite database (a labkit store?), not a JSON document" in message
+    notebook = home / "ex.ipynb"
+    notebook.write_text((__import__("pathlib").Path(__file__).parents[1] / "exercises" /
+                         "ex_a_break_the_graph.ipynb").read_text())
+    before = digest(notebook)
+    assert "is one of the notebooks to grade" in cli_error(capsys, "grade", str(notebook),
+                                                           "--json", str(notebook))
+    assert digest(notebook) == before and default_store().count() == 3

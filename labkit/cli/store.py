@@ -59,6 +59,11 @@ def cmd_import(args) -> int:
     _kinds()
     from ..store import read_json
     from ..store.exchange import records_in
+    from ..store.guard import is_sqlite
+    if is_sqlite(args.path):
+        raise ValueError(f"{args.path!r} is an SQLite database (a labkit store?), not a JSON "
+                         "document; to bring in another store's records, run `labkit export "
+                         "--json other.json` with LABKIT_HOME set to its folder, then import that file.")
     records = records_in(read_json(args.path, what="file to import"), args.path)
     store = default_store()
     n = store.merge(records, source=repr(args.path))

@@ -48,7 +48,8 @@ def _check_log(columns, seed, started_at) -> float:
         raise TypeError(f"columns is a list of {len(columns)} rows (one dict per step); pass "
                         "columns instead, one list per name, e.g. {name: [row[name] for row in "
                         "rows] for name in rows[0]}.")
-    if not isinstance(columns, dict) or not all(isinstance(v, (list, tuple)) for v in columns.values()):
+    if not isinstance(columns, dict) or not all(
+            hasattr(v, "__len__") and not isinstance(v, (str, bytes, dict)) for v in columns.values()):
         raise TypeError(f"columns must be a dict of lists, one value per step, such as "
                         f"{{'step': [0, 1], 'loss_raw': [2.3, 2.1]}}; got {type(columns).__name__}.")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):

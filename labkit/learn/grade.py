@@ -26,12 +26,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .grade_run import DEFAULT_TIMEOUT_S, GradeError, execute
+
 STATUSES = ("passed", "failed", "not yet answered")
 NOT_ANSWERED = ("NameError", "NotImplementedError", "SketchNotSealed")
-
-
-class GradeError(ValueError):
-    """A notebook that cannot be graded: missing, unreadable, or not a labkit exercise."""
 
 
 @dataclass
@@ -125,7 +123,6 @@ def grade_notebook(path, *, timeout: float | None = None, progress=None) -> list
     """Execute the notebook at `path` (it is not modified) and return one Row per check call;
     each cell runs under `timeout` seconds (default `grade_run.DEFAULT_TIMEOUT_S`)."""
     from ..errors import check_number
-    from .grade_run import DEFAULT_TIMEOUT_S, execute
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
     check_number("timeout", timeout, minimum=0, strict_min=True)
     path = Path(path)
@@ -196,7 +193,11 @@ def grade(paths, *, json_path=None, timeout=None, out=sys.stdout, err=sys.stderr
     """Grade several notebooks (or the exercise notebooks of a folder) into one table;
     0 when every check passed, else 1."""
     rows: list[Row] = []
-    for path in notebooks_in(paths):
+    notebooks = notebooks_in(paths)
+    if json_path and any(Path(json_path).resolve() == p.resolve() for p in notebooks):
+        raise GradeError(f"json_path={str(json_path)!r} is one of the notebooks to grade; give "
+                         "another file name, such as 'grades.json', so the notebook is kept.")
+    for path in notebooks:
         started = time.perf_counter()
         tty = err.isatty()
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +25,10 @@ DEFAULT_TIMEOUT_S = 120  # per cell; the slowest solution cell (Exercise E's fiv
 PROBE_S = 5  # after a timeout, how long the kernel has to answer before it counts as stuck
 _READ = ("import json as _j\nfrom labkit.learn.check import _base as _b\n"
          "print(_j.dumps(_b.OUTCOMES[{n}:]))")
+
+
+class GradeError(ValueError):
+    """A notebook that cannot be graded: missing, unreadable, or not a labkit exercise."""
 
 
 @dataclass
@@ -49,7 +55,7 @@ def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOU
         resources={"metadata": {"path": str(path.parent.resolve())}})
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     seen, stub = 0, False
-    with client.setup_kernel(env=_kernel_env(nb)):
+    with _started(client, _kernel_env(nb)):
         try:
             for done, i in enumerate(code_cells, 1):
                 started = time.monotonic()
@@ -73,6 +79,26 @@ def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOU
             run.halted = (i, f"the kernel died in cell {i} (a crash, memory running out, or "
                              "the process killed)")
     return run
+
+
+@contextmanager
+def _started(client, env: dict):
+    """`client.setup_kernel`, with a kernel that cannot start said in one sentence."""
+    from jupyter_client.kernelspec import NoSuchKernel
+    manager = client.setup_kernel(env=env)
+    try:
+        manager.__enter__()
+    except (NoSuchKernel, RuntimeError, TimeoutError) as exc:
+        raise GradeError(f"A Python kernel could not be started to grade the notebook "
+                         f"({type(exc).__name__}: {str(exc)[:120]}); check that ipykernel is "
+                         "installed in this environment (`python -m ipykernel --version`).") from None
+    try:
+        yield
+    except BaseException:
+        if not manager.__exit__(*sys.exc_info()):
+            raise
+    else:
+        manager.__exit__(None, None, None)
 
 
 def _kernel_env(nb) -> dict:
