@@ -113,10 +113,10 @@ def test_a_damaged_store_is_refused_and_never_written(home, capsys, monkeypatch)
         assert one_sentence(message)
     doc = home / "in.json"
     doc.write_text(json.dumps({"format": "labkit.store/1", "records": [
-        {"kind": "grade", "key": "g", "body": {"notebook": "a"}}]}))
+        {"kind": "grade", "key": "g", "body": {"notebook": "a", "rows": []}}]}))
     assert "is damaged" in cli_error(capsys, "import", str(doc))
     with pytest.raises(StoreError, match="is damaged"):
-        default_store().add("grade", "new", {"notebook": "n"})
+        default_store().add("grade", "new", {"notebook": "n", "rows": []})
     assert digest(path) == before
 
 
@@ -133,8 +133,10 @@ BAD_IMPORTS = {
                      "keeps (did you mean 'drill'?"),
     "body a string": (export_doc(GOOD, {"kind": "drill", "key": "session/1", "body": "oops"}),
                       "field 'body' is text, not an object"),
-    "field type": (export_doc({"kind": "flashcard", "key": "c1", "body": {"box": "two"}}),
+    "field type": (export_doc({"kind": "flashcard", "key": "c1", "body": {"box": "two", "seen": 1, "known": 0}}),
                    "field 'body.box' is 'two' (text); a flashcard record needs a whole number"),
+    "triage body": (export_doc({"kind": "triage", "key": "t", "body": {"format": "nope"}}),
+                    "its body does not read as a triage record"),
     "time as words": (export_doc({**GOOD, "created_at": "yesterday"}),
                       "field 'created_at' is 'yesterday', which is not a time"),
     "deep nesting": (export_doc({**GOOD, "body": {"x": json.loads("[" * 60 + "]" * 60)}}),

@@ -6,7 +6,8 @@ its own module, through three tables:
   `same_or_refuse`: a record is written once; forecasts let a score join later);
 - `READERS[format]`: turns a JSON document of that format into records (``labkit import``
   takes an export, and whatever formats the features registered);
-- `CHECKS[kind]`: checks a record of that kind in an imported export;
+- `CHECKS[kind]`: checks a record of that kind more deeply than its schema (`schema.problem`
+  runs it on import and on reading);
 - `ON_OPEN`: called with the store each time it is opened in a process (the forecast
   history imports an old ``forecasts.json`` this way).
 
@@ -85,8 +86,6 @@ def _records_in(doc, source) -> list[dict]:
                 if not (isinstance(r.get("kind"), str) and isinstance(r.get("key"), str)
                         and r["kind"] and r["key"] and "body" in r):
                     raise ValueError(f"a record needs a kind, a key and a body; got {r!r:.80}")
-                if r["kind"] in CHECKS:
-                    CHECKS[r["kind"]](r, source)
                 out.append({k: r.get(k) for k in ("kind", "key", "body", "created_at")})
             return out
         if fmt in READERS:

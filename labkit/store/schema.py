@@ -88,6 +88,12 @@ def problem(record: dict) -> str | None:
         as_time(record.get("created_at"))
     except ValueError as exc:
         return str(exc)
+    from .exchange import CHECKS  # what the feature that keeps this kind checks more deeply
+    try:
+        if kind in CHECKS:
+            CHECKS[kind](record, "the store")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return f"its body does not read as a {kind} record ({' '.join(str(exc).split())[:160]})"
     return None
 
 
