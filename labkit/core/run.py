@@ -209,8 +209,11 @@ class Run:
             d = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"Run.from_json could not parse the JSON: {exc}.") from None
-        if d.get("format") != FORMAT:
-            raise ValueError(f"Run.from_json expected format={FORMAT!r}; got {d.get('format')!r}.")
+        except RecursionError:
+            raise ValueError("Run.from_json was given JSON that nests too deeply to be a run.") from None
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            got = d.get("format") if isinstance(d, dict) else type(d).__name__
+            raise ValueError(f"Run.from_json expected format={FORMAT!r}; got {got!r}.")
         d = decode_nonfinite(d)
         return cls(table=d["table"], evals=d["evals"], meta=d["meta"], timing=d.get("timing", {}))
 
