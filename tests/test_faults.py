@@ -312,3 +312,28 @@ def test_import_of_a_store_file_and_grade_over_its_notebook_are_refused(home, ca
     assert "is one of the notebooks to grade" in cli_error(capsys, "grade", str(notebook),
                                                            "--json", str(notebook))
     assert digest(notebook) == before and default_store().count() == 3
+
+
+def test_a_damaged_store_with_a_journal_left_by_a_crash_is_left_as_it_was(tmp_path, monkeypatch, capsys):
+    """A crash leaves commits in the -wal file; the damaged store and its journal stay byte
+    for byte as they were (closing a connection would otherwise merge the journal in)."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    monkeypatch.setenv("LABKIT_HOME", str(old))
+    store = default_store()
+    for i in range(60):
+        store.add("drill", f"attempt/{i}", {"kind": "drill", "text": "x" * 300})
+    store.close()  # all of it in the file; then one more commit, only in the journal
+    default_store().add("drill", "attempt/last", {"kind": "drill"})
+    new.mkdir()  # copied while the writer is still running: as a crash leaves them
+    data = bytearray((old / "labkit.sqlite3").read_bytes())
+    (new / "labkit.sqlite3-wal").write_bytes((old / "labkit.sqlite3-wal").read_bytes())
+    assert (new / "labkit.sqlite3-wal").stat().st_size > 0
+    page = int.from_bytes(data[16:18], "big")
+    data[page * 2:page * 3] = b"\xde\xad" * (page // 2)  # a page of old records, in the file
+    (new / "labkit.sqlite3").write_bytes(bytes(data))
+    before = {p.name: digest(p) for p in new.iterdir()}
+    monkeypatch.setenv("LABKIT_HOME", str(new))
+    for argv in (["export"], ["store", "check"]):
+        message = cli_error(capsys, *argv)
+        assert "is damaged" in message or "not a labkit store" in message, message
+    assert {p.name: digest(p) for p in new.iterdir() if p.name in before} == before

@@ -25,14 +25,14 @@ _CHECKED: dict[str, str | None] = {}  # store path and inode -> why it is damage
 def open_connection(path: Path) -> sqlite3.Connection:
     """A connection to the store at `path`; a damaged store is refused (`damage`) untouched."""
     check_store_file(path)
+    if path.is_file() and path.stat().st_size and quick_check(path):
+        raise StoreError(damage(path))  # refused before a connection that could write exists
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(failure_sentence(path, exc, "opening it")) from None
     try:
-        if path.exists() and path.stat().st_size and quick_check(path, conn):
-            raise StoreError(damage(path))  # closed below, before SQLite writes a byte
         _prepare_waiting(path, conn)
     except BaseException as exc:
         conn.close()
@@ -82,21 +82,29 @@ def _prepare(path: Path, conn) -> None:
         conn.execute("COMMIT")
 
 
-def quick_check(path: Path, conn) -> str | None:
-    """Why the store at `path` is damaged (SQLite's ``PRAGMA quick_check``), or None; the
-    check runs once per store and process, and it only reads."""
+def quick_check(path: Path) -> str | None:
+    """Why the store at `path` is damaged (SQLite's ``PRAGMA quick_check``), or None. The
+    check runs once per store file and process, on a read-only connection of its own, which
+    SQLite never lets write (not even the checkpoint a last connection makes on closing)."""
     key = f"{path}:{path.stat().st_ino}"  # a file moved aside and started afresh is checked again
-    if key not in _CHECKED:
-        try:
-            rows = conn.execute("PRAGMA quick_check(5)").fetchall()
-            found = "; ".join(" ".join(str(r[0]).replace("*** in database main ***", "")
-                                       .split()).lower() for r in rows if r[0] != "ok")
-        except sqlite3.DatabaseError as exc:
-            if not (getattr(exc, "sqlite_errorname", "") or "").startswith(
-                    ("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-                raise  # busy, read-only, a full disk: not damage; said in words by the caller
-            found = str(exc)
-        _CHECKED[key] = found or None
+    if key in _CHECKED:
+        return _CHECKED[key]
+    try:
+        ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_S)
+    except sqlite3.Error:
+        return None  # not even readable: opening it for real says why in words
+    try:
+        rows = ro.execute("PRAGMA quick_check(5)").fetchall()
+        found = "; ".join(" ".join(str(r[0]).replace("*** in database main ***", "")
+                                   .split()).lower() for r in rows if r[0] != "ok")
+    except sqlite3.DatabaseError as exc:
+        if not (getattr(exc, "sqlite_errorname", "") or "").startswith(
+                ("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            return None  # busy, or a folder it cannot read in: not damage, checked next time
+        found = " ".join(str(exc).split())
+    finally:
+        ro.close()
+    _CHECKED[key] = found or None
     return _CHECKED[key]
 
 
