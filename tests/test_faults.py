@@ -272,12 +272,16 @@ class Forever:
 @pytest.mark.parametrize("torch_loop", [False, True], ids=["python", "torch"])
 def test_diagnose_stops_a_train_that_never_returns_within_its_budget(torch_loop):
     import labkit
+    import labkit.diagnosis.own  # noqa: F401 (loaded first: the time measured is the triage's)
     setup = Forever(torch_loop)
+    model = setup.make_model(0)  # torch loads parts of itself on a first optimizer step
+    setup.loss_fn(model, setup.batches(0)[0]).backward()
+    setup.make_optimizer(model).step()
     started = time.monotonic()
     with pytest.raises(ValueError, match=r"Forever.train\(0, \d+\) was still running when the "
                                          r"triage's time budget of budget_s=1 s ran out") as info:
         labkit.diagnose(setup, budget_s=1)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 2.0  # the 1 s budget, and the setup's check before it
     assert one_sentence(str(info.value))
 
 
@@ -298,6 +302,8 @@ def test_the_budget_also_stops_train_in_another_thread():
 
 def test_budget_must_be_a_positive_number():
     import labkit
+    with pytest.raises(ValueError, match="needs no budget"):
+        labkit.diagnose("stale_log", budget_s=5)
     with pytest.raises(ValueError, match="budget_s=nan is not allowed"):
         labkit.diagnose(Forever(False), budget_s=float("nan"))
 

@@ -110,6 +110,9 @@ def diagnose(bug=None, seeds=(0, 1), config: Config | None = None, *,
         with budget(DEFAULT_BUDGET_S if budget_s is None else budget_s):  # from here on
             from .own import diagnose_setup
             return diagnose_setup(bug, seeds=seeds)
+    if budget_s is not None:
+        raise ValueError(f"budget_s={budget_s!r} bounds the train() of your own setup; labkit's "
+                         "own loop on a zoo bug needs no budget, so leave it out.")
     explorer = Explorer(bug, seeds=seeds, config=config)
     explorer.run_all()
     return explorer.record
