@@ -20,6 +20,8 @@ import json
 import time
 from pathlib import Path
 
+from .schema import CHECKS, check_import  # noqa: F401 (CHECKS: the features register here)
+
 FORMAT = "labkit.store/1"  # an export document, and the store's own mark
 
 
@@ -51,7 +53,6 @@ def same_or_refuse(kind: str, key: str):
 MERGE_RULES: dict = {}  # kind -> rule(old body or None, new body) -> stored body
 READERS: dict = {}  # format -> reader(doc, source) -> [record]
 ON_OPEN: list = []  # hook(store), run once per store and process
-CHECKS: dict = {}  # kind -> check(record, source), raising ValueError for a bad record
 
 
 def merge_rule(kind: str, key: str):
@@ -73,7 +74,6 @@ def export_document(store) -> dict:
 def records_in(doc, source) -> list[dict]:
     """The records a JSON document holds, each checked against its kind's schema before
     anything is written; ValueError names `source`, the record and the field."""
-    from .schema import check_import
     return check_import(_records_in(doc, source), source)
 
 

@@ -30,6 +30,7 @@ FIELDS: dict[str, dict[str, tuple]] = {
     "grade": {"notebook": TEXT, "graded_at": NUMBER, "rows": LIST, "summary": OBJECT},
     "prediction": {"exercise": TEXT, "hits": WHOLE, "total": WHOLE, "sealed_at": NUMBER},
 }
+CHECKS: dict = {}  # kind -> check(record, source), raising ValueError for a bad record
 _NAMES = {bool: "true/false", int: "a whole number", float: "a number", str: "text",
           dict: "an object", list: "a list", type(None): "null"}
 
@@ -88,8 +89,7 @@ def problem(record: dict) -> str | None:
         as_time(record.get("created_at"))
     except ValueError as exc:
         return str(exc)
-    from .exchange import CHECKS  # what the feature that keeps this kind checks more deeply
-    try:
+    try:  # what the feature that keeps this kind checks more deeply (forecast, triage)
         if kind in CHECKS:
             CHECKS[kind](record, "the store")
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
