@@ -8,7 +8,7 @@ import sys
 
 from .grade import add_grade
 from .output import BARE, add_json, deprecated, document, human, write_json
-from .store import add_export, add_import
+from .store import add_export, add_import, add_store
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,6 +91,8 @@ def _add_triage(sub):
     p.add_argument("--task", default=None, help="classify or lm (healthy setup only)")
     p.add_argument("--seeds", type=_seeds, default=(0, 1), help="two seeds (default 0,1)")
     add_json(p, "the triage record (labkit.triage/1)")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="with --setup: the time your train() calls may take together (default 600)")
     p.set_defaults(func=cmd_triage)
 
 
@@ -98,16 +100,17 @@ def cmd_triage(args) -> int:
     from ..bugs import get_bug
     from ..core.config import Config
     from ..diagnosis.explorer import diagnose
-    from ..diagnosis.triage import TriageRefused
     if args.setup is not None:
         if args.bug or args.task:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
         from ..diagnosis.setup import load
         try:
-            record = diagnose(load(args.setup), seeds=args.seeds)
+            record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
         except TypeError as exc:  # a method of the setup returned the wrong kind of thing
             raise ValueError(str(exc)) from exc
         return _print_record(record, args)
+    if args.budget is not None:
+        raise ValueError("--budget bounds the train() of your own code; it applies only with --setup.")
     if args.bug is not None:
         bug = get_bug(args.bug)  # unknown names fail here, before any training
         if args.task:
@@ -204,7 +207,10 @@ def cmd_drill(args) -> int:
 
 
 COMMANDS = [_add_run, _add_bugs, _add_triage, add_grade, _add_checklist, _add_forecasts, _add_drill,
-            add_export, add_import]
+            add_export, add_import, add_store]
+
+
+_INTERRUPTED = {"grade": "the notebooks were not changed, and the grading so far was not kept"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    parser, args = build_parser(), None
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
@@ -234,6 +240,10 @@ def main(argv=None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        why = _INTERRUPTED.get(getattr(args, "command", None), "nothing more was done")
+        print(f"labkit: interrupted; {why}.", file=sys.stderr)
+        return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"labkit: error: {msg}", file=sys.stderr)

@@ -13,7 +13,10 @@ from .output import add_json, human, write_json
 
 def add_grade(sub):
     p = sub.add_parser("grade", help="run exercise notebooks and report every answer check")
-    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="exercise notebooks (.ipynb)")
+    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK",
+                   help="exercise notebooks (.ipynb), or a folder of them")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="time limit per cell (default 120); a cell over it becomes a 'timed out' row")
     add_json(p, "the rows, points and summary (labkit.grades/2)")
     p.add_argument("--gradescope", default=None, metavar="PATH",
                    help="write Gradescope's autograder results.json here (- for stdout)")
@@ -35,6 +38,8 @@ def cmd_grade(args) -> int:
     from ..learn import grade_formats as formats
     from ..learn.grade import grade, summary
     from ..store.guard import check_output_path
+    from ..errors import check_number
+    check_number("--timeout", args.timeout, minimum=0, strict_min=True, allow_none=True)
     targets = [t for t in (args.json, args.gradescope, args.csv) if t]
     if targets.count("-") > 1:
         raise ValueError("only one of --json, --gradescope and --csv can write to stdout (-).")
@@ -43,9 +48,15 @@ def cmd_grade(args) -> int:
     if args.hidden:
         from ..learn.hidden import read_hidden
         hidden = read_hidden(args.hidden)
+    from pathlib import Path
+    from ..learn.grade import GradeError, notebooks_in
+    graded = {p.resolve() for p in notebooks_in(args.notebooks)}
     for name in ("json", "gradescope", "csv"):  # a refused path fails before grading, too
         target = getattr(args, name)
         if target and target != "-":
+            if Path(target).resolve() in graded:
+                raise GradeError(f"--{name}={target!r} is one of the notebooks to grade; give "
+                                 "another file name, such as 'grades.json', so the notebook is kept.")
             check_output_path(target, f"--{name}")
 
     def write(rows):
@@ -61,5 +72,5 @@ def cmd_grade(args) -> int:
             else:
                 formats.write_csv(check_output_path(args.csv, "--csv"), text)
     out = human("-" if "-" in targets else None)
-    return grade(args.notebooks, write=write, hidden=hidden, out=out)
+    return grade(args.notebooks, timeout=args.timeout, write=write, hidden=hidden, out=out)
 

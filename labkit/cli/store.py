@@ -51,9 +51,54 @@ def cmd_import(args) -> int:
     load_kinds()
     from ..store import read_json
     from ..store.exchange import records_in
+    from ..store.guard import is_sqlite
+    if is_sqlite(args.path):
+        raise ValueError(f"{args.path!r} is an SQLite database (a labkit store?), not a JSON "
+                         "document; to bring in another store's records, run `labkit export "
+                         "--json other.json` with LABKIT_HOME set to its folder, then import that file.")
     records = records_in(read_json(args.path, what="file to import"), args.path)
     store = default_store()
     n = store.merge(records, source=repr(args.path))
     print(f"imported {args.path} into {store.path}: {n['added']} new record(s), {n['merged']} "
           f"updated (a score added), {n['same']} already there.")
+    return 0
+
+
+def add_store(sub):
+    p = sub.add_parser("store", help="check the learner store for malformed records, or remove one")
+    inner = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
+    inner.required = True
+    inner.add_parser("check", help="list the records that readers skip as malformed")
+    rm = inner.add_parser("remove", help="remove one record, after a confirmation")
+    rm.add_argument("kind", metavar="KIND")
+    rm.add_argument("key", metavar="KEY")
+    rm.add_argument("--yes", action="store_true", help="remove without asking")
+    p.set_defaults(func=cmd_store)
+
+
+def cmd_store(args) -> int:
+    from ..store.learner import default_store
+    from ..learn.keep import load_kinds
+    from ..store.repair import find, malformed, remove
+    load_kinds()
+    store = default_store()
+    if args.action == "check":
+        bad = malformed(store)
+        for r in bad:
+            print(f"{r['kind']}  {r['key']}  {r['why']}")
+        total = store._read("SELECT COUNT(*) FROM records")[0][0]
+        print(f"{store.path}: {total} record(s), {len(bad)} of them malformed"
+              + (" (remove one with `labkit store remove KIND KEY`)." if bad else "."))
+        return 1 if bad else 0
+    find(store, args.kind, args.key)  # a key that is not there is said before any question
+    if not args.yes:
+        if sys.stdin is None or sys.stdin.closed or not sys.stdin.isatty():
+            raise ValueError("`labkit store remove` asks before removing, but there is no "
+                             "terminal to ask in; add --yes to remove without asking.")
+        reply = input(f"Remove the {args.kind} record {args.key!r} from {store.path}? [y/N] ")
+        if reply.strip().lower() not in ("y", "yes"):
+            print("Nothing was removed.")
+            return 1
+    remove(store, args.kind, args.key)
+    print(f"Removed the {args.kind} record {args.key!r} from {store.path}.")
     return 0

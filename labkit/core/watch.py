@@ -25,7 +25,7 @@ import torch.nn as nn
 
 from . import watch_table, watch_writer
 from .watch_table import lr_value as _lr
-from .budget import Plan, default_budget, nbytes
+from .budget import Plan, default_budget, dense_values, nbytes
 from .record import group_name
 from .watch_checks import check_arguments as _check, findings as _findings
 
@@ -86,7 +86,7 @@ class Watch:
 
     def measure_grads(self) -> None:
         """Measure the gradients now, for the coming step: call it before clipping them."""
-        grads = [p.grad for p in self.params]
+        grads = [dense_values(p.grad) for p in self.params]
         kept = [g for g in grads if g is not None]
         self._pending = (self._fill(self._norms(kept), grads),
                          tuple(g is not None for g in grads))
@@ -102,7 +102,7 @@ class Watch:
         self.plan.keep()
 
     def _post(self, optimizer, args, kwargs) -> None:
-        grads = [p.grad for p in self.params]
+        grads = [dense_values(p.grad) for p in self.params]
         diffs = self.plan.diffs()
         if self._fast and self._pending is None and not any(g is None for g in grads):
             # the common case, kept lean: one fused norm call is the whole row
@@ -136,7 +136,7 @@ class Watch:
         if self._pending is not None:
             (gnorms, present), self._pending = self._pending, None
         else:
-            grads = [p.grad for p in self.params]
+            grads = [dense_values(p.grad) for p in self.params]
             present = tuple(g is not None for g in grads)
             gnorms = self._fill(self._norms([g for g in grads if g is not None]), grads)
         width = self.plan.width

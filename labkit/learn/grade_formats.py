@@ -18,6 +18,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+STATUSES = ("passed", "failed", "not yet answered")
 GRADES_FORMAT = "labkit.grades/2"
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 CSV_COLUMNS = ("learner", "notebook", "exercise", "check", "status", "points", "max_points",
@@ -120,3 +121,34 @@ def csv_text(rows, *, learner: str | None = None, hidden=None) -> str:
 def write_csv(path, text: str) -> None:
     from ..store import atomic_write_text
     atomic_write_text(os.fspath(path), text, backup=False)
+
+
+def summary(rows) -> dict:
+    per = {}
+    for r in rows:
+        per.setdefault(r.exercise, {s: 0 for s in STATUSES})[r.status] += 1
+    return {"exercises": per, "total": {s: sum(r.status == s for r in rows) for s in STATUSES}}
+
+
+def format_table(rows, width: int = 100) -> str:
+    """One line per check, the sentence wrapped under it; a summary per exercise; a total."""
+    import textwrap
+    lines = []
+    for nb in dict.fromkeys(r.notebook for r in rows):
+        lines.append(nb)
+        for r in (r for r in rows if r.notebook == nb):
+            lines += textwrap.wrap(f"{r.check}: {r.question}", width, initial_indent=
+                                   f"  {r.status:16s}  ", subsequent_indent=" " * 20)
+            if r.status != "passed":
+                lines += textwrap.wrap(r.message, width, initial_indent=" " * 20 + "> ",
+                                       subsequent_indent=" " * 22)
+    s = summary(rows)
+    lines.append("")
+    for ex, counts in s["exercises"].items():
+        n = sum(counts.values())
+        lines.append(f"{ex}: {counts['passed']}/{n} passed, {counts['failed']} failed, "
+                     f"{counts['not yet answered']} not yet answered")
+    t = s["total"]
+    lines.append(f"TOTAL: {t['passed']} passed, {t['failed']} failed, {t['not yet answered']} "
+                 f"not yet answered, in {len(s['exercises'])} exercise(s)")
+    return "\n".join(lines) + "\n"

@@ -42,7 +42,10 @@ def say(line: str = "") -> None:
 
 
 def _lines():
-    """Commands from stdin: with a prompt at a terminal, plain lines from a pipe."""
+    """Commands from stdin: with a prompt at a terminal, plain lines from a pipe, none when
+    stdin is closed (``labkit drill <&-``): the drill is then saved as it stands."""
+    if sys.stdin is None or sys.stdin.closed:
+        return
     if sys.stdin.isatty():
         while True:
             try:
