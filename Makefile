@@ -45,15 +45,18 @@ lab: $(STAMP)
 # 2. the notebooks and the `chaotic` tests again on the portable kernels with one thread, the
 #    cheapest way to see another machine's rounding. Checked outputs must agree on both.
 PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
-XDIST    ?= -n auto --dist loadgroup
+XDIST    ?= -n auto
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST)
-	$(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic"
+	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
+	  echo "labkit: pass 1 (everything, this machine's CPU path) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
+	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic"; rc=$$?; \
+	  echo "labkit: pass 2 (notebooks and chaotic tests, portable kernels, one thread) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 # The quick tier: unit tests without notebooks, browsers or the slow batches (<= 90 s).
 check: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests
+	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests; \
+	  rc=$$?; echo "labkit: make check took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py

@@ -91,8 +91,11 @@ def _rank(item) -> int:
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Schedule by `work_unit`, in collection order (see `pytest_collection_modifyitems`)."""
+    """Schedule by `work_unit`, in collection order (see `pytest_collection_modifyitems`),
+    whatever `--dist` says, except `--dist each` (every test on every worker)."""
     from xdist.scheduler import LoadScopeScheduling
+    if config.getvalue("dist") == "each":
+        return None
 
     class WorkUnits(LoadScopeScheduling):
         def _split_scope(self, nodeid):
