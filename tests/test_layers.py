@@ -23,6 +23,7 @@ RANKS = {
     "learn": 5,
     "widgets": 6,
     "cli": 7,
+    "__main__": 8,  # `python -m labkit`: the command, nothing else
 }
 
 

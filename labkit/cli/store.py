@@ -1,6 +1,6 @@
 """``labkit export`` and ``labkit import``: the learner store as one JSON document, and back.
 
-    labkit export                   # the whole store ($LABKIT_HOME/labkit.sqlite3) to stdout
+    labkit export --json -          # the whole store ($LABKIT_HOME/labkit.sqlite3) to stdout
     labkit export --json all.json   # ... to a file, written atomically
     labkit import all.json          # merge a document in; records already here are skipped
 
@@ -10,37 +10,31 @@ saved forecast or one saved triage record.
 
 from __future__ import annotations
 
-import json
 import sys
+
+from .output import add_json, deprecated, write_json
 
 
 def add_export(sub):
     p = sub.add_parser("export", help="write everything in the learner store as one JSON document")
-    p.add_argument("--json", default=None, metavar="PATH",
-                   help="write it here (default: print it to stdout)")
+    add_json(p, "the store (labkit.store/1)")
     p.set_defaults(func=cmd_export)
 
 
-def _kinds() -> None:
-    """Load the features that keep records, so the store knows their rules and formats."""
-    from ..diagnosis import triage  # noqa: F401
-    from ..forecast import kept  # noqa: F401
-    from ..learn import flashcards  # noqa: F401 (reads an old flashcards.json)
-    from ..learn.drill import log  # noqa: F401 (reads an old drill.json)
-
-
 def cmd_export(args) -> int:
+    from ..learn.keep import load_kinds
     from ..store.learner import default_store
-    _kinds()
-    from ..store import atomic_write_json
+    load_kinds()
     store = default_store()
     doc = store.export()
-    if args.json:
-        atomic_write_json(args.json, doc, backup=False)
-        print(f"wrote {len(doc['records'])} record(s) from {store.path} to {args.json}",
+    target = args.json
+    if target is None:  # labkit 0.1 printed the store with no --json
+        deprecated("`labkit export` with no --json printing the store", "`labkit export --json -`")
+        target = "-"
+    write_json(doc, target)
+    if target != "-":
+        print(f"wrote {len(doc['records'])} record(s) from {store.path} to {target}",
               file=sys.stderr)
-    else:
-        print(json.dumps(doc, indent=2, sort_keys=True))
     return 0
 
 
@@ -52,8 +46,9 @@ def add_import(sub):
 
 
 def cmd_import(args) -> int:
+    from ..learn.keep import load_kinds
     from ..store.learner import default_store
-    _kinds()
+    load_kinds()
     from ..store import read_json
     from ..store.exchange import records_in
     records = records_in(read_json(args.path, what="file to import"), args.path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from .hashing import hash_json
@@ -150,6 +151,13 @@ class Run:
         cols = read_tensorboard(logdir, raw=raw, reported=reported, extra=tags)
         when = started_at if started_at is not None else _mtime(logdir)
         return cls.from_log(cols, seed=seed, started_at=when, config={"source": str(logdir), **(config or {})})
+
+    def to_tensorboard(self, logdir) -> Path:
+        """Write the table's numeric columns as TensorBoard scalars tagged by column name (evals
+        as ``evals/<name>``), None as a gap; `Run.from_tensorboard` reads them back, e.g.
+        ``raw="loss_raw", tags={"grad_norm": "grad_norm"}``. Needs ``labkit[logs]``."""
+        from .logs import write_tensorboard
+        return write_tensorboard(self.table, self.evals, logdir)
 
     # ---- identity and storage ------------------------------------------
     def to_dict(self, timing: bool = True) -> dict:

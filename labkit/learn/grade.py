@@ -89,15 +89,20 @@ def _error_of(cell) -> dict | None:
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def grade_notebook(path, *, timeout: int = 300, progress=None) -> list[Row]:
-    """Execute the notebook at `path` (it is not modified) and return one Row per check call."""
+def grade_notebook(path, *, timeout: int = 300, progress=None, hidden=None) -> list[Row]:
+    """Execute the notebook at `path` (it is not modified) and return one Row per check call.
+    `hidden`: the instructor's hidden checks (`labkit.learn.hidden`), run after the last cell."""
     import nbformat
     from nbclient import NotebookClient
     path = Path(path)
     nb = _read_notebook(path)
-    names = check_names()
+    names = {**check_names(), **(hidden.questions if hidden else {})}
     plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
             for n in checks_in(c.source, names)]
+    if hidden is not None and plan:
+        nb.cells += [nbformat.v4.new_code_cell(s) for s in hidden.cells_for(n for _, n in plan)]
+        plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                for n in checks_in(c.source, names)]
     if not plan:
         raise GradeError(f"{path.name} is not a labkit exercise: none of its cells calls an "
                          "answer check from labkit.check.")
@@ -160,8 +165,10 @@ def _rows(path, nb, plan, outcomes, names, stub_before) -> list[Row]:
     return rows
 
 
-def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
-    """Grade several notebooks into one table; 0 when every check passed, else 1."""
+def grade(paths, *, json_path=None, write=None, hidden=None, out=None, err=None) -> int:
+    """Grade several notebooks into one table; 0 when every check passed, else 1.
+    `write(rows)`, if given, writes the rows in other formats (`labkit.learn.grade_formats`)."""
+    out, err = out or sys.stdout, err or sys.stderr
     rows: list[Row] = []
     for path in map(Path, paths):
         started = time.perf_counter()
@@ -171,7 +178,7 @@ def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
             if tty:
                 err.write(f"\rgrading {name}: cell {done}/{total}")
                 err.flush()
-        got = grade_notebook(path, progress=progress)
+        got = grade_notebook(path, progress=progress, hidden=hidden)
         rows += got
         _keep(path, got)
         passed = sum(r.status == "passed" for r in got)
@@ -180,8 +187,10 @@ def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
     out.write(format_table(rows))
     if json_path:
         from ..store import atomic_write_json
-        atomic_write_json(json_path, {"format": "labkit.grades/1", "rows": [asdict(r) for r in rows],
-                                      "summary": summary(rows)}, backup=False)
+        from .grade_formats import grades_document
+        atomic_write_json(json_path, grades_document(rows, summary(rows)), backup=False)
+    if write is not None:
+        write(rows)
     return 0 if all(r.status == "passed" for r in rows) else 1
 
 
