@@ -150,6 +150,7 @@ def test_import_labkit_is_cheap():
     assert _heavy_modules_after("import labkit") == []
 
 
+@pytest.mark.slow
 def test_training_does_not_load_matplotlib_or_widgets():
     loaded = _heavy_modules_after("import labkit; labkit.train(steps=3); labkit.diagnose")
     assert set(loaded) <= {"torch"} and "torch" in loaded
