@@ -1,0 +1,39 @@
+"""The suite runs in parallel (pytest-xdist, `make test`): each worker keeps its own state and
+threads, and the work units keep what must run together on one worker (conftest.py)."""
+
+import os
+
+import torch
+
+import conftest
+
+
+def test_each_worker_has_its_own_learner_home_and_jupyter_folders():
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    for var in ("LABKIT_HOME", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "IPYTHONDIR"):
+        path = os.environ[var]
+        assert os.path.isdir(path), var
+        assert f"labkit-test-{worker}-" in path, (var, path)  # one folder per worker process
+
+
+def test_torch_threads_are_cores_over_workers_unless_the_caller_set_them():
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if not workers:  # a serial run keeps torch's default, or the caller's OMP_NUM_THREADS
+        expected = int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads()))
+    else:  # conftest sets it, unless the caller did (make test's second pass: 1)
+        expected = int(os.environ["OMP_NUM_THREADS"])
+        assert expected >= 1
+        assert expected == 1 or expected == max(1, conftest._cores() // workers)
+    assert torch.get_num_threads() == expected
+
+
+def test_a_notebook_and_the_browser_tests_are_each_one_unit_and_the_long_files_are_split():
+    nb = "tests/reference/00_start_here.ipynb"
+    assert conftest.work_unit(f"{nb}::Cell 0") == conftest.work_unit(f"{nb}::Cell 9") == nb
+    assert conftest.work_unit("tests/test_browser.py::test_x") == \
+        conftest.work_unit("tests/test_exercises_browser.py::test_y") == "browser"
+    assert conftest.work_unit("tests/test_grade.py::test_a") == \
+        conftest.work_unit("tests/test_grade.py::test_b") == "tests/test_grade.py"
+    split = "tests/test_diagnose.py::test_d[detach]"
+    assert conftest.work_unit(split) == split
+    assert conftest.work_unit("tests/test_diagnose.py::test_d[zero_lr]") != conftest.work_unit(split)
