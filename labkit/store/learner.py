@@ -48,7 +48,7 @@ from .sqlite import (FORMAT, StoreConflict, StoreError,  # noqa: F401 (FORMAT: p
                            failure_sentence, open_connection)
 
 STORE_NAME = "labkit.sqlite3"
-KINDS = ["forecast", "triage", "drill", "flashcard", "grade", "prediction"]  # a new feature appends its kind
+KINDS = ["forecast", "triage", "drill", "flashcard", "grade", "prediction", "prediction_seal"]  # a new feature appends its kind
 
 
 def labkit_home() -> Path:

@@ -7,8 +7,8 @@ const W = 520, H = 300;
 const PAD = { l: 58, r: 16, t: 16, b: 44 };
 const PW = W - PAD.l - PAD.r, PH = H - PAD.t - PAD.b;
 const SHAPES = ["flat", "descending", "diverging", "spiky", "nan"];
-const HINT = "Drag across the chart to draw the loss you expect (mouse, touch or pen). " +
-  "A preset gives a starting curve to redraw.";
+const hint = (model) => `Drag across the chart to draw the ${model.get("y_label") || "loss"} ` +
+  "you expect (mouse, touch or pen). A preset gives a starting curve to redraw.";
 
 function el(tag, attrs, parent, text) {
   const node = document.createElementNS(NS, tag);
@@ -165,6 +165,8 @@ function render({ model, el: host }) {
   const logBox = html("input", { type: "checkbox", className: "log-y" }, logLabel);
   logLabel.append(" log y");
   const seal = html("button", { className: "labkit-seal", type: "button" }, bar, "Seal");
+  const again = html("button", { className: "labkit-redraw", type: "button",
+    title: "unseal for a new attempt; the sealed one stays in your store" }, bar, "Draw again");
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", tabindex: "0",
     "aria-label": "forecast chart: step on the x axis, the predicted value on the y axis. " +
       "Keys: left and right move the cursor, up and down move the curve there, Delete removes " +
@@ -219,9 +221,10 @@ function render({ model, el: host }) {
     undo.disabled = sealed || !(undoStack[model.get("active")] || []).length;
     seal.disabled = sealed || (model.get("points").length === 0 && model.get("nan_step") !== 0);
     seal.textContent = sealed ? `Sealed \u2713 ${model.get("sealed_hash")}` : "Seal";
+    again.hidden = !sealed;
     nanButton.textContent = nanMode ? "Click where NaN starts"
       : model.get("nan_step") === null ? "Mark NaN step" : "Remove NaN step";
-    status.textContent = model.get("message") || HINT;
+    status.textContent = model.get("message") || hint(model);
     root.classList.toggle("is-sealed", sealed);
   };
 
@@ -319,6 +322,10 @@ function render({ model, el: host }) {
     model.set("seal_requested", model.get("seal_requested") + 1);
     model.save_changes();
   });
+  again.addEventListener("click", () => {
+    model.set("redraw_requested", model.get("redraw_requested") + 1);
+    model.save_changes();
+  });
 
   const names = ["points", "steps", "loss_max", "log_scale", "reference", "reference_label",
     "shape", "nan_step", "sealed", "sealed_hash", "message", "active", "others", "series_names",
@@ -330,6 +337,9 @@ function render({ model, el: host }) {
   for (const n of names) model.on(`change:${n}`, update);
   model.on("change:others", swapped);
   update();
+  // Tell the kernel a front end shows this widget: a run cell may then wait for the Seal.
+  model.set("rendered", model.get("rendered") + 1);
+  model.save_changes();
   return () => {
     for (const n of names) model.off(`change:${n}`, update);
     model.off("change:others", swapped);
