@@ -50,8 +50,7 @@ def test_a_hand_drawn_sketch_is_kept_in_the_notebook_and_used_by_a_fresh_kernel(
     handed.write_text(json.dumps(sketches_in(graded)))
     blank = nbformat.v4.new_notebook()
     blank.cells = [nbformat.v4.new_code_cell(MAKE), nbformat.v4.new_code_cell(RUN)]
-    elsewhere = {"LABKIT_HOME": str(tmp_path / "grader")}  # a grader's store: no seal in it
-    assert "SketchNotSealed" in text_of(execute(blank, tmp_path, elsewhere).cells[1])
+    assert "SketchNotSealed" in text_of(execute(blank, tmp_path).cells[1])  # nothing handed over
     execute(graded, tmp_path, env={ENV: str(handed)})
     out = text_of(graded.cells[1])
     assert "RAN ['healthy', 'zero LR'] ((0, 2.3), (39, 2.3))" in out

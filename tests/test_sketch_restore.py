@@ -11,7 +11,9 @@ SERIES = {"healthy": None, "zero LR": "zero_lr"}
 
 
 def _sketch(store, **kw):
-    return SketchForecast(config=CFG, series=SERIES, key="restore_t", history_path=store, **kw)
+    sketch = SketchForecast(config=CFG, series=SERIES, key="restore_t", history_path=store, **kw)
+    sketch.rendered += 1  # what the front end says when it draws the widget
+    return sketch
 
 
 def _draw_and_seal(sketch, healthy=0.5):
@@ -39,7 +41,11 @@ def test_restore_matches_key_and_setup_and_never_overrides_curves_in_code(tmp_pa
     other_key = SketchForecast(config=CFG, series=SERIES, key="restore_u", history_path=store)
     other_setup = SketchForecast(config=labkit.Config(steps=40, seed=1), series=SERIES,
                                  key="restore_t", history_path=store)
+    headless = SketchForecast(config=CFG, series=SERIES, key="restore_t", history_path=store)
+    for sketch in (other_key, other_setup):
+        sketch.rendered += 1
     assert not other_key.sealed and not other_setup.sealed
+    assert not headless.sealed  # no front end drew it: a headless run restores nothing
     given = _sketch(store, points={"healthy": [[0, 2.3], [39, 1.0]], "zero LR": [[0, 2.3]]})
     assert not given.sealed and not given.restored  # a headless run seals its own curves
 

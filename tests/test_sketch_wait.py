@@ -119,3 +119,26 @@ def test_without_a_view_of_the_widget_the_cell_refuses_at_once(kernel):
     msgs = _messages(kc, _idle(run))
     assert "SketchNotSealed" in _text(msgs, run) and "waiting" not in _text(msgs, run)
     assert time.monotonic() - started < 8
+
+
+@pytest.mark.slow
+def test_after_a_restart_run_all_flows_through_with_the_sealed_sketch(kernel):
+    km, kc = kernel
+    comm_id, run, after, msgs = _start(kc)
+    _widget_update(kc, comm_id, {"points": [[0, 2.3], [39, 2.3]]})
+    _widget_update(kc, comm_id, {"seal_requested": 1})
+    _messages(kc, _idle(after))
+    km.restart_kernel(now=True)
+    kc.wait_for_ready(timeout=60)
+    comm_id, run, after, msgs = None, None, None, []
+    make = kc.execute(MAKE)
+    msgs = _messages(kc, _idle(make))
+    comm_id = next(m["content"]["comm_id"] for m in msgs if m["msg_type"] == "comm_open"
+                   and "series_names" in m["content"]["data"].get("state", {}))
+    run, after = kc.execute(RUN), kc.execute(AFTER)
+    _widget_update(kc, comm_id, {"rendered": 1})  # JupyterLab draws the widget meanwhile
+    msgs += _messages(kc, _idle(after))
+    assert "RAN True" in _text(msgs, run) and "AFTER" in _text(msgs, after)  # no redraw
+    kept = [m for m in msgs if m["msg_type"] == "display_data"
+            and m["parent_header"].get("msg_id") == run]
+    assert any("application/vnd.labkit.sketch+json" in m["content"]["data"] for m in kept)

@@ -31,12 +31,13 @@ function scales(model) {
   const last = Math.max(model.get("steps") - 1, 1);
   const top = model.get("loss_max");
   const log = model.get("log_scale");
-  const floor = top / 1000;  // the lowest loss the chart can show; losses must stay > 0
+  const zero = model.get("zero_below");  // a band read as "zero" (a collapsed norm), if any
+  const floor = zero ? Math.min(zero / 10, top / 1000) : top / 1000;  // the lowest value shown; > 0
   const f = (v) => (log ? Math.log(Math.max(v, floor)) : v);
   const y0 = log ? f(floor) : 0, y1 = f(top);
   const clamp = (v) => Math.min(Math.max(v, 0), 1);
   return {
-    last, top, log, floor,
+    last, top, log, floor, zero,
     x: (s) => PAD.l + (s / last) * PW,
     y: (v) => PAD.t + (1 - clamp((f(Math.min(v, top)) - y0) / (y1 - y0))) * PH,
     step: (px) => Math.round(clamp((px - PAD.l) / PW) * last),
@@ -83,6 +84,12 @@ function draw(svg, model, stroke, cursor = null) {
   el("text", { x: 14, y: PAD.t + PH / 2, class: "axis-label", "text-anchor": "middle",
     transform: `rotate(-90 14 ${PAD.t + PH / 2})` }, svg,
     (model.get("y_label") || "loss") + (sc.log ? " (log)" : ""));
+  if (sc.zero) {  // the bottom band: drawn there, a curve reads as zero
+    const y = sc.y(sc.zero);
+    el("rect", { x: PAD.l, y, width: PW, height: PAD.t + PH - y, class: "zero-band" }, svg);
+    el("text", { x: PAD.l + PW - 4, y: PAD.t + PH - 4, class: "reference-label",
+      "text-anchor": "end" }, svg, `zero (collapsed): below ${fmt(sc.zero)}`);
+  }
   const ref = model.get("reference");
   if (ref !== null && ref <= sc.top) {
     const y = sc.y(ref);

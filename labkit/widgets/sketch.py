@@ -19,6 +19,7 @@ import anywidget
 import traitlets as t
 
 from ..core.config import Config
+from ..diagnosis.strict import ZERO_NORM
 from ..errors import check_choice, check_number
 from ..forecast.forecast import SHAPES, Forecast, check_points
 from ..forecast.carry import carried
@@ -49,6 +50,7 @@ class SketchForecast(anywidget.AnyWidget):
     active = t.Int(0).tag(sync=True)  # index of the series being drawn
     others = t.List().tag(sync=True)  # [{"index", "points", "nan_step"}] of the other series
     y_label = t.Unicode("loss").tag(sync=True)
+    zero_below = t.Float(None, allow_none=True).tag(sync=True)  # a band read as zero (norms)
     sealed = t.Bool(False).tag(sync=True)
     sealed_hash = t.Unicode("").tag(sync=True)  # first 12 hex of the (first) sealed content hash
     seal_requested = t.Int(0).tag(sync=True)  # the Seal button adds 1; Python seals
@@ -110,10 +112,10 @@ class SketchForecast(anywidget.AnyWidget):
                          log_scale=log_scale, reference=ref, reference_label=ref_label,
                          shape=first["shape"], nan_step=first["nan_step"], series_names=names,
                          colours=[COLOURS[i % len(COLOURS)] for i in range(len(names))],
-                         y_label=label(quantity), others=self._others(0))
+                         y_label=label(quantity), others=self._others(0),
+                         zero_below=ZERO_NORM if quantity == "grad_norm" else None)
         self._ready = True
-        if not self._from_code:  # sealed before (a re-run cell, a restart): shown sealed
-            sketch_gate.restore(self)
+        sketch_gate.watch(self)  # its view drawn: the last seal comes back; Draw again
 
     def __repr__(self) -> str:
         state = "sealed" if self.sealed else "not sealed"
@@ -198,11 +200,6 @@ class SketchForecast(anywidget.AnyWidget):
                 self.seal()
             except (ValueError, TypeError) as exc:  # shown under the chart, not lost in a log
                 self.message = str(exc)
-
-    @t.observe("redraw_requested")
-    def _redraw_from_button(self, change):
-        if self._ready:
-            sketch_gate.redraw(self)
 
     # ---- forecasts, sealing, the gate and the score ----
     def forecast(self, name: str | None = None) -> Forecast:

@@ -2,8 +2,10 @@
 
 `restore`: a sketch made again (the cell re-run, or a new kernel after a restart) comes back
 sealed with the curves the learner last sealed for the same key, quantity, series and setups,
-read from the learner store, so a Restart and Run All needs no redraw. `redraw` (the
-"Draw again" button) opens a new attempt; the old seal stays in the store.
+read from the learner store, so a Restart and Run All needs no redraw. It happens when a front
+end first draws the widget (`watch`): where a learner sees it, never in a headless run, which
+takes its curves from code or is refused. `redraw` (the "Draw again" button) opens a new
+attempt; the old seal stays in the store.
 
 `require`: the first line of a run cell. Curves given in code are sealed there (the headless
 path); a hand-drawn seal leaves its curves in the cell's output for a grader
@@ -76,6 +78,15 @@ def restore(sketch) -> bool:
                       "to start a new attempt.")
     sketch.sealed = True
     return True
+
+
+def watch(sketch) -> None:
+    """Restore on the first view a front end draws (curves not given in code); Draw again."""
+    def shown(change):
+        if change["old"] == 0 and not sketch._from_code and not sketch.sealed:
+            restore(sketch)
+    sketch.observe(shown, "rendered")
+    sketch.observe(lambda change: redraw(sketch), "redraw_requested")
 
 
 def redraw(sketch) -> None:
