@@ -87,3 +87,12 @@ def test_a_typed_prediction_keeps_its_first_seal_across_a_restart(tmp_path, monk
     assert _predict._SEALED["restore_p"][1] == first
     _predict.seal("restore_p", {"worse": "b"}, forms)  # a changed answer is a new seal
     assert _predict._SEALED["restore_p"][1] > first
+
+
+def test_curves_sealed_from_code_never_come_back_in_a_drawn_sketch(tmp_path):
+    store = tmp_path / "labkit.sqlite3"
+    headless = _sketch(store, points={"healthy": [[0, 2.3], [39, 1.0]], "zero LR": [[0, 2.3]]})
+    headless.require()  # a papermill or nbval run sealed the instructor's curves
+    assert headless.sealed
+    learner = _sketch(store)
+    assert not learner.sealed  # the learner draws their own

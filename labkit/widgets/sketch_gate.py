@@ -44,6 +44,8 @@ def last_sealed(sketch) -> dict | None:
     except (ValueError, OSError):  # a store that cannot be read restores nothing
         return None
     for entry in entries:
+        if not entry.get("drawn"):  # curves given in code (a headless run) never come back
+            continue
         f = entry["forecast"]
         for name, (note, config_hash) in want.items():
             if (f.get("note"), f.get("config_hash")) == (note, config_hash) and \

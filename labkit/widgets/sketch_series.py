@@ -91,7 +91,7 @@ def seal_series(sketch) -> dict:
                          "click a name above the chart to switch curves.")
     made = {n: sketch.forecast(n).seal(*sketch._setups[n]) for n in names}
     for f in made.values():
-        sketch.history.add(f)
+        sketch.history.add(f, drawn=not sketch._from_code)
     return made
 
 
