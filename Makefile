@@ -29,6 +29,8 @@ $(STAMP): pyproject.toml constraints.txt
 	@echo "labkit: about 140 s (measured on 2 cores, warm pip cache) and 1.7 GB the first time."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip --progress-bar on
+	@echo "labkit: pip now resolves, fetches (from its cache when warm) and installs about 150"
+	@echo "labkit: packages; its bars show the downloads, then one bar counts the installs."
 	$(BIN)/python -m pip install --progress-bar on $(PIP_EXTRA) -c constraints.txt -e '.[lab,test]'
 	@touch $(STAMP)
 	@echo "labkit: $(VENV) is ready."
