@@ -34,7 +34,10 @@ def _make_lab(tmp_path, **extra):
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws"), **extra}
     env.pop("VIRTUAL_ENV", None)
-    proc = subprocess.Popen(["make", "-s", "lab"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    # -o: never (re)install from here, even where the stamp looks stale; BIN: this Python's
+    cmd = ["make", "-s", "-o", ".venv/.labkit-installed", "lab",
+           f"BIN={Path(sys.executable).parent}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines, started = [], time.monotonic()
     for line in proc.stdout:
