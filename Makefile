@@ -26,7 +26,7 @@ env: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	@echo "labkit: setting up $(VENV) (first time only, and after pyproject.toml or constraints.txt change)."
 	@echo "labkit: installing torch 2.13.0 (CPU), JupyterLab, nbval, papermill and labkit itself;"
-	@echo "labkit: about 140 s (measured on 2 cores, warm pip cache) and 1.7 GB the first time."
+	@echo "labkit: about 80 s (79 s measured from a fresh clone, warm pip cache, 2 cores) and 1.7 GB."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip --progress-bar on
 	@echo "labkit: pip now resolves, fetches (from its cache when warm) and installs about 150"
