@@ -10,13 +10,16 @@ PORT   ?= 8888
 # on a machine where PyPI's default torch wheel would be the multi-GB CUDA build.
 PIP_EXTRA ?=
 
-.PHONY: lab test exercises references bench env clean-env help
+.PHONY: lab test check exercises references bench env clean-env help
 
 help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"
 	@echo "                (SOLUTIONS=1 also lists solutions/; PORT=8899 for another port)"
 	@echo "make test       create .venv if needed and run every test (unit, notebooks, browser),"
-	@echo "                then the notebooks and chaotic tests again on the portable CPU path"
+	@echo "                then the notebooks and chaotic tests again on the portable CPU path;"
+	@echo "                in parallel on every core (pytest-xdist). CI runs this."
+	@echo "make check      the quick tier for the loop of a change (no notebooks, no browser, <= 90 s);"
+	@echo "                not a replacement for make test"
 	@echo "make exercises  regenerate exercises/ from solutions/"
 	@echo "make references re-execute the study notebooks into tests/reference/, clear notebooks/"
 	@echo "make bench      speed against plain PyTorch (loop, labkit.watch), triage, the learner store, drill probes, own-code triage"
@@ -42,14 +45,25 @@ SOLUTIONS ?=
 lab: $(STAMP)
 	PORT=$(PORT) SOLUTIONS=$(SOLUTIONS) $(BIN)/python tools/lab.py notebooks/00_start_here.ipynb
 
-# Two passes: everything on this machine's own CPU path and default threads, then the
-# notebooks and the `chaotic` tests again on the portable kernels with one thread, the
-# cheapest way to see another machine's rounding. Checked outputs must agree on both.
+# Two passes, each in parallel on every core (pytest-xdist; conftest.py gives each worker
+# cores / workers torch threads, its own $LABKIT_HOME and its own Jupyter folders, and keeps
+# each notebook's cells, and the browser tests, on one worker):
+# 1. everything, on this machine's own CPU path;
+# 2. the notebooks and the `chaotic` tests again on the portable kernels with one thread, the
+#    cheapest way to see another machine's rounding. Checked outputs must agree on both.
 PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
+XDIST    ?= -n auto
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
-	$(PORTABLE) $(BIN)/python -m pytest -m "nbval or chaotic"
+	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
+	  echo "labkit: pass 1 (everything, this machine's CPU path) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
+	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic"; rc=$$?; \
+	  echo "labkit: pass 2 (notebooks and chaotic tests, portable kernels, one thread) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
+
+# The quick tier: unit tests without notebooks, browsers or the slow batches (<= 90 s).
+check: $(STAMP)
+	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests; \
+	  rc=$$?; echo "labkit: make check took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py

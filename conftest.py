@@ -1,8 +1,9 @@
-"""Test-wide setup, loaded before any test or notebook runs.
+"""Test-wide setup, loaded before any test or notebook runs, in every pytest-xdist worker.
 
-Jupyter, IPython and matplotlib keep state in folders under $HOME; tests point
-them at a fresh temporary folder so that runs are hermetic and leave nothing
-behind. Kernels started by nbval and papermill inherit these variables.
+Jupyter, IPython and matplotlib keep state in folders under $HOME; tests point them at a
+fresh temporary folder so that runs are hermetic and leave nothing behind. Each xdist worker
+is its own process and makes its own folder, so no two workers share a $LABKIT_HOME or a
+Jupyter runtime folder. Kernels started by nbval, papermill and nbclient inherit all of it.
 """
 
 import atexit
@@ -10,7 +11,8 @@ import os
 import shutil
 import tempfile
 
-_STATE = tempfile.mkdtemp(prefix="labkit-test-state-")
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+_STATE = tempfile.mkdtemp(prefix=f"labkit-test-{_WORKER}-")
 atexit.register(shutil.rmtree, _STATE, ignore_errors=True)
 for _var, _sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"),
                    ("JUPYTERLAB_WORKSPACES_DIR", "lab-workspaces"), ("IPYTHONDIR", "ipython"),
@@ -19,23 +21,99 @@ for _var, _sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_RUNTIME_D
     os.makedirs(os.environ[_var], exist_ok=True)
 os.environ["MPLBACKEND"] = "Agg"
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-# No OMP_NUM_THREADS or ATEN_CPU_CAPABILITY is set here: the first pass of `make test` runs
-# on the machine's own CPU path with its default threads, as a learner's kernel does. The
-# second pass sets ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 (portable kernels, one
-# thread) for the notebooks and the tests marked `chaotic`; kernels started by nbval and
-# papermill inherit whichever is set. Checked outputs must agree on both (README, "Tests
-# and speed").
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# Threads. Under pytest-xdist each worker's torch gets cores / workers threads (at least 1),
+# in this process and in every kernel it starts: two workers each spinning two OpenMP threads
+# on two cores is far slower than serial (Exercise E's five runs: 11 s idle, 303 s
+# oversubscribed). A thread count set by the caller wins: the second pass of `make test`
+# sets ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 (portable kernels, one thread), the
+# cheapest way to see another machine's rounding. Without xdist, torch keeps its default.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+if _WORKERS and "OMP_NUM_THREADS" not in os.environ:
+    _THREADS = str(max(1, _cores() // _WORKERS))
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, _THREADS)
+if "OMP_NUM_THREADS" in os.environ:
+    import sys
+    if "torch" in sys.modules:  # imported by a plugin before this file: set it directly too
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 def pytest_report_header(config):
     capability = os.environ.get("ATEN_CPU_CAPABILITY", "the machine's best")
-    threads = os.environ.get("OMP_NUM_THREADS", f"torch's default ({os.cpu_count()} cores)")
-    return f"labkit CPU path: ATEN_CPU_CAPABILITY={capability}, OMP_NUM_THREADS={threads}"
+    threads = os.environ.get("OMP_NUM_THREADS", f"torch's default ({_cores()} cores)")
+    return (f"labkit CPU path: ATEN_CPU_CAPABILITY={capability}, OMP_NUM_THREADS={threads} "
+            "(under xdist: cores / workers per worker unless set)")
 
 
+# How pytest-xdist shares the work (`make test` runs `-n auto`). A unit of work goes to one
+# worker, whole, in order:
+# - every cell of one notebook: nbval runs them in order in one kernel;
+# - the browser tests, all of them: each starts JupyterLab and Chromium, and two at once on
+#   two cores turn their waits for the page into time-outs;
+# - every other test file, whole, so that a module-scoped fixture (one `labkit grade` run,
+#   one set of exercise runs) is built once, on one worker;
+# - except the files below, whose tests are independent and long (two-seed triages, whole
+#   notebook executions): each of their tests is a unit of its own, so that the two workers
+#   share them.
+# Longest units go first (browser, notebooks, then these), so that no worker is left alone
+# with a long unit at the end.
+SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "browser",
+                "test_drill_browser.py": "browser", "test_lab.py": "browser"}
+SPLIT_FILES = {"test_diagnose.py", "test_own_held_out.py", "test_own_triage.py",
+               "test_exercise_gate.py", "test_instructor.py", "test_lab15_checks.py",
+               "test_naive_strategies.py", "test_examples.py", "test_drill.py", "test_bugs.py"}
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work (see above) that the test `nodeid` belongs to."""
+    path = nodeid.split("::", 1)[0]
+    name = path.rsplit("/", 1)[-1]
+    if name in SERIAL_FILES:
+        return SERIAL_FILES[name]
+    if name in SPLIT_FILES:
+        return nodeid
+    return path
+
+
+def _rank(item) -> int:
+    name = item.path.name
+    return 0 if name in SERIAL_FILES else 1 if item.path.suffix == ".ipynb" else \
+        2 if name in SPLIT_FILES else 3
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Schedule by `work_unit`, in collection order (see `pytest_collection_modifyitems`),
+    whatever `--dist` says, except `--dist each` (every test on every worker)."""
+    from xdist.scheduler import LoadScopeScheduling
+    if config.getvalue("dist") == "each":
+        return None
+
+    class WorkUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return WorkUnits(config, log)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark nbval's notebook cells `nbval`, so `-m "nbval or chaotic"` selects them."""
-    import pytest
+    """Mark nbval's notebook cells `nbval`, so `-m "nbval or chaotic"` selects them, and put
+    the longest units of work first (a stable sort: the order inside a unit is kept)."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.nbval)
+    if _WORKERS:  # an xdist worker: the controller schedules units in this order
+        items.sort(key=_rank)

@@ -20,7 +20,7 @@ import importlib
 
 from . import _moved
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _moved.install()
 

@@ -85,3 +85,7 @@ def notebook_box(title: str, sentence: str, colour: str = "#c0392b", *, once_for
                  f"padding:8px 12px;margin:4px 0;font-family:var(--jp-content-font-family, "
                  f"sans-serif);\"><b style=\"color:{colour}\">{html.escape(title)}</b><br>"
                  f"{html.escape(sentence)}</div>"))
+
+
+class OutputPathError(ValueError):
+    """An output path that would overwrite the learner store or another SQLite database."""

@@ -246,6 +246,7 @@ def test_unknown_bug_is_refused_with_a_suggestion():
         labkit.train(Config(), bug="double_shift")
 
 
+@pytest.mark.slow
 def test_cli_lists_bugs_and_refuses_unknown_names():
     import json
     out = subprocess.run([sys.executable, "-m", "labkit.cli", "bugs", "--json"],

@@ -4,6 +4,7 @@ the notebook in a fresh kernel, seals the learner's own curves instead of stoppi
 import json
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from labkit.forecast.carry import ENV, MIME, sketches_in
@@ -32,6 +33,7 @@ def text_of(cell):
         o.get("ename", "") for o in cell.outputs if o.get("output_type") == "error")
 
 
+@pytest.mark.slow
 def test_a_hand_drawn_sketch_is_kept_in_the_notebook_and_used_by_a_fresh_kernel(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in (MAKE, DRAW, RUN)]

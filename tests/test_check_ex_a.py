@@ -95,6 +95,7 @@ def test_transfer_needs_the_groups_and_a_reason(runs):
         ex_a_transfer(["backbone.0"], reason, runs["healthy"])
 
 
+@pytest.mark.slow
 def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
     text = run_solution("ex_a_break_the_graph", tmp_path, seed=1)
     assert "detached: loss at step 0 = 2.30" in text

@@ -79,6 +79,7 @@ def test_transfer_needs_groups_a_boolean_and_a_reason(subset):
         ex_b_transfer(["backbone.2"], True, "backbone.2 is left out", subset)
 
 
+@pytest.mark.slow
 def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
     text = run_solution("ex_b_optimizer_membership", tmp_path, seed=1)
     assert "ok: 5 of 5 predictions hit" in text

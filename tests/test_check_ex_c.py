@@ -76,6 +76,7 @@ def test_transfer_x10_from_the_best_run_blows_up():
         ex_c_transfer("explodes", reason, sweep)
 
 
+@pytest.mark.slow
 @pytest.mark.chaotic  # the solution's lr=30 run blows up
 def test_solution_passes_its_checks_on_another_seed(tmp_path):
     text = run_solution("ex_c_learning_rate_sweep", tmp_path, seed=1)

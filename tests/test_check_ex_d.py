@@ -67,6 +67,7 @@ def test_transfer_to_dropout_02(runs):
         ex_d_transfer("smaller", "dropout", runs[0.2], runs[0.5])
 
 
+@pytest.mark.slow
 def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
     text = run_solution("ex_d_validation_below_training", tmp_path, seed=1)
     assert "ok: 5 of 5 predictions hit" in text or "predictions hit" in text

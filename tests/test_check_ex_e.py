@@ -58,6 +58,7 @@ def test_the_table_is_the_generators_own():
             prev = tok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ahead", [1, 2])
 def test_the_floor_matches_an_empirical_entropy_within_001(big, ahead):
     succ = successor_table(50, 0)
@@ -65,6 +66,7 @@ def test_the_floor_matches_an_empirical_entropy_within_001(big, ahead):
     assert abs(exact - empirical_entropy(big, ahead)) < 0.01
 
 
+@pytest.mark.slow
 def test_the_printed_floor_is_the_computed_one():
     nb = nbformat.read(ROOT / "solutions" / "ex_e_masking_errors.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
@@ -91,6 +93,7 @@ def runs_and_batches():
             {n: t.batch(0) for n, t in trainers.items()})
 
 
+@pytest.mark.slow
 def test_the_truth_is_read_from_the_runs(runs_and_batches):
     runs, batches = runs_and_batches
     truth = truth_of(runs, batches)
@@ -99,6 +102,7 @@ def test_the_truth_is_read_from_the_runs(runs_and_batches):
     assert truth["inflated_runs"] == ["padding_in_loss", "prompt_in_loss"]
 
 
+@pytest.mark.slow
 def test_review_shows_misses(runs_and_batches):
     prediction = {"nan_run": "correct", "two_ahead_run": "double_shift",
                   "inflated_runs": ["padding_in_loss"], "lowest_train_loss": "correct",
@@ -122,6 +126,7 @@ def test_mechanism_and_floor_checks():
         assert one_sentence(str(info.value))
 
 
+@pytest.mark.slow
 def test_transfer_without_eos(runs_and_batches):
     def no_eos_labels(split):
         return split["labels"].masked_fill(split["input_ids"] == EOS, IGNORE)
@@ -135,6 +140,7 @@ def test_transfer_without_eos(runs_and_batches):
         ex_e_transfer("lower", "lower", reason, no_eos, correct)
 
 
+@pytest.mark.slow
 @pytest.mark.chaotic  # all_masked_labels is NaN
 def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
     text = run_solution("ex_e_masking_errors", tmp_path, seed=1)

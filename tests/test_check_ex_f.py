@@ -85,6 +85,7 @@ def test_transfer_to_twenty_percent(run_and_cm):
     assert "earlier" not in str(info.value)
 
 
+@pytest.mark.slow
 def test_solution_passes_its_own_checks_on_another_seed(tmp_path):
     text = run_solution("ex_f_loss_metric_mismatch", tmp_path, seed=1)
     assert "predictions hit" in text and text.count("ok: ") >= 6

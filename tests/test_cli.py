@@ -18,6 +18,7 @@ def test_help_lists_commands():
     assert rc == 0 and "run" in out and "usage: labkit" in out
 
 
+@pytest.mark.slow
 def test_run_writes_a_loadable_run(tmp_path):
     path = tmp_path / "run.json"
     rc, _, err = run_cli("run", "--steps", "30", "--seed", "1", "--json", str(path))
@@ -49,6 +50,7 @@ def test_bad_input_is_one_line_exit_2_no_traceback(args, words):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_triage_prints_the_form_and_ends_with_the_conviction(tmp_path):
     path = tmp_path / "t.json"
     rc, out, err = run_cli("triage", "--bug", "wrong_logging_divisor", "--seeds", "0,1",
@@ -68,16 +70,19 @@ def test_triage_prints_the_form_and_ends_with_the_conviction(tmp_path):
     (["triage", "--seeds", "a,b"], "must be two seeds like 0,1"),
     (["triage", "--seeds", "3,3"], "two different seeds"),
 ])
+@pytest.mark.slow
 def test_triage_bad_input_exits_2_with_one_line(args, words):
     rc, out, err = run_cli(*args)
     assert rc == 2 and words in err and len(err.strip().splitlines()) == 1 and not out
 
 
+@pytest.mark.slow
 def test_triage_refuses_task_together_with_bug():
     rc, out, err = run_cli("triage", "--bug", "detach", "--task", "lm")
     assert rc == 2 and "--task applies only without --bug" in err and not out
 
 
+@pytest.mark.slow
 def test_triage_a_setup_from_a_file(tmp_path):
     path = tmp_path / "r.json"
     rc, out, err = run_cli("triage", "--setup", "examples/dataloader_classifier.py:DataLoaderClassifier",
@@ -96,6 +101,7 @@ def test_triage_a_setup_from_a_file(tmp_path):
     (["--setup", "README.md:X"], "must name a Python file and a class"),
     (["--setup", "examples/dataloader_classifier.py", "--bug", "detach"], "cannot be combined with --bug"),
 ])
+@pytest.mark.slow
 def test_triage_setup_bad_input_exits_2_with_one_line(args, words):
     rc, out, err = run_cli("triage", *args)
     assert rc == 2 and words in err and len(err.strip().splitlines()) == 1 and not out, err

@@ -102,6 +102,7 @@ def test_every_case_has_a_signature_and_the_packet_numbering():
         assert case.intervention and case.confirms and case.setup is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("key", list(curves.CASES))
 def test_case_reproduces_its_signature(key, seed):
@@ -122,6 +123,7 @@ def quiz():
     return curve_quiz.draw(seed=2024)
 
 
+@pytest.mark.slow
 def test_quiz_holds_every_case_once_on_fresh_seeds(quiz):
     assert sorted(quiz.answer_key().values()) == sorted(curves.CASES)
     assert [i.letter for i in quiz.items] == list("ABCDEFG")

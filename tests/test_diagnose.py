@@ -28,6 +28,7 @@ def test_every_case_has_expected_mechanism_words():
     assert set(MECHANISM_WORDS) == set(CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", chaotic_cases(CASES))
 def test_diagnose_convicts_the_right_system_and_mechanism(name):
     rec = diagnose(name, seeds=(0, 1))
@@ -38,6 +39,7 @@ def test_diagnose_convicts_the_right_system_and_mechanism(name):
     assert rec.rows["conviction"]["data"]["by"] == "diagnose"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["classify", "lm"])
 def test_diagnose_acquits_the_healthy_setup(task):
     rec = diagnose(config=labkit.Config(task=task), seeds=(0, 1))

@@ -91,6 +91,7 @@ PATH_CASES = [(key, task, rs) for key in PATHS
               for rs in (0, 1, 2)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key,task,run_seed", PATH_CASES)
 def test_each_cheapest_path_shows_what_it_says_on_every_run_seed(key, task, run_seed):
     case = Case(Mystery(0, None if key == "healthy" else key, task, run_seed))
@@ -99,6 +100,7 @@ def test_each_cheapest_path_shows_what_it_says_on_every_run_seed(key, task, run_
             assert answer(case, probe).outcome == outcome, (probe, path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [k for k in KEYS if task_of(k) == "classify"] + ["padding_in_loss"])
 def test_no_probe_names_the_bug_before_the_conviction(key):
     m = Mystery(0, None if key == "healthy" else key, task_of(key), 0)
@@ -267,6 +269,7 @@ def test_two_writers_at_once_lose_no_attempt(tmp_path):
         (w, i) for w in "ab" for i in range(25))
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_write_leaves_every_finished_attempt(tmp_path):
     path = tmp_path / "d.sqlite3"
     DrillLog(path).append({"kind": "drill", "writer": "seed", "i": -1})
@@ -287,6 +290,7 @@ def test_a_writer_killed_mid_write_leaves_every_finished_attempt(tmp_path):
 
 
 # ---- the command line ------------------------------------------------------------------
+@pytest.mark.slow
 def test_disciplined_right_beats_careless_wrong_through_stdin(tmp_path):
     good = cli(DISCIPLINED, "--seed", str(STALE), home=tmp_path / "a")
     bad = cli(CARELESS, "--seed", str(STALE), home=tmp_path / "b")
@@ -299,6 +303,7 @@ def test_disciplined_right_beats_careless_wrong_through_stdin(tmp_path):
         assert "stale_log" not in before  # the bug is named only after the conviction
 
 
+@pytest.mark.slow
 def test_same_seed_same_symptom_and_answer(tmp_path):
     runs = [cli("quit\n", "--seed", "8", home=tmp_path / str(i)).stdout for i in range(2)]
     assert runs[0].split("You gave up")[0] == runs[1].split("You gave up")[0]
@@ -314,6 +319,7 @@ def test_bad_flags_exit_2_with_one_line(tmp_path):
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 def test_a_drill_killed_between_commands_resumes(tmp_path):
     env = {**os.environ, "LABKIT_HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}
     p = subprocess.Popen([sys.executable, "-m", "labkit.cli", "drill", "--seed", "8"], cwd=ROOT,
@@ -333,6 +339,7 @@ def test_a_drill_killed_between_commands_resumes(tmp_path):
     assert len(DrillLog(tmp_path / "labkit.sqlite3").attempts()) == 1
 
 
+@pytest.mark.slow
 def test_answer_marks_an_open_drill_and_stats_summarise(tmp_path):
     cli("probe raw_vs_reported\n", "--seed", "8", home=tmp_path)  # left open (EOF pauses)
     shown = cli("", "--seed", "8", "--answer", home=tmp_path)

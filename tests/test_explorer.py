@@ -1,10 +1,13 @@
 """The Explorer runs the triage one step at a time; the panel only displays it."""
 
+import pytest
+
 from labkit import diagnose
 from labkit.diagnosis.explorer import STEPS, Explorer
 from labkit.widgets import ExplorerPanel
 
 
+@pytest.mark.slow
 def test_steps_run_in_the_chapters_order_and_match_diagnose():
     ex = Explorer("stale_log")
     seen = []
@@ -40,6 +43,7 @@ def test_panel_buttons_drive_the_explorer_and_show_unknown_then_verdict():
     assert repr(panel) == ("ExplorerPanel(bug zero_lr; auto mode; steps done: 7; next: none (complete))")
 
 
+@pytest.mark.slow
 def test_panel_works_on_a_setup_one_step_at_a_time():
     from labkit.diagnosis.own import STEPS as SETUP_STEPS
     from own_setups.h1 import StepNeverCalled

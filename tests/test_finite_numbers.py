@@ -29,6 +29,7 @@ def test_check_number_still_takes_finite_values_and_names_the_range():
         check_number("x", math.inf, minimum=0, maximum=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--lr"])
 @pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
 def test_cli_refuses_non_finite_with_exit_2_and_no_traceback(flag, value):

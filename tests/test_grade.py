@@ -46,6 +46,7 @@ def rows_of(data, folder):
     return [r for r in data["rows"] if Path(r["notebook"]).parent.name == folder]
 
 
+@pytest.mark.slow
 def test_blank_exercise_is_all_not_yet_answered(graded):
     _, data = graded
     rows = rows_of(data, "blank")
@@ -54,11 +55,13 @@ def test_blank_exercise_is_all_not_yet_answered(graded):
     assert {r["status"] for r in rows} == {"not yet answered"}
 
 
+@pytest.mark.slow
 def test_solution_passes_every_check(graded):
     _, data = graded
     assert {r["status"] for r in rows_of(data, "solved")} == {"passed"}
 
 
+@pytest.mark.slow
 def test_one_wrong_answer_fails_that_row_with_its_sentence(graded):
     _, data = graded
     rows = {r["check"]: r for r in rows_of(data, "wrong")}
@@ -68,6 +71,7 @@ def test_one_wrong_answer_fails_that_row_with_its_sentence(graded):
                                         "ex_a_steps_to")} == {"passed"}
 
 
+@pytest.mark.slow
 def test_one_table_a_summary_a_total_and_exit_1(graded):
     out, data = graded
     assert out.returncode == 1
@@ -79,6 +83,7 @@ def test_one_table_a_summary_a_total_and_exit_1(graded):
     assert data["summary"]["total"] == {"passed": 9, "failed": 1, "not yet answered": 5}
 
 
+@pytest.mark.slow
 def test_each_grading_is_kept_in_the_learner_store(graded):
     from labkit.store.learner import default_store
     out, data = graded
@@ -86,15 +91,15 @@ def test_each_grading_is_kept_in_the_learner_store(graded):
     kept = [r["body"] for r in default_store().records("grade") if r["body"]["notebook"] in graded_now]
     assert len(kept) == 3  # one record per notebook graded
     wrong = next(b for b in kept if Path(b["notebook"]).parent.name == "wrong")
-    assert wrong["rows"] == rows_of(data, "wrong")  # the same rows as the --json file
+    same = [{k: v for k, v in r.items() if k not in ("points", "max_points")}  # labkit.grades/2
+            for r in rows_of(data, "wrong")]
+    assert wrong["rows"] == same  # the same rows as the --json file, less their points
     assert wrong["summary"]["total"]["failed"] == 1
 
 
-@pytest.mark.slow
-def test_solved_alone_exits_0(tmp_path):
-    out = labkit_cli("grade", str(ROOT / "solutions" / "ex_f_loss_metric_mismatch.ipynb"))
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "failed" not in out.stdout.split("TOTAL")[0].replace("0 failed", "")
+# A solved notebook graded alone exits 0 with no failed row: tests/test_instructor.py grades a
+# solved fork through the instructor's own workflow step and checks exactly that, so no
+# second solution is executed here for it.
 
 
 @pytest.mark.slow

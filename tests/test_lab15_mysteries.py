@@ -29,6 +29,7 @@ def draw_of(variant: str) -> str:
     return next(f"random-{i}" for i in range(500) if lab15._variant(f"random-{i}") == variant)
 
 
+@pytest.mark.slow
 @pytest.mark.chaotic
 @pytest.mark.parametrize("mystery", ["D", draw_of("D2")])
 def test_mystery_d_nans_only_in_fp16_and_only_the_chapters_fix_works(mystery):

@@ -23,6 +23,7 @@ RANKS = {
     "learn": 5,
     "widgets": 6,
     "cli": 7,
+    "__main__": 8,  # `python -m labkit`: the command, nothing else
 }
 
 
@@ -149,6 +150,7 @@ def test_import_labkit_is_cheap():
     assert _heavy_modules_after("import labkit") == []
 
 
+@pytest.mark.slow
 def test_training_does_not_load_matplotlib_or_widgets():
     loaded = _heavy_modules_after("import labkit; labkit.train(steps=3); labkit.diagnose")
     assert set(loaded) <= {"torch"} and "torch" in loaded

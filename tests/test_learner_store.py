@@ -206,6 +206,7 @@ def test_opening_a_new_store_waits_for_another_writer_starting_it(tmp_path):
     other.close()
 
 
+@pytest.mark.slow
 def test_a_writer_killed_at_random_moments_loses_no_acknowledged_write(tmp_path):
     path = tmp_path / "labkit.sqlite3"
     rng = random.Random(16)

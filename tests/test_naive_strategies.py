@@ -366,6 +366,7 @@ TABLE: dict = {}
 
 @pytest.mark.parametrize("exercise", [pytest.param(e, marks=getattr(pytest.mark, e))
                                       for e in EXERCISES])
+@pytest.mark.slow
 def test_no_naive_strategy_passes_a_whole_exercise(exercise):
     notebook, questions, ctx = EXERCISES[exercise]()
     for strategy in STRATEGIES:

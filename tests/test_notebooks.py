@@ -56,6 +56,7 @@ def test_every_notebook_names_its_kernel_and_language(path):
     assert meta.get("language_info", {}).get("name") == "python", "no language_info"
 
 
+@pytest.mark.slow
 def test_start_notebook_runs_under_papermill_with_another_seed(tmp_path):
     papermill = pytest.importorskip("papermill")
     out = tmp_path / "start_seed1.ipynb"

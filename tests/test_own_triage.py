@@ -8,10 +8,20 @@ controls are checked one by one: a conviction of a healthy setup is the worst ou
 import pytest
 
 from own_setups import ALL_EXPECTED, EXPECTED
-from own_setups.report import rates, triage
+from own_setups.report import triage
 
-HEALTHY = [n for n, (system, _) in ALL_EXPECTED.items() if system == "NONE"]  # both batches
+from own_setups.third import THIRD_EXPECTED
+
+# The third batch is checked setup by setup below, its two healthy controls included, so they
+# are not triaged a second time with the other healthy controls.
+HEALTHY = [n for n, (system, _) in ALL_EXPECTED.items()
+           if system == "NONE" and n not in THIRD_EXPECTED]
 BUGGY = [n for n, (system, _) in EXPECTED.items() if system != "NONE"]  # the first batch: the bars
+# First-batch setups that miss today, with what labkit says instead. Each other setup must stay
+# right, one test per setup, so that the triages are shared between test workers; the bars
+# (right system >= 90%, right mechanism >= 80%) then hold by construction, and
+# test_known_misses_keep_the_bars checks this list against them.
+KNOWN_MISSES: dict[str, tuple[str, bool]] = {}  # name -> (system said, right system?)
 
 
 @pytest.mark.slow
@@ -23,23 +33,27 @@ def test_healthy_setups_are_not_convicted(name):
 
 
 @pytest.mark.slow
-def test_the_reviewers_third_batch_stays_right():
+@pytest.mark.parametrize("name", list(THIRD_EXPECTED))
+def test_the_reviewers_third_batch_stays_right(name):
     """A regression guard, not a held-out bar: two of these eight were missed before the
     rules lr_tiny and loss_floor were written from them (tests/own_setups/third.py)."""
-    from own_setups.third import THIRD_EXPECTED
-    rows = [triage(name) for name in THIRD_EXPECTED]
-    wrong = [(x["name"], x["system"], x["mechanism"][:80]) for x in rows
-             if not (x["right_system"] and x["right_mechanism"])]
-    assert wrong == []
+    row = triage(name)
+    assert row["right_system"] and row["right_mechanism"], (row["system"], row["mechanism"][:80])
+    if THIRD_EXPECTED[name][0] == "NONE":
+        assert row["granted"]
 
 
 @pytest.mark.slow
-def test_buggy_setups_meet_the_bars():
-    rows = [triage(name) for name in BUGGY]
-    r = rates(rows)
-    wrong = [(x["name"], x["system"], x["mechanism"][:80]) for x in rows if not x["right_mechanism"]]
-    assert r["right_system"] >= 0.9, wrong
-    assert r["right_mechanism"] >= 0.8, wrong
+@pytest.mark.parametrize("name", [n for n in BUGGY if n not in KNOWN_MISSES])
+def test_first_batch_setup_is_convicted_right(name):
+    row = triage(name)
+    assert row["right_system"] and row["right_mechanism"], (row["system"], row["mechanism"][:80])
+
+
+def test_known_misses_keep_the_bars():
+    right_system = sum(1 for n in BUGGY if n not in KNOWN_MISSES or KNOWN_MISSES[n][1])
+    assert right_system / len(BUGGY) >= 0.9 and len(BUGGY) >= 20
+    assert (len(BUGGY) - len(KNOWN_MISSES)) / len(BUGGY) >= 0.8
 
 
 def test_a_wrong_conviction_is_worse_than_unknown_when_seeds_disagree():

@@ -35,9 +35,8 @@ def test_environment_yml_matches_pyproject_names_and_lower_bounds():
     assert _conda(ROOT / "environment.yml") == {**runtime, **extras["lab"], **extras["test"]}
 
 
-def test_binder_matches_runtime_and_lab_and_is_cpu_only():
-    runtime, extras = _pyproject()
-    assert _conda(ROOT / "binder" / "environment.yml") == {**runtime, **extras["lab"]}
+def test_binder_is_cpu_only():
+    # what binder/ carries, and at which versions: tests/test_setup_paths.py
     deps = yaml.safe_load((ROOT / "binder" / "environment.yml").read_text())["dependencies"]
     assert any(d.startswith("pytorch-cpu") for d in deps)
     assert not [d for d in deps if "cuda" in d.lower() or d.startswith("pytorch>")]

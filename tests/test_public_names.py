@@ -14,6 +14,7 @@ from labkit import _moved
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_readme_library_in_one_screen_runs(tmp_path, monkeypatch):
     text = (ROOT / "README.md").read_text()
     block = re.search(r"## The library in one screen\s+```python\n(.*?)```", text, re.S).group(1)

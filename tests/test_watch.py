@@ -133,6 +133,7 @@ class ToyLM(nn.Module):
 @pytest.mark.parametrize("make_opt", [lambda p: torch.optim.AdamW(p, lr=1e-3),
                                       lambda p: torch.optim.SGD(p, lr=0.5)],
                          ids=["adamw", "sgd"])
+@pytest.mark.slow
 def test_estimate_is_within_5_percent_on_a_50M_model(make_opt):
     torch.manual_seed(0)
     model = ToyLM()

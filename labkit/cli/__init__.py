@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 
-from .store import add_export, add_import
+from .grade import add_grade
+from .output import BARE, add_json, deprecated, document, human, write_json
+from .store import add_export, add_import, add_store
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,8 +28,7 @@ def _add_run(sub):
     p.add_argument("--lr", type=float, default=None, help="default: 0.1 for classify (SGD), 3e-3 for lm (Adam)")
     p.add_argument("--precision", help="fp32 (default) or fp16 (autocast + GradScaler)")
     p.add_argument("--bug", default=None, help="inject a bug from `labkit bugs`")
-    p.add_argument("--json", default=None, metavar="PATH",
-                   help="write the Run here (default: print it to stdout)")
+    add_json(p, "the Run (labkit.run/1)")
     p.set_defaults(func=cmd_run)
 
 
@@ -36,27 +37,31 @@ def cmd_run(args) -> int:
     given = {"task": args.task, "seed": args.seed, "steps": args.steps, "lr": args.lr,
              "precision": args.precision}
     run = train(bug=args.bug, **{k: v for k, v in given.items() if v is not None})
-    if args.json:
-        run.to_json(args.json)
-        print(run.summary(), file=sys.stderr)
-        print(f"wrote {args.json}", file=sys.stderr)
-    else:
-        print(run.to_json())
+    target = args.json
+    if target is None:  # labkit 0.1 printed the Run with no --json
+        deprecated("`labkit run` with no --json printing the Run", "`labkit run --json -`")
+        target = "-"
+    print(run.summary(), file=sys.stderr)
+    write_json(run.to_dict(), target, text=run.to_json())
     return 0
 
 
 def _add_bugs(sub):
     p = sub.add_parser("bugs", help="list the bug zoo with a one-line symptom each")
-    p.add_argument("--json", action="store_true", help="name, system, stage, symptom as JSON")
+    add_json(p, "the zoo (labkit.bugs/1: name, system, stage, symptom, ...)", bare_ok=True)
     p.set_defaults(func=cmd_bugs)
 
 
 def cmd_bugs(args) -> int:
     from ..bugs import BUGS, SYSTEMS
+    keys = ("name", "system", "stage", "symptom", "mechanism", "exercise", "seam", "variants")
+    listed = [{k: b.as_dict()[k] for k in keys} for b in BUGS.values()]
+    if args.json is BARE:  # labkit 0.1: a flag that printed the bare list
+        deprecated("`labkit bugs --json` with no PATH", "`labkit bugs --json -`")
+        print(json.dumps(listed, indent=2))
+        return 0
     if args.json:
-        print(_json_out([{k: b.as_dict()[k] for k in ("name", "system", "stage", "symptom",
-                                                        "mechanism", "exercise", "seam", "variants")}
-                         for b in BUGS.values()]))
+        write_json(document("labkit.bugs/1", {"bugs": listed}), args.json)
         return 0
     width = max(map(len, BUGS))
     for system, meaning in SYSTEMS.items():
@@ -85,7 +90,9 @@ def _add_triage(sub):
                         "loss_fn and train (see README, 'Triage your own training code')")
     p.add_argument("--task", default=None, help="classify or lm (healthy setup only)")
     p.add_argument("--seeds", type=_seeds, default=(0, 1), help="two seeds (default 0,1)")
-    p.add_argument("--json", default=None, metavar="PATH", help="also save the record here")
+    add_json(p, "the triage record (labkit.triage/1)")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="with --setup: the time your train() calls may take together (default 600)")
     p.set_defaults(func=cmd_triage)
 
 
@@ -93,16 +100,17 @@ def cmd_triage(args) -> int:
     from ..bugs import get_bug
     from ..core.config import Config
     from ..diagnosis.explorer import diagnose
-    from ..diagnosis.triage import TriageRefused
     if args.setup is not None:
         if args.bug or args.task:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
         from ..diagnosis.setup import load
         try:
-            record = diagnose(load(args.setup), seeds=args.seeds)
+            record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
         except TypeError as exc:  # a method of the setup returned the wrong kind of thing
             raise ValueError(str(exc)) from exc
         return _print_record(record, args)
+    if args.budget is not None:
+        raise ValueError("--budget bounds the train() of your own code; it applies only with --setup.")
     if args.bug is not None:
         bug = get_bug(args.bug)  # unknown names fail here, before any training
         if args.task:
@@ -115,30 +123,22 @@ def cmd_triage(args) -> int:
 
 def _print_record(record, args) -> int:
     from ..diagnosis.triage import TriageRefused
-    if args.json:
-        record.save(args.json)
-    print(record.to_text())
+    if args.json == "-":
+        write_json(record.to_dict(), "-")
+    elif args.json:
+        from ..store.guard import check_output_path
+        record.save(check_output_path(args.json, "--json"))
+    out = human(args.json)
+    print(record.to_text(), file=out)
     try:
-        print(record.verdict())
+        print(record.verdict(), file=out)
         return 0
     except TriageRefused as exc:
         d = record.rows["conviction"].get("data") or {}
         if d.get("system"):  # a suggestion the evidence could not yet confirm
-            print(f"SUGGESTED (not confirmed): {d['system']} — {d.get('mechanism', '')}")
-        print(f"CONVICTION: UNKNOWN — {exc}")
+            print(f"SUGGESTED (not confirmed): {d['system']} — {d.get('mechanism', '')}", file=out)
+        print(f"CONVICTION: UNKNOWN — {exc}", file=out)
         return 1
-
-
-def _add_grade(sub):
-    p = sub.add_parser("grade", help="run exercise notebooks and report every answer check")
-    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="exercise notebooks (.ipynb)")
-    p.add_argument("--json", default=None, metavar="PATH", help="also write the rows here as JSON")
-    p.set_defaults(func=cmd_grade)
-
-
-def cmd_grade(args) -> int:
-    from ..learn.grade import grade
-    return grade(args.notebooks, json_path=args.json)
 
 
 def _add_checklist(sub):
@@ -146,6 +146,7 @@ def _add_checklist(sub):
     p.add_argument("--task", default="lm", help="lm (the only task the checklist applies to)")
     p.add_argument("--bug", default=None, help="plant a bug from `labkit bugs` first, e.g. double_shift")
     p.add_argument("--seed", type=int, default=0, help="default 0")
+    add_json(p, "the items and their evidence (labkit.checklist/1)")
     p.set_defaults(func=cmd_checklist)
 
 
@@ -159,16 +160,19 @@ def cmd_checklist(args) -> int:
             raise ValueError(f"bug {args.bug!r} is planted in the classifier; the checklist "
                              f"audits causal-LM batches, so choose one of {lm}.")
     result = audit(task=args.task, bug=args.bug, seed=args.seed)
-    print(result)
+    print(result, file=human(args.json))
+    if args.json:
+        from dataclasses import asdict
+        write_json(document("labkit.checklist/1", {
+            "subject": result.subject, "passed": result.passed, "failed": result.failed,
+            "items": [asdict(r) for r in result.results]}), args.json)
     return 0 if result.passed else 1
-
-
 
 
 def _add_forecasts(sub):
     p = sub.add_parser("forecasts", help="your calibration record: scored forecasts by exercise "
                        "and shape, and your habits")
-    p.add_argument("--json", default=None, metavar="PATH", help="also write the report here")
+    add_json(p, "the report (labkit.calibration/1)")
     p.set_defaults(func=cmd_forecasts)
 
 
@@ -177,11 +181,11 @@ def cmd_forecasts(args) -> int:
     from ..learn import predictions
     report = ForecastHistory().report()
     report["predictions"] = predictions.summary()
-    print(report["text"])
-    print("\nSealed predictions in the exercises:\n" + report["predictions"])
+    out = human(args.json)
+    print(report["text"], file=out)
+    print("\nSealed predictions in the exercises:\n" + report["predictions"], file=out)
     if args.json:
-        from ..store import atomic_write_json
-        atomic_write_json(args.json, {"format": "labkit.calibration/1", **report}, backup=False)
+        write_json(document("labkit.calibration/1", report), args.json)
     return 0
 
 
@@ -194,16 +198,26 @@ def _add_drill(sub):
 
 def cmd_drill(args) -> int:
     from ..learn.drill.terminal import run
+
+    def write_stats(attempts, path):
+        from ..learn.drill.stats import stats_document
+        write_json(document("labkit.drill_stats/1", stats_document(attempts, path)), args.json)
+    args.write_stats = write_stats
     return run(args)
 
 
-COMMANDS = [_add_run, _add_bugs, _add_triage, _add_grade, _add_checklist, _add_forecasts, _add_drill,
-            add_export, add_import]
+COMMANDS = [_add_run, _add_bugs, _add_triage, add_grade, _add_checklist, _add_forecasts, _add_drill,
+            add_export, add_import, add_store]
+
+
+_INTERRUPTED = {"grade": "the notebooks were not changed, and the grading so far was not kept"}
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
     parser = _Parser(prog="labkit", description="labkit: train, break and diagnose toy "
                      "PyTorch runs. See README.md for the study path.")
+    parser.add_argument("--version", action="version", version=f"labkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in COMMANDS:
         add(sub)
@@ -211,26 +225,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    parser, args = build_parser(), None
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
+        if isinstance(getattr(args, "json", None), str) and args.json != "-":
+            from ..store.guard import check_output_path
+            check_output_path(args.json, "--json")  # refused before any work is done
         return args.func(args)
     except _Usage as exc:
         print(exc, file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        why = _INTERRUPTED.get(getattr(args, "command", None), "nothing more was done")
+        print(f"labkit: interrupted; {why}.", file=sys.stderr)
+        return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"labkit: error: {msg}", file=sys.stderr)
         return 2
-
-
-def _json_out(obj) -> str:
-    return json.dumps(obj, indent=2)
 
 
 if __name__ == "__main__":

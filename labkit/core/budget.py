@@ -47,6 +47,26 @@ def default_budget(param_bytes: int) -> int:
     return max(MIN_BUDGET, int(DEFAULT_FRACTION * param_bytes))
 
 
+def dense_values(grad):
+    """A sparse gradient (``nn.Embedding(sparse=True)``) as the values it holds, summed per
+    index: the same norm as the dense gradient, which fused norms cannot take sparse."""
+    return grad.coalesce().values() if grad is not None and grad.is_sparse else grad
+
+
+def sparse_block_norms(grad: torch.Tensor, blocks: int, width: int) -> torch.Tensor:
+    """(blocks,) norms of a sparse COO gradient cut into blocks of `width` elements, with
+    no dense copy: only the rows it holds are visited; the others are exactly 0."""
+    g = grad.coalesce()
+    values = g.values().reshape(g.values().shape[0], -1).float()  # (nnz, dense numel)
+    rows = torch.zeros(g.indices().shape[1], dtype=torch.long, device=values.device)
+    for d in range(g.sparse_dim()):  # the flat index of each stored row
+        rows = rows * g.shape[d] + g.indices()[d]
+    cols = torch.arange(values.shape[1], device=values.device)
+    block = ((rows.unsqueeze(1) * values.shape[1] + cols) // width).reshape(-1)
+    out = torch.zeros(blocks, dtype=torch.float32, device=values.device)
+    return out.index_add_(0, block, values.pow(2).reshape(-1)).sqrt_()
+
+
 def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
@@ -95,9 +115,10 @@ class Sample:
     def keep(self) -> None:
         """Before the step: find the top blocks from the gradient, copy them and the spread."""
         grad = self.param.grad
-        if grad is not None and not grad.is_sparse:
-            norms = torch.linalg.vector_norm(grad.reshape(self.blocks, -1), dim=1,
-                                             dtype=torch.float32)  # (blocks,)
+        if grad is not None:
+            norms = (sparse_block_norms(grad, self.blocks, self.body.shape[1]) if grad.is_sparse
+                     else torch.linalg.vector_norm(grad.reshape(self.blocks, -1), dim=1,
+                                                   dtype=torch.float32))  # (blocks,)
             self.grad_norm = torch.linalg.vector_norm(norms)
             self.top = torch.topk(norms, self.n_top, sorted=False).indices  # (n_top,)
         else:

@@ -2,6 +2,7 @@
 
     Run.from_csv("metrics.csv", raw="train_loss_step", reported="train_loss_epoch", step="step")
     Run.from_tensorboard("runs/exp1", raw="loss/batch", reported="loss/epoch")
+    run.to_tensorboard("runs/labkit")     # and back: every numeric column as a scalar tag
 
 Values are aligned by step: a step where the reported value was not logged gets
 ``None``, as in a loop that reports once per epoch. CSV rows that share a step are
@@ -107,3 +108,28 @@ def read_tensorboard(logdir, *, raw: str, reported: str | None = None,
     for name, values in series.items():
         cols[name] = [values.get(s) for s in steps]
     return cols
+
+
+def write_tensorboard(table: dict[str, list], evals: dict[str, list], logdir) -> Path:
+    """`Run.to_tensorboard`: each numeric column of `table` as a scalar tag of its own name at
+    the global step ``table["step"]``, each eval column as ``evals/<name>``; None is a gap.
+    TensorBoard keeps float32, so values come back within float32 rounding."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise ImportError("Run.to_tensorboard needs the tensorboard package: "
+                          "pip install 'labkit[logs]'.") from None
+    logdir = Path(logdir)
+    writer = SummaryWriter(log_dir=str(logdir))
+    try:
+        for columns, prefix in ((table, ""), (evals, "evals/")):
+            steps = columns.get("step", [])
+            for name, values in columns.items():
+                if name == "step":
+                    continue
+                for step, value in zip(steps, values):
+                    if isinstance(value, (int, float)) and not isinstance(value, str):
+                        writer.add_scalar(prefix + name, float(value), int(step))
+    finally:
+        writer.close()
+    return logdir

@@ -8,8 +8,10 @@ Evaluations happen every few steps and live in their own table, ``run.evals``.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from .hashing import hash_json
@@ -38,6 +40,37 @@ def _check_values(columns: dict) -> None:
             if isinstance(v, bool) or not hasattr(v, "__float__") or getattr(v, "ndim", 0):
                 allowed = "a number" if name in ("step", "loss_raw") else "a number, or None where nothing was logged"
                 raise TypeError(f"columns[{name!r}][{i}] is {type(v).__name__}; each value must be {allowed}.")
+
+
+def _check_log(columns, seed, started_at) -> float:
+    """Refuse rows instead of columns, a seed that is not an int, a start that is not a
+    time, and steps that are not whole, non-negative and increasing; return the start."""
+    if isinstance(columns, (list, tuple)) and columns and all(isinstance(r, dict) for r in columns):
+        raise TypeError(f"columns is a list of {len(columns)} rows (one dict per step); pass "
+                        "columns instead, one list per name, e.g. {name: [row[name] for row in "
+                        "rows] for name in rows[0]}.")
+    if not isinstance(columns, dict) or not all(
+            hasattr(v, "__len__") and not isinstance(v, (str, bytes, dict)) for v in columns.values()):
+        raise TypeError(f"columns must be a dict of lists, one value per step, such as "
+                        f"{{'step': [0, 1], 'loss_raw': [2.3, 2.1]}}; got {type(columns).__name__}.")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TypeError(f"seed must be a whole number (int), or None when it is not known; got "
+                        f"{seed!r} ({type(seed).__name__}).")
+    if isinstance(started_at, dt.datetime):
+        started_at = started_at.timestamp()
+    if isinstance(started_at, bool) or not isinstance(started_at, (int, float)) \
+            or not math.isfinite(started_at) or started_at < 0:
+        raise TypeError(f"started_at must be a time: time.time() taken when your run began "
+                        f"(seconds since 1970) or a datetime; got {started_at!r}.")
+    steps = columns.get("step", [])
+    for i, s in enumerate(steps):
+        if isinstance(s, bool) or not hasattr(s, "__index__") or getattr(s, "ndim", 0):
+            raise TypeError(f"columns['step'][{i}] is {s!r}; steps must be whole numbers (int).")
+        if s < 0 or (i and s <= steps[i - 1]):
+            why = "negative" if s < 0 else f"not after step {steps[i - 1]!r} before it"
+            raise ValueError(f"columns['step'][{i}] is {s!r}, {why}; steps must be non-negative "
+                             "and increasing, one row per optimizer step.")
+    return float(started_at)
 
 
 @dataclass
@@ -110,6 +143,7 @@ class Run:
         row with `TriageRecord.record_hashes`. `meta` adds entries to ``run.meta``
         (`labkit.watch` adds ``groups``, ``findings`` and ``watch``).
         """
+        started_at = _check_log(columns, seed, started_at)
         for name in ("step", "loss_raw"):
             if name not in columns:
                 raise ValueError(f"columns must include {name!r}; got {', '.join(columns) or 'none'}.")
@@ -151,6 +185,13 @@ class Run:
         when = started_at if started_at is not None else _mtime(logdir)
         return cls.from_log(cols, seed=seed, started_at=when, config={"source": str(logdir), **(config or {})})
 
+    def to_tensorboard(self, logdir) -> Path:
+        """Write the table's numeric columns as TensorBoard scalars tagged by column name (evals
+        as ``evals/<name>``), None as a gap; `Run.from_tensorboard` reads them back, e.g.
+        ``raw="loss_raw", tags={"grad_norm": "grad_norm"}``. Needs ``labkit[logs]``."""
+        from .logs import write_tensorboard
+        return write_tensorboard(self.table, self.evals, logdir)
+
     # ---- identity and storage ------------------------------------------
     def to_dict(self, timing: bool = True) -> dict:
         d = {"format": FORMAT, "meta": self.meta, "table": self.table, "evals": self.evals}
@@ -176,8 +217,11 @@ class Run:
             d = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"Run.from_json could not parse the JSON: {exc}.") from None
-        if d.get("format") != FORMAT:
-            raise ValueError(f"Run.from_json expected format={FORMAT!r}; got {d.get('format')!r}.")
+        except RecursionError:
+            raise ValueError("Run.from_json was given JSON that nests too deeply to be a run.") from None
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            got = d.get("format") if isinstance(d, dict) else type(d).__name__
+            raise ValueError(f"Run.from_json expected format={FORMAT!r}; got {got!r}.")
         d = decode_nonfinite(d)
         return cls(table=d["table"], evals=d["evals"], meta=d["meta"], timing=d.get("timing", {}))
 

@@ -13,7 +13,7 @@ the update norm (how far the step moved the weights) and the learning rate of ea
 group. A pre-hook copies what the update norm needs, within a memory budget (see
 `labkit.budget`: exact for small models, an honest estimate above). The norms stay on the
 device as 0-d tensors, computed with one fused ``torch._foreach_norm``; nothing is read
-back to the host until `run()`. `labkit.train` records its runs with the same class.
+back to the host until `run()` (or a `writer`'s write). `labkit.train` uses this class.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import time
 import torch
 import torch.nn as nn
 
-from . import watch_table
-from .budget import Plan, default_budget, nbytes
+from . import watch_table, watch_writer
+from .watch_table import lr_value as _lr
+from .budget import Plan, default_budget, dense_values, nbytes
 from .record import group_name
 from .watch_checks import check_arguments as _check, findings as _findings
 
@@ -35,8 +36,9 @@ class Watch:
     """The hooks and the per-step rows. Build it with `labkit.watch`."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
-                 budget: int | None = None, seed: int = 0):
+                 budget: int | None = None, seed: int = 0, writer=None):
         _check(model, optimizer, scaler, budget)
+        self._writer = None if writer is None else watch_writer.ScalarWriter(writer)
         owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad or id(p) in owned]
         if not any(id(p) in owned for _, p in named):
@@ -84,7 +86,7 @@ class Watch:
 
     def measure_grads(self) -> None:
         """Measure the gradients now, for the coming step: call it before clipping them."""
-        grads = [p.grad for p in self.params]
+        grads = [dense_values(p.grad) for p in self.params]
         kept = [g for g in grads if g is not None]
         self._pending = (self._fill(self._norms(kept), grads),
                          tuple(g is not None for g in grads))
@@ -100,7 +102,7 @@ class Watch:
         self.plan.keep()
 
     def _post(self, optimizer, args, kwargs) -> None:
-        grads = [p.grad for p in self.params]
+        grads = [dense_values(p.grad) for p in self.params]
         diffs = self.plan.diffs()
         if self._fast and self._pending is None and not any(g is None for g in grads):
             # the common case, kept lean: one fused norm call is the whole row
@@ -134,7 +136,7 @@ class Watch:
         if self._pending is not None:
             (gnorms, present), self._pending = self._pending, None
         else:
-            grads = [p.grad for p in self.params]
+            grads = [dense_values(p.grad) for p in self.params]
             present = tuple(g is not None for g in grads)
             gnorms = self._fill(self._norms([g for g in grads if g is not None]), grads)
         width = self.plan.width
@@ -154,6 +156,8 @@ class Watch:
         if len(self._rows) == CHUNK:  # fold 0-d tensors into one block: bounded host memory
             self._blocks.append(self._stack(self._rows))
             self._rows = []
+        if self._writer is not None:  # TensorBoard: every `every` steps, one host read
+            self._writer.step_done(self)
 
     def _norms(self, tensors: list) -> list:
         if not tensors:
@@ -198,7 +202,7 @@ class Watch:
             return scale.detach().clone()  # stays on the device: no host sync
         return float(self.scaler.get_scale())
 
-    # ---- reading (labkit/watch_table.py) -------------------------------------------
+    # ---- reading (labkit/watch_table.py; the writer: labkit/watch_writer.py) -------
     def columns(self) -> dict[str, list]:
         """Total and per-group norms, the lr, and (with a scaler) amp_scale and skipped."""
         return watch_table.columns(self)
@@ -211,12 +215,19 @@ class Watch:
             **meta):
         """The `labkit.Run` of the steps watched so far; how losses line up with steps under
         gradient accumulation, and what `meta` takes, is `labkit.core.watch_table.to_run`."""
+        self.flush()
         return watch_table.to_run(self, loss_raw, loss_reported=loss_reported,
                                   batch_id=batch_id, per_step=per_step, **meta)
 
     # ---- lifetime -----------------------------------------------------------------
+    def flush(self) -> None:
+        """Write the steps not yet written to the `writer` given to `labkit.watch`, if any."""
+        if self._writer is not None:
+            self._writer.flush(self)
+
     def close(self) -> None:
         """Remove the hooks (and the scaler's wrapper); the rows stay readable."""
+        self.flush()
         for h in self._handles:
             h.remove()
         self._handles = []
@@ -232,16 +243,11 @@ class Watch:
         return False
 
     def __repr__(self) -> str:
-        how = "exact" if self.plan.all_exact else "estimated where sampled"
-        state = "hooked" if self._handles else "closed"
-        text = (f"Watch({self.model_name}, {type(self.optimizer).__name__}: {len(self.params)} "
-                f"tensors in {len(self.groups)} groups, {self.steps} steps, update norms {how}, "
-                f"{self.plan.kept_bytes:,} bytes kept, {state})")
-        return text + "".join(f"\n  finding: {f}" for f in self.findings)
+        return watch_table.text(self)
 
 
 def watch(model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
-          budget: int | None = None) -> Watch:
+          budget: int | None = None, writer=None) -> Watch:
     """Hook `optimizer` so that every step records gradient and update norms of `model`.
 
     `scaler`: the ``torch.amp.GradScaler`` of your loop, so that a step it skips (inf/NaN
@@ -249,12 +255,6 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
     scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default
     5% of them, at least 1 MiB; see `labkit.budget`). Make the watch once the model is on
     its device and the optimizer is built; `watch.findings` names, once, parameters that
-    can never move.
+    can never move. `writer`: a TensorBoard ``SummaryWriter`` (`labkit.core.watch_writer`).
     """
-    return Watch(model, optimizer, scaler=scaler, budget=budget)
-
-
-# ---- helpers ---------------------------------------------------------------------
-
-def _lr(value):
-    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+    return Watch(model, optimizer, scaler=scaler, budget=budget, writer=writer)

@@ -68,6 +68,16 @@ def describe(w) -> dict:
             "findings": list(w.findings)}
 
 
+def text(w) -> str:
+    """`repr(watch)`: what is hooked, how many steps, and the findings."""
+    how = "exact" if w.plan.all_exact else "estimated where sampled"
+    state = "hooked" if w._handles else "closed"
+    head = (f"Watch({w.model_name}, {type(w.optimizer).__name__}: {len(w.params)} "
+            f"tensors in {len(w.groups)} groups, {w.steps} steps, update norms {how}, "
+            f"{w.plan.kept_bytes:,} bytes kept, {state})")
+    return head + "".join(f"\n  finding: {f}" for f in w.findings)
+
+
 def to_run(w, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "mean",
            seed: int | None = None, started_at: float | None = None,
            config: dict | None = None, data_hash: str | None = None,
@@ -116,6 +126,11 @@ def to_run(w, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "m
             "watch": {**describe(w), "losses_per_step": k, "per_step": per_step}}
     return Run.from_log(table, seed=seed, started_at=started_at or w.started_at,
                         config=config, data_hash=data_hash, init_hash=init_hash, meta=meta)
+
+
+def lr_value(value):
+    """A param group's lr as the watch keeps it: a tensor lr is copied, on its device."""
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
 
 def _float(value):

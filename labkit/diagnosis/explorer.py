@@ -88,7 +88,8 @@ class Explorer(Stepwise):
         return self.record.rows["confirmation"]["text"]
 
 
-def diagnose(bug=None, seeds=(0, 1), config: Config | None = None) -> TriageRecord:
+def diagnose(bug=None, seeds=(0, 1), config: Config | None = None, *,
+             budget_s: float | None = None) -> TriageRecord:
     """Triage on two seeds: a zoo bug by name (or the healthy reference), or your own setup.
 
     ``diagnose("stale_log")`` triages labkit's loop with a bug of the zoo;
@@ -96,13 +97,22 @@ def diagnose(bug=None, seeds=(0, 1), config: Config | None = None) -> TriageReco
     methods of `labkit.diagnosis.setup` (make_model, make_optimizer, batches, loss_fn,
     train). Returns a filled `TriageRecord` whose conviction is marked as a suggestion.
     The same steps, one button at a time, are `Explorer` and `own.SetupExplorer`.
+
+    `budget_s` bounds the time your setup's ``train()`` calls take together (default
+    ``own_budget.DEFAULT_BUDGET_S``, 600 s); one still running when it runs out is stopped
+    with a `BudgetExceeded` sentence, even a loop that never ends.
     """
     if bug is not None and not isinstance(bug, str):
         if config is not None:
             raise ValueError("config= applies to zoo bugs only; a setup object brings its own model, "
                              "data and loop.")
-        from .own import diagnose_setup
-        return diagnose_setup(bug, seeds=seeds)
+        from .own_budget import DEFAULT_BUDGET_S, budget
+        with budget(DEFAULT_BUDGET_S if budget_s is None else budget_s):  # from here on
+            from .own import diagnose_setup
+            return diagnose_setup(bug, seeds=seeds)
+    if budget_s is not None:
+        raise ValueError(f"budget_s={budget_s!r} bounds the train() of your own setup; labkit's "
+                         "own loop on a zoo bug needs no budget, so leave it out.")
     explorer = Explorer(bug, seeds=seeds, config=config)
     explorer.run_all()
     return explorer.record

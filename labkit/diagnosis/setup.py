@@ -84,9 +84,15 @@ def describe(batch) -> str:
 
 
 def call(setup, method: str, *args):
-    """Call a learner's method; an exception becomes a sentence naming the method."""
+    """Call a learner's method; an exception becomes a sentence naming the method.
+    ``train`` runs under the time budget of `labkit.diagnose` (`own_budget`)."""
+    from .own_budget import BudgetExceeded, within
     try:
+        if method == "train":
+            return within(lambda: setup.train(*args), f"{_name(setup)}.train{tuple(args)}")
         return getattr(setup, method)(*args)
+    except BudgetExceeded:
+        raise
     except Exception as exc:  # the learner's code may raise anything
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         shown = ", ".join("model" if isinstance(a, nn.Module) else "batch" if isinstance(a, (dict, list, tuple))

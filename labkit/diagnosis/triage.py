@@ -28,7 +28,7 @@ from dataclasses import asdict
 
 from ..errors import suggest
 from ..store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
-from ..store.exchange import READERS
+from ..store.exchange import CHECKS, READERS
 from . import kept, triage_text
 from .strict_rows import StrictRows
 from .prediction import FORECAST_COLUMNS, Prediction, TriageRefused  # noqa: F401 (re-exported)
@@ -257,3 +257,4 @@ class TriageRecord(StrictRows):
 
 
 READERS[FORMAT] = kept.reader(TriageRecord)
+CHECKS["triage"] = lambda record, source: kept.reader(TriageRecord)(record["body"], source)

@@ -10,6 +10,10 @@ stub left as it is or a wrong answer never hides the checks after it. Each call 
     not yet answered  the answer was never written: the check's cell stopped on a name
                       that a stub still leaves undefined, or on the stub itself.
 
+Each row belongs to the cell that ran its check. A cell over the time limit (`timeout`,
+``--timeout``) or a kernel that dies gives rows that say so, and grading goes on
+(`labkit.learn.grade_run`). A folder stands for the exercise notebooks in it.
+
 The kernel runs with its own empty $LABKIT_HOME, so grading never adds to the learner's
 forecast history. A notebook with no answer check is not an exercise: `GradeError`.
 """
@@ -17,22 +21,15 @@ forecast history. A notebook with no answer check is not an exercise: `GradeErro
 from __future__ import annotations
 
 import ast
-import json
-import os
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-STATUSES = ("passed", "failed", "not yet answered")
+from .grade_formats import STATUSES, format_table, summary  # noqa: F401 (the table is a format too)
+from .grade_run import DEFAULT_TIMEOUT_S, GradeError, execute
+
 NOT_ANSWERED = ("NameError", "NotImplementedError", "SketchNotSealed")
-_READ = ("import json as _j\nfrom labkit.learn.check import _base as _b\n"
-         "print(_j.dumps(_b.OUTCOMES))")
-
-
-class GradeError(ValueError):
-    """A notebook that cannot be graded: missing, unreadable, or not a labkit exercise."""
 
 
 @dataclass
@@ -75,95 +72,141 @@ def checks_in(source: str, names) -> list[str]:
 
 def _read_notebook(path: Path):
     import nbformat
+    if path.is_dir():
+        raise GradeError(f"notebook={str(path)!r} is a folder; `labkit grade` wants notebook "
+                         "files (.ipynb), or a folder that holds exercise notebooks.")
     if not path.is_file():
         raise GradeError(f"notebook={str(path)!r} does not exist; pass the path of an exercise "
                          "notebook, e.g. exercises/ex_a_break_the_graph.ipynb.")
     try:
-        return nbformat.read(path, as_version=4)
+        nb = nbformat.read(path, as_version=4)
     except Exception as exc:  # nbformat raises several kinds for a file that is not a notebook
         raise GradeError(f"notebook={str(path)!r} is not a readable Jupyter notebook "
                          f"({type(exc).__name__}).") from None
+    for i, cell in enumerate(nb.get("cells") or []):
+        source = cell.get("source")
+        if isinstance(source, list) and all(isinstance(x, str) for x in source):
+            cell["source"] = "".join(source)
+        elif not isinstance(source, str) or not isinstance(cell.get("cell_type"), str):
+            raise GradeError(f"notebook={str(path)!r} is damaged: cell {i}'s source is "
+                             f"{type(source).__name__}, not text; open it in Jupyter and save "
+                             "it again, or restore it from the exercises folder.")
+    return nb
+
+
+def notebooks_in(paths) -> list[Path]:
+    """The notebooks to grade: files as given, and the exercise notebooks of each folder."""
+    out = []
+    for path in map(Path, paths):
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = [p for p in sorted(path.glob("*.ipynb")) if _is_exercise(p)]
+        if not found:
+            raise GradeError(f"notebook={str(path)!r} is a folder with no exercise notebook in "
+                             "it (a .ipynb file that calls a check from labkit.check); pass "
+                             "notebook files, e.g. exercises/ex_a_break_the_graph.ipynb.")
+        out += found
+    return out
+
+
+def _is_exercise(path: Path) -> bool:
+    try:
+        nb = _read_notebook(path)
+    except GradeError:
+        return True  # graded, so that its row says what is wrong with it
+    names = check_names()
+    return any(checks_in(c.source, names) for c in nb.cells if c.cell_type == "code")
+
+
+def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=None) -> list[Row]:
+    """Execute the notebook at `path` (it is not modified) and return one Row per check call;
+    each cell runs under `timeout` seconds (default `grade_run.DEFAULT_TIMEOUT_S`).
+    `hidden`: the instructor's hidden checks (`labkit.learn.hidden`), run after the last cell."""
+    import nbformat
+    from ..errors import check_number
+    timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
+    check_number("timeout", timeout, minimum=0, strict_min=True)
+    path = Path(path)
+    nb = _read_notebook(path)
+    names = {**check_names(), **(hidden.questions if hidden else {})}
+    plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            for n in checks_in(c.source, names)]
+    if hidden is not None and plan:
+        nb.cells += [nbformat.v4.new_code_cell(s) for s in hidden.cells_for(n for _, n in plan)]
+        plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                for n in checks_in(c.source, names)]
+    if not plan:
+        raise GradeError(f"{path.name} is not a labkit exercise: none of its cells calls an "
+                         "answer check from labkit.check.")
+    run = execute(path, nb, {i for i, _ in plan}, timeout=timeout, progress=progress)
+    return _rows(path, plan, run, names)
 
 
 def _error_of(cell) -> dict | None:
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def grade_notebook(path, *, timeout: int = 300, progress=None) -> list[Row]:
-    """Execute the notebook at `path` (it is not modified) and return one Row per check call."""
-    import nbformat
-    from nbclient import NotebookClient
-    path = Path(path)
-    nb = _read_notebook(path)
-    names = check_names()
-    plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-            for n in checks_in(c.source, names)]
-    if not plan:
-        raise GradeError(f"{path.name} is not a labkit exercise: none of its cells calls an "
-                         "answer check from labkit.check.")
-    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            resources={"metadata": {"path": str(path.parent.resolve())}})
-    home = tempfile.mkdtemp(prefix="labkit-grade-")
-    env = {**os.environ, "LABKIT_HOME": home}
-    from ..forecast.carry import ENV, sketches_in
-    drawn = sketches_in(nb)  # sketches the learner sealed by hand, kept in the saved outputs
-    if drawn:
-        handed = os.path.join(home, "sketches.json")
-        with open(handed, "w") as f:
-            json.dump(drawn, f)
-        env[ENV] = handed
-    stub_seen = False
-    first_stub = {}
-    with client.setup_kernel(env=env):
-        for done, i in enumerate(code_cells, 1):
-            client.execute_cell(nb.cells[i], i)
-            err = _error_of(nb.cells[i])
-            if err and err["ename"] == "NotImplementedError":
-                stub_seen = True
-            first_stub[i] = stub_seen
-            if progress:
-                progress(done, len(code_cells))
-        reader = nbformat.v4.new_code_cell(_READ)
-        nb.cells.append(reader)  # run after the notebook, never saved: it reads OUTCOMES
-        client.execute_cell(reader, len(nb.cells) - 1)
-        nb.cells.pop()
-    outcomes = json.loads("".join(o.get("text", "") for o in reader.outputs
-                                  if o.get("output_type") == "stream") or "[]")
-    return _rows(path, nb, plan, outcomes, names, first_stub)
-
-
-def _rows(path, nb, plan, outcomes, names, stub_before) -> list[Row]:
-    remaining = list(outcomes)
-    rows = []
+def _rows(path, plan, run, names) -> list[Row]:
+    """One row per planned check call, from the outcomes recorded while its own cell ran."""
+    nb, rows = run.nb, []
+    left = {i: list(got) for i, got in run.outcomes.items()}
     unsealed = [j for j, c in enumerate(nb.cells) if (_error_of(c) or {}).get("ename") == "SketchNotSealed"]
     for i, name in plan:
         exercise = name.split("_")[0] if name.startswith("lab15") else "_".join(name.split("_")[:2])
-        got = next((o for o in remaining if o["check"] == name), None)
+        got = next((o for o in left.get(i, []) if o["check"] == name), None)
+        err = _error_of(nb.cells[i])
         if got is not None:
-            remaining.remove(got)
+            left[i].remove(got)
             status, message = got["status"], got["message"]
+        elif run.halted and i >= run.halted[0]:
+            status = "failed"
+            message = (run.halted[1] if i == run.halted[0] else
+                       f"not graded: {run.halted[1]}, before this check's cell ran")
+        elif i in run.timed_out:
+            status, message = "failed", run.timed_out[i]
+        elif err is None:
+            status, message = "failed", "the check was never called: its cell ran without it"
+        elif err["ename"] == "SketchNotSealed":
+            status, message = "not yet answered", "draw and seal the forecast sketch first"
+        elif err["ename"] in NOT_ANSWERED and (run.stub_before.get(i) or err["ename"] != "NameError"
+                                               or (unsealed and unsealed[0] < i)):
+            status, message = "not yet answered", "write your answer in the cell above"
         else:
-            err = _error_of(nb.cells[i])
-            if err is None:
-                status, message = "failed", "the check was never called: its cell ran without it"
-            elif err["ename"] == "SketchNotSealed":
-                status, message = "not yet answered", "draw and seal the forecast sketch first"
-            elif err["ename"] in NOT_ANSWERED and (stub_before[i] or err["ename"] != "NameError"
-                                                   or (unsealed and unsealed[0] < i)):
-                status, message = "not yet answered", "write your answer in the cell above"
-            else:
-                status = "failed"
-                message = f"your code raised {err['ename']} before the check ran: {err['evalue']}"
+            status = "failed"
+            message = f"your code raised {err['ename']} before the check ran: {err['evalue']}"
         rows.append(Row(str(path), exercise, name, names[name], status, message, i))
-    return rows
+    return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)
 
 
-def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
-    """Grade several notebooks into one table; 0 when every check passed, else 1."""
+def _stopped_rows(path, plan, run, rows) -> list[Row]:
+    """A row for each cell without a check that ran out of time or took the kernel down,
+    so a notebook that stops there never reads as all passed."""
+    planned = {i for i, _ in plan}
+    stopped = dict(run.timed_out)
+    if run.halted:
+        stopped[run.halted[0]] = run.halted[1]
+    out = []
+    for i, why in sorted(stopped.items()):
+        if i not in planned:
+            exercise = next((r.exercise for r in rows if r.cell > i), rows[-1].exercise)
+            out.append(Row(str(path), exercise, f"cell {i}", "the cell runs to its end within "
+                           "the time limit", "failed", why, i))
+    return out
+
+
+def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=None,
+          err=None) -> int:
+    """Grade several notebooks (or the exercise notebooks of a folder) into one table;
+    0 when every check passed, else 1. `write(rows)`, if given, writes the rows in other
+    formats (`labkit.learn.grade_formats`)."""
+    out, err = out or sys.stdout, err or sys.stderr
     rows: list[Row] = []
-    for path in map(Path, paths):
+    notebooks = notebooks_in(paths)
+    if json_path and any(Path(json_path).resolve() == p.resolve() for p in notebooks):
+        raise GradeError(f"json_path={str(json_path)!r} is one of the notebooks to grade; give "
+                         "another file name, such as 'grades.json', so the notebook is kept.")
+    for path in notebooks:
         started = time.perf_counter()
         tty = err.isatty()
 
@@ -171,7 +214,7 @@ def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
             if tty:
                 err.write(f"\rgrading {name}: cell {done}/{total}")
                 err.flush()
-        got = grade_notebook(path, progress=progress)
+        got = grade_notebook(path, timeout=timeout, progress=progress, hidden=hidden)
         rows += got
         _keep(path, got)
         passed = sum(r.status == "passed" for r in got)
@@ -180,8 +223,10 @@ def grade(paths, *, json_path=None, out=sys.stdout, err=sys.stderr) -> int:
     out.write(format_table(rows))
     if json_path:
         from ..store import atomic_write_json
-        atomic_write_json(json_path, {"format": "labkit.grades/1", "rows": [asdict(r) for r in rows],
-                                      "summary": summary(rows)}, backup=False)
+        from .grade_formats import grades_document
+        atomic_write_json(json_path, grades_document(rows, summary(rows)), backup=False)
+    if write is not None:
+        write(rows)
     return 0 if all(r.status == "passed" for r in rows) else 1
 
 
@@ -193,34 +238,3 @@ def _keep(path: Path, rows) -> None:
     body = {"notebook": str(path.resolve()), "graded_at": time.time(),
             "rows": [asdict(r) for r in rows], "summary": summary(rows)}
     default_store().add("grade", f"{path.stem}/{uuid.uuid4().hex}", body)
-
-
-def summary(rows) -> dict:
-    per = {}
-    for r in rows:
-        per.setdefault(r.exercise, {s: 0 for s in STATUSES})[r.status] += 1
-    return {"exercises": per, "total": {s: sum(r.status == s for r in rows) for s in STATUSES}}
-
-
-def format_table(rows, width: int = 100) -> str:
-    """One line per check, the sentence wrapped under it; a summary per exercise; a total."""
-    import textwrap
-    lines = []
-    for nb in dict.fromkeys(r.notebook for r in rows):
-        lines.append(nb)
-        for r in (r for r in rows if r.notebook == nb):
-            lines += textwrap.wrap(f"{r.check}: {r.question}", width, initial_indent=
-                                   f"  {r.status:16s}  ", subsequent_indent=" " * 20)
-            if r.status != "passed":
-                lines += textwrap.wrap(r.message, width, initial_indent=" " * 20 + "> ",
-                                       subsequent_indent=" " * 22)
-    s = summary(rows)
-    lines.append("")
-    for ex, counts in s["exercises"].items():
-        n = sum(counts.values())
-        lines.append(f"{ex}: {counts['passed']}/{n} passed, {counts['failed']} failed, "
-                     f"{counts['not yet answered']} not yet answered")
-    t = s["total"]
-    lines.append(f"TOTAL: {t['passed']} passed, {t['failed']} failed, {t['not yet answered']} "
-                 f"not yet answered, in {len(s['exercises'])} exercise(s)")
-    return "\n".join(lines) + "\n"

@@ -3,6 +3,9 @@
 `files`: atomic JSON files (a write never leaves half a file; the last good copy stays as
 `.bak`), and strict-JSON encoding of NaN and infinity. `learner`: the `LearnerStore`, one
 SQLite file under $LABKIT_HOME for every record a learner makes, safe with several writers.
+`guard`: the check every output path passes (never the store, its journal or any SQLite
+file). `schema`: what a record of each kind may hold, checked on import, write and read;
+`repair`: listing and removing malformed records.
 The JSON helpers are re-exported here; the store is imported from `labkit.store.learner`
 when it is used, so reading a Run never loads sqlite3.
 """

@@ -6,7 +6,8 @@ its own module, through three tables:
   `same_or_refuse`: a record is written once; forecasts let a score join later);
 - `READERS[format]`: turns a JSON document of that format into records (``labkit import``
   takes an export, and whatever formats the features registered);
-- `CHECKS[kind]`: checks a record of that kind in an imported export;
+- `CHECKS[kind]`: checks a record of that kind more deeply than its schema (`schema.problem`
+  runs it on import and on reading);
 - `ON_OPEN`: called with the store each time it is opened in a process (the forecast
   history imports an old ``forecasts.json`` this way).
 
@@ -18,6 +19,8 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+
+from .schema import CHECKS, check_import  # noqa: F401 (CHECKS: the features register here)
 
 FORMAT = "labkit.store/1"  # an export document, and the store's own mark
 
@@ -50,7 +53,6 @@ def same_or_refuse(kind: str, key: str):
 MERGE_RULES: dict = {}  # kind -> rule(old body or None, new body) -> stored body
 READERS: dict = {}  # format -> reader(doc, source) -> [record]
 ON_OPEN: list = []  # hook(store), run once per store and process
-CHECKS: dict = {}  # kind -> check(record, source), raising ValueError for a bad record
 
 
 def merge_rule(kind: str, key: str):
@@ -70,7 +72,12 @@ def export_document(store) -> dict:
 
 
 def records_in(doc, source) -> list[dict]:
-    """The records a JSON document holds, checked; ValueError names `source` if it is not one."""
+    """The records a JSON document holds, each checked against its kind's schema before
+    anything is written; ValueError names `source`, the record and the field."""
+    return check_import(_records_in(doc, source), source)
+
+
+def _records_in(doc, source) -> list[dict]:
     fmt = doc.get("format") if isinstance(doc, dict) else None
     try:
         if fmt == FORMAT:
@@ -79,8 +86,6 @@ def records_in(doc, source) -> list[dict]:
                 if not (isinstance(r.get("kind"), str) and isinstance(r.get("key"), str)
                         and r["kind"] and r["key"] and "body" in r):
                     raise ValueError(f"a record needs a kind, a key and a body; got {r!r:.80}")
-                if r["kind"] in CHECKS:
-                    CHECKS[r["kind"]](r, source)
                 out.append({k: r.get(k) for k in ("kind", "key", "body", "created_at")})
             return out
         if fmt in READERS:

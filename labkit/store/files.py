@@ -82,7 +82,10 @@ def _keep_backup(path: Path) -> None:
     os.replace(side, path.with_name(path.name + ".bak"))
 
 
-def atomic_write_text(path, text: str, *, backup: bool = True) -> Path:
+def atomic_write_text(path, text: str, *, backup: bool = True, parameter: str = "path") -> Path:
+    """Write `text` to `path` atomically; a path that would harm a store is refused first."""
+    from .guard import check_output_path
+    check_output_path(path, parameter)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_tmp(path.parent)
@@ -111,16 +114,23 @@ def atomic_write_text(path, text: str, *, backup: bool = True) -> Path:
     return path
 
 
-def atomic_write_json(path, obj, *, backup: bool = True) -> Path:
+def atomic_write_json(path, obj, *, backup: bool = True, parameter: str = "path") -> Path:
     text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=False)
-    return atomic_write_text(path, text + "\n", backup=backup)
+    return atomic_write_text(path, text + "\n", backup=backup, parameter=parameter)
 
 
 def read_text(path, *, what: str = "file") -> str:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No {what} at {str(path)!r}.")
-    return path.read_text(encoding="utf-8")
+    if path.is_dir():
+        raise IsADirectoryError(f"The {what} {str(path)!r} is a folder; give a file.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"The {what} at {str(path)!r} is not UTF-8 text (byte {exc.start} "
+                         "cannot be read; is it binary, or saved as UTF-16?); it was left "
+                         "untouched.") from None
 
 
 def read_json(path, *, what: str = "file"):
@@ -128,6 +138,9 @@ def read_json(path, *, what: str = "file"):
     text = read_text(path, what=what)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"The {what} at {str(path)!r} nests lists and objects too deeply to "
+                         "be a labkit document; it was left untouched.") from None
     except json.JSONDecodeError as exc:
         bak = Path(str(path) + ".bak")
         hint = f" The last good copy is at {str(bak)!r}." if bak.exists() else ""

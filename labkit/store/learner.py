@@ -43,21 +43,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import check_choice
+from .guard import STORE_NAME, labkit_home, store_path  # noqa: F401 (public here too)
 from .exchange import ON_OPEN, merge_rule, same_or_refuse
 from .sqlite import (FORMAT, StoreConflict, StoreError,  # noqa: F401 (FORMAT: public)
-                           failure_sentence, open_connection)
+                     failure_sentence, open_connection)
 
-STORE_NAME = "labkit.sqlite3"
-KINDS = ["forecast", "triage", "drill", "flashcard", "grade", "prediction", "prediction_seal"]  # a new feature appends its kind
-
-
-def labkit_home() -> Path:
-    return Path(os.environ.get("LABKIT_HOME") or Path.home() / ".labkit")
-
-
-def store_path() -> Path:
-    """Where the learner's store lives: ``$LABKIT_HOME/labkit.sqlite3``."""
-    return labkit_home() / STORE_NAME
+from .schema import KINDS, problem, readable  # noqa: F401 (KINDS: public here too)
 
 
 _OPEN: dict[str, "LearnerStore"] = {}
@@ -156,7 +147,11 @@ class LearnerStore:
     @staticmethod
     def _record(row) -> dict:
         kind, key, body, created, updated = row
-        return {"kind": kind, "key": key, "body": json.loads(body), "created_at": created,
+        try:
+            body = json.loads(body)
+        except ValueError:  # not JSON: written by another program; `problem` names it
+            pass
+        return {"kind": kind, "key": key, "body": body, "created_at": created,
                 "updated_at": updated}
 
     _COLUMNS = "kind, key, body, created_at, updated_at"
@@ -165,7 +160,7 @@ class LearnerStore:
         self._check(kind, key)
         rows = self._read(f"SELECT {self._COLUMNS} FROM records WHERE kind=? AND key=?",
                           (kind, key))
-        return self._record(rows[0]) if rows else None
+        return (readable([self._record(rows[0])]) or [None])[0] if rows else None
 
     def records(self, kind: str | None = None) -> list[dict]:
         """Every record of `kind` (all kinds when None), oldest first."""
@@ -173,7 +168,7 @@ class LearnerStore:
             check_choice("kind", kind, KINDS)
         where, args = ("WHERE kind=?", (kind,)) if kind else ("", ())
         rows = self._read(f"SELECT {self._COLUMNS} FROM records {where} ORDER BY id", args)
-        return [self._record(r) for r in rows]
+        return readable([self._record(r) for r in rows])  # a malformed one: warned, skipped
 
     def count(self, kind: str | None = None) -> int:
         if kind is not None:
@@ -209,7 +204,11 @@ class LearnerStore:
         row = conn.execute(f"SELECT {self._COLUMNS} FROM records WHERE kind=? AND key=?",
                            (kind, key)).fetchone()
         old = self._record(row) if row else None
-        text = canonical(change(old["body"] if old else None), kind, key)
+        new = change(old["body"] if old else None)
+        why = problem({"kind": kind, "key": key, "body": new})
+        if why:
+            raise ValueError(f"The {kind} record {key!r} was not saved because {why}.")
+        text = canonical(new, kind, key)
         if old is not None and text == row[2]:
             return old, "same"
         now = time.time()

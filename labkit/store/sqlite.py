@@ -19,8 +19,14 @@ BUSY_S = 30.0  # how long a write waits for another writer before giving up
 _HEADER = b"SQLite format 3\x00"
 
 
+_CHECKED: dict[str, str | None] = {}  # store path and inode -> why it is damaged (None: sound), per process
+
+
 def open_connection(path: Path) -> sqlite3.Connection:
+    """A connection to the store at `path`; a damaged store is refused (`damage`) untouched."""
     check_store_file(path)
+    if path.is_file() and path.stat().st_size and quick_check(path):
+        raise StoreError(damage(path))  # refused before a connection that could write exists
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
@@ -76,6 +82,48 @@ def _prepare(path: Path, conn) -> None:
         conn.execute("COMMIT")
 
 
+def quick_check(path: Path) -> str | None:
+    """Why the store at `path` is damaged (SQLite's ``PRAGMA quick_check``), or None. The
+    check runs once per store file and process, on a read-only connection of its own, which
+    SQLite never lets write (not even the checkpoint a last connection makes on closing)."""
+    key = f"{path}:{path.stat().st_ino}"  # a file moved aside and started afresh is checked again
+    if key in _CHECKED:
+        return _CHECKED[key]
+    try:
+        ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_S)
+    except sqlite3.Error:
+        return None  # not even readable: opening it for real says why in words
+    try:
+        rows = ro.execute("PRAGMA quick_check(5)").fetchall()
+        found = "; ".join(" ".join(str(r[0]).replace("*** in database main ***", "")
+                                   .split()).lower() for r in rows if r[0] != "ok")
+    except sqlite3.DatabaseError as exc:
+        if not (getattr(exc, "sqlite_errorname", "") or "").startswith(
+                ("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            return None  # busy, or a folder it cannot read in: not damage, checked next time
+        found = " ".join(str(exc).split())
+    finally:
+        ro.close()
+    _CHECKED[key] = found or None
+    return _CHECKED[key]
+
+
+def damage(path: Path) -> str | None:
+    """The sentence that refuses writing to a damaged store, or None for a sound one."""
+    why = _CHECKED.get(f"{path}:{path.stat().st_ino}")
+    if not why:
+        return None
+    return damaged_sentence(path, f"SQLite's quick_check says: {why:.120}")
+
+
+def damaged_sentence(path: Path, detail: str) -> str:
+    return (f"The labkit store {str(path)!r} is damaged ({detail}), so labkit will neither "
+            "read nor write it, and left it untouched; to recover, copy it somewhere safe "
+            "(`sqlite3 COPY .recover` can often rescue its records, and `labkit export` then "
+            "reads the rescued copy), and move the damaged file aside: labkit starts a fresh "
+            "store in its place.")
+
+
 # ---- refusing what is not a store ----------------------------------------------------------
 
 _LEAVE_IT = ("so labkit left it untouched; move it elsewhere, or set LABKIT_HOME to another "
@@ -126,9 +174,7 @@ def failure_sentence(path: Path, exc, doing: str) -> str:
     where = f"The labkit store {str(path)!r}"
     folder = str(path.parent)
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return (f"{where} is damaged ({detail}), so {doing} failed and labkit left the file "
-                "untouched; copy it somewhere safe (`sqlite3 FILE .recover` can often rescue "
-                "its records), then move it aside and labkit will start a new store.")
+        return damaged_sentence(path, f"{detail}, found while {doing}")
     if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")) or \
             code in (errno.EACCES, errno.EPERM, errno.EROFS):
         return (f"{where} cannot be written ({detail}), so {doing} failed; nothing stored "

@@ -35,8 +35,16 @@ class NotYetAnswered(CheckFailed):
     """Raised when the answer is still missing: a `...` placeholder, or work not yet done."""
 
 
-def answer_check(fn):
-    """Record each call of the check `fn` in OUTCOMES and name it on its failures."""
+def answer_check(fn=None, *, points: int = 1):
+    """Record each call of the check `fn` in OUTCOMES and name it on its failures.
+
+    `points`: what the check is worth in `labkit grade --gradescope/--csv`, 1 unless set
+    here, beside the check: ``@answer_check(points=2)``."""
+    if fn is None:
+        return functools.partial(answer_check, points=points)
+    if not isinstance(points, int) or isinstance(points, bool) or points < 0:
+        raise ValueError(f"points={points!r} for {fn.__name__}: give a whole number of 0 or more.")
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
@@ -52,6 +60,7 @@ def answer_check(fn):
         OUTCOMES.append({"check": fn.__name__, "status": "passed", "message": str(result)})
         return result
     wrapper.is_answer_check = True
+    wrapper.points = points
     return wrapper
 
 

@@ -89,7 +89,7 @@ def ex_a_steps_to(answer, healthy, detached) -> str:
             f"(detached), {truth['detached'] / max(truth['healthy'], 1):.1f} times later")
 
 
-@answer_check
+@answer_check(points=2)  # transfer to a deeper model: the exercise's hardest step
 def ex_a_transfer(groups, reason, deeper) -> str:
     """Before the deeper-detach run: its null-gradient groups, and why."""
     truth = null_groups(deeper)

@@ -63,3 +63,29 @@ def stats_lines(attempts: list[dict], path: str) -> list[str]:
             have = sum(bool(a["elements"].get(element)) for a in verbal)
             out.append(f"  {element:<13} present in {have}/{len(verbal)}")
     return out
+
+
+def _right(rows) -> dict:
+    right = sum(r["conviction"] is not None and r["conviction"]["system"] == r["system"]
+                for r in rows)
+    return {"right": right, "attempts": len(rows)}
+
+
+def stats_document(attempts: list[dict], path: str) -> dict:
+    """What `stats_lines` says, as the body of a ``labkit.drill_stats/1`` document."""
+    drills = [a for a in attempts if a.get("kind") == "drill"]
+    verbal = [a for a in attempts if a.get("kind") == "verbal"]
+    by_system, by_bug = defaultdict(list), defaultdict(list)
+    for a in drills:
+        by_system[a["system"]].append(a)
+        by_bug[a["bug"] or "healthy"].append(a)
+    scores = [a["score"] for a in drills]
+    return {
+        "log": path, "drills": len(drills), "scores": scores,
+        "mean_score": sum(scores) / len(scores) if scores else None,
+        "answer_seen": sum(bool(a.get("answer_seen")) for a in drills),
+        "by_system": {s: _right(rows) for s, rows in sorted(by_system.items())},
+        "by_bug": {b: _right(rows) for b, rows in sorted(by_bug.items())},
+        "verbal": {"answers": len(verbal), "present": {
+            e: sum(bool(a["elements"].get(e)) for a in verbal) for e in ELEMENTS}},
+    }

@@ -22,6 +22,8 @@ def add_arguments(p) -> None:
     p.add_argument("--answer", action="store_true",
                    help="print the hidden setup of --seed and exit (for instructors and tests)")
     p.add_argument("--stats", action="store_true", help="summarise the log and exit")
+    p.add_argument("--json", default=None, metavar="PATH",
+                   help="with --stats: write the summary as JSON to PATH, or to stdout with -")
     p.add_argument("--verbal", action="store_true",
                    help="practise spoken answers for the seven curve cases, one answer per line")
 
@@ -40,7 +42,10 @@ def say(line: str = "") -> None:
 
 
 def _lines():
-    """Commands from stdin: with a prompt at a terminal, plain lines from a pipe."""
+    """Commands from stdin: with a prompt at a terminal, plain lines from a pipe, none when
+    stdin is closed (``labkit drill <&-``): the drill is then saved as it stands."""
+    if sys.stdin is None or sys.stdin.closed:
+        return
     if sys.stdin.isatty():
         while True:
             try:
@@ -59,10 +64,16 @@ def run(args) -> int:
     log = DrillLog(args.log)
     if sum(map(bool, (args.answer, args.stats, args.verbal))) > 1:
         raise ValueError("use one of --answer, --stats and --verbal at a time.")
+    if args.json and not args.stats:
+        raise ValueError("--json goes with --stats: `labkit drill --stats --json -`.")
     if args.stats:
         from .stats import stats_lines
-        for line in stats_lines(log.attempts(), str(log.path)):
-            say(line)
+        attempts = log.attempts()
+        if args.json:
+            args.write_stats(attempts, str(log.path))  # the CLI's --json writer
+        if args.json != "-":
+            for line in stats_lines(attempts, str(log.path)):
+                say(line)
         return 0
     if args.verbal:
         from .verbal_terminal import play_verbal

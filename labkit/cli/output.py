@@ -1,0 +1,70 @@
+"""One meaning of `--json` for every `labkit` command that reports something.
+
+    --json PATH   write the JSON document to PATH (atomically; the human report still prints)
+    --json -      write it to stdout; the human report moves to stderr
+
+Every document carries ``format`` ("labkit.<what>/<version of that format>") and
+``labkit`` (the version of labkit that wrote it). Old spellings (a bare ``--json`` on
+`labkit bugs`; `labkit run` and `labkit export` printing to stdout with no ``--json``) still
+work for one release, with a deprecation line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+STDOUT = "-"
+BARE = object()  # `--json` given with no PATH: the old spelling of `labkit bugs --json`
+FORMAT = re.compile(r"labkit\.[a-z_]+/\d+")
+
+
+def add_json(p, what: str, *, bare_ok: bool = False) -> None:
+    """Add `--json PATH|-` to parser `p`; `what` names the document in the help."""
+    kw = {"nargs": "?", "const": BARE} if bare_ok else {}
+    p.add_argument("--json", default=None, metavar="PATH", **kw,
+                   help=f"write {what} as JSON to PATH, or to stdout with -")
+
+
+def deprecated(old: str, new: str, err=None) -> None:
+    """One line on stderr: `old` still works in this release; `new` is the spelling to use."""
+    from .. import __version__
+    major, minor = __version__.split(".")[:2]
+    print(f"labkit: deprecated: {old}; use {new} (the old spelling goes in "
+          f"{major}.{int(minor) + 1}).", file=err or sys.stderr)
+
+
+def document(format_: str, body: dict) -> dict:
+    """`body` under a `format` string and the labkit version that wrote it."""
+    from .. import __version__
+    if not FORMAT.fullmatch(format_):
+        raise ValueError(f"format={format_!r} must read labkit.<what>/<version>.")
+    return {"format": format_, "labkit": __version__, **body}
+
+
+def to_stdout(target) -> bool:
+    return target == STDOUT
+
+
+def human(target):
+    """Where the human-readable report goes: stderr when the JSON takes stdout."""
+    return sys.stderr if to_stdout(target) else sys.stdout
+
+
+def write_json(doc: dict, target, parameter: str = "--json", *, text: str | None = None,
+               foreign: bool = False) -> None:
+    """Write `doc` where `target` says: "-" is stdout, anything else a file path, checked by
+    `labkit.store.guard.check_output_path` first. `text`: the JSON already serialised.
+    `foreign`: a document in another tool's format (Gradescope's), with no labkit format."""
+    if "format" not in doc and not foreign:
+        raise ValueError("every labkit JSON document carries a format string.")
+    from ..store import atomic_write_text, encode_nonfinite
+    if text is None:  # NaN and infinity as the strings "NaN", "Infinity": strict JSON
+        text = json.dumps(encode_nonfinite(doc), indent=2, sort_keys=True, allow_nan=False)
+    if to_stdout(target):
+        sys.stdout.write(text + "\n")
+        return
+    from ..store.guard import check_output_path
+    atomic_write_text(check_output_path(target, parameter), text + "\n", backup=False)
+    print(f"wrote {target}", file=sys.stderr)

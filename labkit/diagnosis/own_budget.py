@@ -1,0 +1,99 @@
+"""The time budget of `labkit.diagnose` on a learner's own setup.
+
+``with budget(60): ...`` gives every call of the setup's ``train()`` inside it the time
+left of 60 s; `within` runs one call and stops it when that time runs out, with a
+`BudgetExceeded` sentence. A watchdog thread alone cannot stop Python code, so:
+- in the main thread (a script, the CLI, a notebook cell), a SIGALRM timer raises in the
+  learner's loop, which also cuts short a ``time.sleep`` or a wait on I/O;
+- in any other thread, a timer thread raises in it with ``PyThreadState_SetAsyncExc``,
+  which lands at the next Python instruction (a loop of torch ops, ``while True: pass``).
+What stops the loop is a BaseException, so the learner's ``except Exception`` cannot
+swallow it. A single C call that never returns (a deadlock inside a library) is the one
+thing neither can stop.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import threading
+import time
+from contextlib import contextmanager
+
+from ..errors import check_number
+
+DEFAULT_BUDGET_S = 600.0  # a whole triage of a small setup takes seconds; this is a wide margin
+_STATE = {"deadline": None, "budget": None}
+
+
+class BudgetExceeded(ValueError):
+    """The setup's train() ran past the triage's time budget and was stopped."""
+
+
+class _Stop(BaseException):
+    pass
+
+
+@contextmanager
+def budget(seconds):
+    """Calls of `within` inside this block share `seconds` (None: no limit)."""
+    check_number("budget_s", seconds, minimum=0, strict_min=True, allow_none=True)
+    saved = dict(_STATE)
+    _STATE.update(deadline=None if seconds is None else time.monotonic() + seconds, budget=seconds)
+    try:
+        yield
+    finally:
+        _STATE.update(saved)
+
+
+def within(fn, what: str):
+    """`fn()`, stopped with BudgetExceeded when the budget's time runs out first."""
+    deadline = _STATE["deadline"]
+    if deadline is None:
+        return fn()
+    left = deadline - time.monotonic()
+    try:
+        if left <= 0:
+            raise _Stop
+        with _alarm(left):
+            return fn()
+    except _Stop:
+        raise BudgetExceeded(
+            f"{what} was still running when the triage's time budget of budget_s="
+            f"{_STATE['budget']:g} s ran out, so labkit stopped it; make train() shorter (fewer "
+            "epochs or steps, a smaller model), check that its loop ends, or pass a larger "
+            "budget_s to labkit.diagnose (--budget for `labkit triage`).") from None
+
+
+@contextmanager
+def _alarm(seconds: float):
+    armed = {"on": True}
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        def ring(signum, frame):
+            if armed["on"]:
+                raise _Stop
+        old = signal.signal(signal.SIGALRM, ring)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            armed["on"] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        return
+    target, lock = threading.get_ident(), threading.Lock()
+
+    def ring():
+        with lock:
+            if armed["on"]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
+                                                           ctypes.py_object(_Stop))
+    timer = threading.Timer(seconds, ring)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            armed["on"] = False
+        timer.cancel()

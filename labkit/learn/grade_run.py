@@ -1,0 +1,149 @@
+"""Running one exercise notebook for `labkit grade`: every cell under a time limit.
+
+Each code cell runs with nbclient under `timeout` seconds. A cell over the limit is
+interrupted (as Ctrl-C in Jupyter would) and grading goes on with the next cell; if the
+kernel does not answer after that, or dies (a crash, memory running out, ``os._exit``),
+the notebook's remaining checks get rows that say so, and grading goes on with the next
+notebook. After each cell that calls an answer check, the outcomes recorded while that
+cell ran are read back from the kernel, so each row belongs to the cell that ran its check:
+a cell that crashed before its check can never borrow a later call's ``passed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_TIMEOUT_S = 120  # per cell; the slowest solution cell (Exercise E's five LM runs,
+# about 11 s) fits ten times over on a slow machine
+PROBE_S = 5  # after a timeout, how long the kernel has to answer before it counts as stuck
+_READ = ("import json as _j\nfrom labkit.learn.check import _base as _b\n"
+         "print(_j.dumps(_b.OUTCOMES[{n}:]))")
+
+
+class GradeError(ValueError):
+    """A notebook that cannot be graded: missing, unreadable, or not a labkit exercise."""
+
+
+@dataclass
+class Execution:
+    """What running a notebook left: the executed cells and, per cell, what stopped it."""
+    nb: object
+    outcomes: dict = field(default_factory=dict)  # cell index -> outcomes its checks recorded
+    timed_out: dict = field(default_factory=dict)  # cell index -> "timed out after N s"
+    halted: tuple | None = None  # (cell index, why nothing ran after it)
+    stub_before: dict = field(default_factory=dict)  # cell index -> a stub failed at or before it
+
+
+def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOUT_S,
+            progress=None) -> Execution:
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+    run = Execution(nb)
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", allow_errors=True, startup_timeout=60,
+        shutdown_kernel="immediate",  # a stuck or dead kernel is killed, not waited for
+        interrupt_on_timeout=True, extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        error_on_timeout={"ename": "CellTimeoutError", "evalue": f"timed out after {timeout:g} s",
+                          "traceback": []},
+        resources={"metadata": {"path": str(path.parent.resolve())}})
+    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    seen, stub = 0, False
+    with _started(client, _kernel_env(nb)):
+        try:
+            for done, i in enumerate(code_cells, 1):
+                started = time.monotonic()
+                client.execute_cell(nb.cells[i], i)
+                if time.monotonic() - started >= timeout:
+                    run.timed_out[i] = f"the cell timed out after {timeout:g} s and was interrupted"
+                    if not _answers(client, nb):
+                        run.halted = (i, f"cell {i} was still running after its {timeout:g} s "
+                                         "and did not stop when interrupted")
+                        break
+                err = next((o for o in nb.cells[i].get("outputs", [])
+                            if o.get("output_type") == "error"), None)
+                stub = stub or bool(err and err["ename"] == "NotImplementedError")
+                run.stub_before[i] = stub
+                if i in check_cells:
+                    run.outcomes[i] = _read(client, nb, seen)
+                    seen += len(run.outcomes[i])
+                if progress:
+                    progress(done, len(code_cells))
+        except DeadKernelError:
+            run.halted = (i, f"the kernel died in cell {i} (a crash, memory running out, or "
+                             "the process killed)")
+    return run
+
+
+@contextmanager
+def _started(client, env: dict):
+    """`client.setup_kernel`, with a kernel that cannot start said in one sentence."""
+    from jupyter_client.kernelspec import NoSuchKernel
+    manager = client.setup_kernel(env=env)
+    try:
+        manager.__enter__()
+    except (NoSuchKernel, RuntimeError, TimeoutError) as exc:
+        raise GradeError(f"A Python kernel could not be started to grade the notebook "
+                         f"({type(exc).__name__}: {str(exc)[:120]}); check that ipykernel is "
+                         "installed in this environment (`python -m ipykernel --version`).") from None
+    try:
+        yield
+    except BaseException:
+        if not manager.__exit__(*sys.exc_info()):
+            raise
+    else:
+        manager.__exit__(None, None, None)
+
+
+def _kernel_env(nb) -> dict:
+    """An empty $LABKIT_HOME, so grading never adds to the learner's records, and the
+    sketches the learner sealed by hand, taken from the notebook's saved outputs."""
+    from ..forecast.carry import ENV, sketches_in
+    home = tempfile.mkdtemp(prefix="labkit-grade-")
+    env = {**os.environ, "LABKIT_HOME": home}
+    drawn = sketches_in(nb)
+    if drawn:
+        handed = os.path.join(home, "sketches.json")
+        with open(handed, "w") as f:
+            json.dump(drawn, f)
+        env[ENV] = handed
+    return env
+
+
+def _scratch(client, nb, source: str):
+    """Run `source` in the kernel as a cell that is never saved; return that cell."""
+    import nbformat
+    cell = nbformat.v4.new_code_cell(source)
+    nb.cells.append(cell)
+    try:
+        client.execute_cell(cell, len(nb.cells) - 1)
+    finally:
+        nb.cells.pop()
+    return cell
+
+
+def _read(client, nb, seen: int) -> list[dict]:
+    """The outcomes the checks recorded since the first `seen` ones."""
+    cell = _scratch(client, nb, _READ.format(n=seen))
+    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    try:
+        return json.loads(text.strip().splitlines()[-1]) if text.strip() else []
+    except ValueError:  # the learner's code replaced print or stdout: nothing to read
+        return []
+
+
+def _answers(client, nb) -> bool:
+    """Whether the kernel runs a trivial cell within PROBE_S after an interrupted one."""
+    saved, client.timeout = client.timeout, PROBE_S
+    try:
+        started = time.monotonic()
+        _scratch(client, nb, "pass")
+        return time.monotonic() - started < PROBE_S
+    finally:
+        client.timeout = saved

@@ -1,0 +1,63 @@
+"""Where the learner store lives, and the guard every output path passes before a write.
+
+`check_output_path(path, parameter)` resolves `path` (symlinks too) and refuses it when it
+is the learner store, one of its side files (``-wal``, ``-shm``, ``-journal``), or any file
+that already is an SQLite database, or a side file of one. Every command and API that
+writes a file where the learner asks (``--json PATH``, ``Run.to_json(path)``, ...) calls
+it, so that no report can replace the records a learner kept.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import OutputPathError
+
+STORE_NAME = "labkit.sqlite3"
+SIDE_FILES = ("-wal", "-shm", "-journal")
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def labkit_home() -> Path:
+    return Path(os.environ.get("LABKIT_HOME") or Path.home() / ".labkit")
+
+
+def store_path() -> Path:
+    """Where the learner's store lives: ``$LABKIT_HOME/labkit.sqlite3``."""
+    return labkit_home() / STORE_NAME
+
+
+def is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:  # missing, a folder, unreadable: not a database we could harm
+        return False
+
+
+def _resolve(path) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(path)))).resolve()
+
+
+def check_output_path(path, parameter: str) -> Path:
+    """`path` resolved, or OutputPathError when writing there would harm a store."""
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise TypeError(f"{parameter} must be a file path; got {path!r}.")
+    target = _resolve(path)
+    store = _resolve(store_path())
+    why = None
+    if target == store:
+        why = "it is your learner store, where every forecast, drill, triage record and grade is kept"
+    elif target.parent == store.parent and target.name in {store.name + s for s in SIDE_FILES}:
+        why = "it is a side file of your learner store (SQLite's journal), which holds records not yet merged"
+    elif is_sqlite(target):
+        why = "that file is an SQLite database, and writing there would destroy it"
+    else:
+        for side in SIDE_FILES:
+            if target.name.endswith(side) and is_sqlite(target.with_name(target.name[:-len(side)])):
+                why = "it is a side file (journal) of the SQLite database beside it"
+    if why:
+        raise OutputPathError(f"{parameter}={str(path)!r} was refused: {why}; nothing was "
+                              "written, so give another file name, such as 'report.json'.")
+    return target
