@@ -14,6 +14,7 @@ PIP_EXTRA ?=
 
 help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"
+	@echo "                (SOLUTIONS=1 also lists solutions/; PORT=8899 for another port)"
 	@echo "make test       create .venv if needed and run every test (unit, notebooks, browser),"
 	@echo "                then the notebooks and chaotic tests again on the portable CPU path;"
 	@echo "                in parallel on every core (pytest-xdist). CI runs this."
@@ -28,15 +29,21 @@ env: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	@echo "labkit: setting up $(VENV) (first time only, and after pyproject.toml or constraints.txt change)."
 	@echo "labkit: installing torch 2.13.0 (CPU), JupyterLab, nbval, papermill and labkit itself;"
-	@echo "labkit: about 2-3 minutes and 1.7 GB the first time."
+	@echo "labkit: about 80 s (79 s measured from a fresh clone, warm pip cache, 2 cores) and 1.7 GB."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip --progress-bar on
+	@echo "labkit: pip now resolves, fetches (from its cache when warm) and installs about 150"
+	@echo "labkit: packages; its bars show the downloads, then one bar counts the installs."
 	$(BIN)/python -m pip install --progress-bar on $(PIP_EXTRA) -c constraints.txt -e '.[lab,test]'
 	@touch $(STAMP)
 	@echo "labkit: $(VENV) is ready."
 
+# The learner's view: notebooks/, exercises/, examples/ and the README are listed;
+# SOLUTIONS=1 lists solutions/ too. Terminals in the lab find `labkit` (.venv/bin first on PATH).
+SOLUTIONS ?=
+
 lab: $(STAMP)
-	PORT=$(PORT) $(BIN)/python tools/lab.py notebooks/00_start_here.ipynb
+	PORT=$(PORT) SOLUTIONS=$(SOLUTIONS) $(BIN)/python tools/lab.py notebooks/00_start_here.ipynb
 
 # Two passes, each in parallel on every core (pytest-xdist; conftest.py gives each worker
 # cores / workers torch threads, its own $LABKIT_HOME and its own Jupyter folders, and keeps

@@ -229,8 +229,8 @@ def test_two_curves_in_one_sketch_refuse_then_seal_and_score(lab, tmp_path):
     name = write_two_series_notebook(lab["dir"], history)
     errors = []
     with lab_page(lab, name, errors) as page:
-        # Run All stops at the run cell with a sentence, not a traceback, and runs nothing
-        page.get_by_text("Forecast first").wait_for(timeout=60_000)
+        # Run All waits at the run cell with one line, not a traceback, and runs nothing
+        page.get_by_text("waiting for your sealed forecast").wait_for(timeout=60_000)
         assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
         assert page.locator(".jp-OutputArea-output", has_text="SCORED").count() == 0
         svg = page.locator(".labkit-sketch svg")
@@ -247,9 +247,7 @@ def test_two_curves_in_one_sketch_refuse_then_seal_and_score(lab, tmp_path):
         except Exception:
             raise AssertionError("not sealed; the widget says: "
                                  + page.locator(".labkit-sketch .status").inner_text()) from None
-        page.locator(".jp-CodeCell").nth(1).locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
-        page.locator(".jp-OutputArea-output",
+        page.locator(".jp-OutputArea-output",  # the run cell went on by itself
                      has_text="SCORED ['healthy', 'zero LR']").wait_for(timeout=60_000)
     from labkit.forecast.history import ForecastHistory
     entries = ForecastHistory(history).entries()

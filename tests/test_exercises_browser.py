@@ -1,9 +1,13 @@
-"""Exercises in a real JupyterLab, by mouse. Exercise A: two curves (healthy, detached) in one
-sketch. Lab 15: three hypothesis curves on the loss chart and three on the gradient-norm
-chart. Each is sealed, the runs go on from the gate, and the kernel scores every curve into
-the learner's forecast history. Needs Chromium; without it the tests are skipped."""
+"""Exercises in a real JupyterLab, by mouse. Run All waits at the run cell for the seal; the
+learner draws and seals, and the rest runs by itself. Exercise A plays the first hour: two
+curves sealed, the runs and answers, the notebook saved and graded; then Restart Kernel and
+Run All flows through with no redraw and grades the same. Lab 15: three hypothesis curves on
+the loss chart and three on the gradient-norm chart. Needs Chromium; without it the tests
+are skipped."""
 
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,11 +27,24 @@ def scored_entries(prefix="lab15/"):
             if (e["forecast"].get("note") or "").startswith(prefix) and e["score"] is not None]
 
 
-def run_from(page, text):
-    """Click into the code cell holding `text`, then Run > Run Selected Cell and All Below."""
-    page.locator(".jp-CodeCell", has_text=text).locator(".jp-InputArea-editor").click()
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run Selected Cell and All Below$")).click()
+WAITING = "waiting for your sealed forecast"  # the run cell's one line while it waits
+
+
+def menu(page, top, item):
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{top}$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{item}")).click()
+
+
+def last_output(page, text, seconds=240):
+    """Wait until some output holds `text` (the notebook's last cell has run)."""
+    page.locator(".jp-OutputArea-output", has_text=text).first.wait_for(timeout=seconds * 1000)
+
+
+def grade(path):
+    """`labkit grade` on the saved notebook: (exit code, output)."""
+    out = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(path)],
+                         capture_output=True, text=True, timeout=600)
+    return out.returncode, out.stdout + out.stderr
 
 
 def wait_for_scores(prefix, before, n, seconds=180):
@@ -68,12 +85,11 @@ def test_three_hypotheses_drawn_on_two_charts_are_sealed_then_scored(lab):
     before = len(scored_entries())
     errors = []
     with lab_page(lab, "lab15.ipynb", errors, height=1100) as page:
-        page.get_by_text("Forecast first").wait_for(timeout=90_000)  # Run All stopped, no traceback
+        page.get_by_text(WAITING).wait_for(timeout=90_000)  # Run All waits at the gate
         loss, grad = page.locator(".labkit-sketch").nth(0), page.locator(".labkit-sketch").nth(1)
         draw_three(page, loss, [(90, 92), (60, 220), "nan"])  # flat, descending, NaN
         draw_three(page, grad, [(40, 255), (120, 121), (200, 40)])  # to zero, steady, growing
-        run_from(page, "loss_sketch.require()")  # on from the gate, as its sentence says
-        new = wait_for_scores("lab15/", before, 6)
+        new = wait_for_scores("lab15/", before, 6)  # on by itself, no click
     notes = sorted(e["forecast"]["note"] for e in new)
     assert notes == ["lab15/H1", "lab15/H1/grad_norm", "lab15/H2", "lab15/H2/grad_norm",
                      "lab15/H3", "lab15/H3/grad_norm"]
@@ -83,18 +99,19 @@ def test_three_hypotheses_drawn_on_two_charts_are_sealed_then_scored(lab):
     assert not errors, errors
 
 
-def test_exercise_a_two_curves_drawn_in_one_widget_are_sealed_then_scored(lab):
+def test_first_hour_exercise_a_run_all_seal_runs_on_then_grades_and_survives_a_restart(lab):
     nb = nbformat.read(ROOT / "solutions" / "ex_a_break_the_graph.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     params.source = "seed = 0\nforecast_points = None  # the learner draws"
-    for cell in nb.cells:
+    for cell in nb.cells:  # the learner's answers are typed in; nothing has run yet
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nbformat.write(nb, lab["dir"] / "ex_a.ipynb")
+    last = "forecast(s)"  # what the notebook's last cell (the calibration record) prints
     before = len(scored_entries("ex_a/"))
-    errors = []
+    errors, timings = [], {}
     with lab_page(lab, "ex_a.ipynb", errors, height=1100) as page:
-        page.get_by_text("Forecast first").wait_for(timeout=90_000)  # Run All stopped at the gate
+        page.get_by_text(WAITING).wait_for(timeout=120_000)  # Run All waits at the run cell
         widget = page.locator(".labkit-sketch").first
         svg = widget.locator("svg")
         svg.scroll_into_view_if_needed()
@@ -105,11 +122,34 @@ def test_exercise_a_two_curves_drawn_in_one_widget_are_sealed_then_scored(lab):
         _stroke(page, svg, 60, 120)  # detached: falls less
         widget.locator(".labkit-seal").click()
         expect(widget.locator(".labkit-seal")).to_have_text(re.compile("Sealed"), timeout=30_000)
-        run_from(page, "sketch.require()  # a sealed sketch first")
-        new = wait_for_scores("ex_a/", before, 2)
+        started = time.monotonic()
+        new = wait_for_scores("ex_a/", before, 2)  # the runs went on with no further click
+        last_output(page, last)
+        timings["seal to last cell"] = time.monotonic() - started
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(2000)
+        code, first = grade(lab["dir"] / "ex_a.ipynb")
+
+        menu(page, "Kernel", "Restart Kernel and Run All Cells")
+        page.locator(".jp-Dialog-button", has_text="Restart").click()
+        started = time.monotonic()
+        page.locator(".jp-OutputArea-output", has_text=last).first.wait_for(state="detached",
+                                                                           timeout=60_000)
+        expect(page.locator(".labkit-sketch .status").first).to_have_text(  # from the store
+            re.compile("Sealed at .* restored from your store"), timeout=120_000)
+        last_output(page, last)  # the last cell again, no redraw
+        timings["restart to last cell"] = time.monotonic() - started
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(2000)
+        code_again, again = grade(lab["dir"] / "ex_a.ipynb")
     assert sorted(e["forecast"]["note"] for e in new) == ["ex_a/detached", "ex_a/healthy"]
     assert all(e["score"]["shape_predicted"] == "descending" for e in new)
+    assert len(scored_entries("ex_a/")) == before + 2  # the restart added no forecast
+    rows = lambda text: sorted(l for l in text.splitlines() if "ex_a_" in l)  # noqa: E731
+    assert code == 0 and "ex_a: 5/5 passed, 0 failed, 0 not yet answered" in first, first
+    assert code_again == 0 and rows(again) == rows(first), again
     assert not errors, errors
+    print(f"first hour, Exercise A: {timings}")
 
 
 def test_start_here_a_new_users_first_run_waits_for_the_sketch_then_scores_it(lab):
@@ -118,7 +158,7 @@ def test_start_here_a_new_users_first_run_waits_for_the_sketch_then_scores_it(la
     before = len(scored_entries("start"))
     errors = []
     with lab_page(lab, "start.ipynb", errors, height=1100) as page:
-        page.get_by_text("Forecast first").wait_for(timeout=90_000)  # Run All stopped at the gate
+        page.get_by_text(WAITING).wait_for(timeout=90_000)  # Run All waits at the gate
         assert page.locator(".jp-OutputArea-output", has_text="loss at step 0").count() == 0
         widget = page.locator(".labkit-sketch").first
         svg = widget.locator("svg")
@@ -126,8 +166,7 @@ def test_start_here_a_new_users_first_run_waits_for_the_sketch_then_scores_it(la
         _stroke(page, svg, 75, 230)
         widget.locator(".labkit-seal").click()
         expect(widget.locator(".labkit-seal")).to_have_text(re.compile("Sealed"), timeout=30_000)
-        run_from(page, "sketch.require()")
-        new = wait_for_scores("start", before, 1)
+        new = wait_for_scores("start", before, 1)  # the rest runs by itself
         page.locator(".jp-OutputArea-output", has_text="loss at step 0").first.wait_for(timeout=60_000)
     assert [e["forecast"]["note"] for e in new] == ["start/loss"]
     assert not errors, errors

@@ -224,3 +224,12 @@ def test_the_automatic_record_keeps_its_old_rules():
     rec.convict("H1", "a guess")  # no order, no gate
     assert not rec.strict and rec.attempts == 0
     assert "no seed has run the decisive test yet" in "; ".join(rec.missing())
+
+
+def test_a_convicted_record_is_kept_in_the_learner_store(probes, tmp_path, monkeypatch):
+    monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
+    from labkit.store.learner import default_store
+    rec = complete(probes)
+    kept = default_store().records("triage")
+    assert [r["key"] for r in kept] == [rec.kept_as]
+    assert kept[0]["body"]["rows"]["conviction"]["data"]["system"] == "H3"

@@ -3,8 +3,14 @@
 It prints the URL once the server answers (not before), and turns off JupyterLab's
 "get notified about official Jupyter news?" question for this environment's lab.
 
+The server runs with this environment's bin folder (.venv/bin) first on PATH, so a terminal
+opened in JupyterLab finds `labkit`. It shows the learner's view of the repository:
+notebooks/, exercises/, examples/ and the README; solutions/ only with SOLUTIONS=1; the
+rest (tests/ with its executed references, the package, the tooling) is not listed.
+
 Usage: python tools/lab.py [NOTEBOOK] [--no-browser]
-Environment: PORT (default 8888), LABKIT_TOKEN (default: a fresh random token).
+Environment: PORT (default 8888), LABKIT_TOKEN (default: a fresh random token),
+SOLUTIONS=1 (list solutions/ too).
 """
 
 from __future__ import annotations
@@ -20,11 +26,31 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+LEARNER_VIEW = ("notebooks", "exercises", "examples", "README.md")
+SOLUTIONS = "solutions"
 QUIET_NEWS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
                                                                 "checkForUpdates": False}}
 
 
-def lab_command(notebook: str, *, port: int, token: str, open_browser: bool) -> list[str]:
+def hidden(root: Path, solutions: bool) -> list[str]:
+    """Glob patterns the file browser leaves out: Jupyter's own, then every top-level entry
+    of the repository that is not the learner's (the names match at any depth)."""
+    shown = set(LEARNER_VIEW) | ({SOLUTIONS} if solutions else set())
+    own = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~"]
+    return own + sorted(p.name for p in root.iterdir()
+                        if p.name not in shown and not p.name.startswith("."))
+
+
+def server_env(environ=os.environ) -> dict:
+    """The server's environment: this Python's bin folder first on PATH (terminals find
+    `labkit` there), and VIRTUAL_ENV set as `activate` sets it."""
+    bin_dir = str(Path(sys.executable).parent)
+    rest = [p for p in environ.get("PATH", "").split(os.pathsep) if p and p != bin_dir]
+    return {**environ, "PATH": os.pathsep.join([bin_dir, *rest]), "VIRTUAL_ENV": sys.prefix}
+
+
+def lab_command(notebook: str, *, port: int, token: str, open_browser: bool,
+                solutions: bool = False) -> list[str]:
     cmd = [sys.executable, "-m", "jupyterlab", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
            "--LabApp.news_url=None", "--ServerApp.port_retries=0"]
@@ -32,8 +58,14 @@ def lab_command(notebook: str, *, port: int, token: str, open_browser: bool) -> 
         cmd.append("--no-browser")
     if os.getuid() == 0:  # Jupyter refuses to run as root without it
         cmd.append("--allow-root")
-    # Serve the whole repository (notebooks/, solutions/, exercises/) and open the notebook.
-    cmd += [f"--ServerApp.root_dir={os.getcwd()}", f"--LabApp.default_url=/lab/tree/{notebook}"]
+    # Serve the repository, listing only the learner's view, and open the notebook.
+    root = Path.cwd()
+    cmd += [f"--ServerApp.root_dir={root}", f"--LabApp.default_url=/lab/tree/{notebook}",
+            f"--ContentsManager.hide_globs={json.dumps(hidden(root, solutions))}",
+            # The learner's own shell, not a login shell: a login shell (what Jupyter picks
+            # when its output is not a terminal) reads /etc/profile, which resets PATH.
+            "--ServerApp.terminado_settings=" + json.dumps(
+                {"shell_command": [os.environ.get("SHELL") or "/bin/sh"]})]
     return cmd
 
 
@@ -70,9 +102,14 @@ def main(argv: list[str]) -> int:
         return 2
     port = int(port_text)
     quiet_news()
-    cmd = lab_command(notebook, port=port, token=token, open_browser="--no-browser" not in argv)
-    print(f"Starting JupyterLab on 127.0.0.1:{port} (token required)...", flush=True)
-    proc = subprocess.Popen(cmd)
+    solutions = os.environ.get("SOLUTIONS", "") not in ("", "0")
+    cmd = lab_command(notebook, port=port, token=token, open_browser="--no-browser" not in argv,
+                      solutions=solutions)
+    print(f"Starting JupyterLab on 127.0.0.1:{port} (token required); its terminals have "
+          f"{Path(sys.executable).parent} first on PATH, so `labkit` works there"
+          + ("; solutions/ is listed" if solutions else
+             "; solutions/ is not listed (SOLUTIONS=1 make lab lists it)") + "...", flush=True)
+    proc = subprocess.Popen(cmd, env=server_env())
     # `kill` or a test's terminate() reaches this launcher: pass it on, leave no server behind.
     signal.signal(signal.SIGTERM, lambda *_: proc.terminate())  # the wait below then returns
     started = time.monotonic()

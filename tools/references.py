@@ -13,7 +13,9 @@ Usage: python tools/references.py [NAME ...]        (default: every notebook)
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,15 +47,47 @@ def code_of(nb) -> list[str]:
             and "injected-parameters" not in c.metadata.get("tags", [])]
 
 
+TIMING = "labkit_timing"  # cell metadata: seconds, and when its first output came
+
+
+def execute_timed(nb, cwd: str) -> None:
+    """Run `nb` in place with nbclient, noting in each slow cell's metadata how long it took
+    and how soon it first showed something (tests/test_silent_cells.py reads these)."""
+    from nbclient import NotebookClient
+
+    class Timed(NotebookClient):
+        def output(self, outs, msg, display_id, cell_index):
+            self._first.setdefault(cell_index, time.monotonic())
+            return super().output(outs, msg, display_id, cell_index)
+
+    def start(cell, cell_index):
+        client._started[cell_index] = time.monotonic()
+
+    def done(cell, cell_index, execute_reply):
+        took = time.monotonic() - client._started[cell_index]
+        first = client._first.get(cell_index)
+        if took > 1.0:  # the fast cells stay as they were, so a rebuild changes little
+            cell.metadata[TIMING] = {"seconds": round(took, 1), "first_output_s":
+                                     None if first is None else round(first - client._started[cell_index], 2)}
+
+    client = Timed(nb, kernel_name="python3", timeout=600, on_cell_execute=start,
+                   on_cell_executed=done, resources={"metadata": {"path": cwd}})
+    client._started, client._first = {}, {}
+    with tempfile.TemporaryDirectory(prefix="labkit-ref-") as home:  # a fresh learner store
+        client.execute(env={**os.environ, "LABKIT_HOME": home})
+
+
 def build(name: str) -> float:
-    import papermill
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
     started = time.perf_counter()
     src = LEARNER / name
     REFERENCE.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(str(src), str(REFERENCE / name), parameters=HEADLESS.get(name, {}),
-                               kernel_name="python3", cwd=str(LEARNER), progress_bar=False)
-    ref = nbformat.read(REFERENCE / name, as_version=4)
-    for cell in ref.cells:  # papermill's timing metadata would change on every build
+    ref = load_notebook_node(str(src))
+    if HEADLESS.get(name):  # papermill's parameters, as `papermill -p` would inject them
+        ref = parameterize_notebook(ref, HEADLESS[name], kernel_name="python3")
+    execute_timed(ref, str(LEARNER))
+    for cell in ref.cells:  # timing metadata that would change on every build
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
     ref.metadata.pop("papermill", None)

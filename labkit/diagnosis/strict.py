@@ -36,6 +36,7 @@ WHY = {  # why a row waits for the ones before it
 }
 LOSS_SHAPES = ("flat", "descending", "nan")
 GRAD_SHAPES = ("zero", "steady", "growing")
+ZERO_NORM = 1e-3  # a gradient norm at or below this reads as zero; the sketch shades the band
 HYPOTHESES = ("H1", "H2", "H3")
 _LR_WORDS = re.compile(r"\b(lr|learning[ -]rate|optimi[sz]er|scheduler|momentum|step ?size|"
                        r"sgd|adam)\b", re.I)
@@ -142,7 +143,7 @@ def grad_shape(f) -> str:
         return "growing"  # NaN from the first step: the norm blew up at once
     k = max(1, len(values) // 10)
     first, last = sorted(values[:k])[k // 2], sorted(values[-k:])[k // 2]
-    if max(values) <= 1e-3 or last <= 0.05 * first:
+    if max(values) <= ZERO_NORM or last <= 0.05 * first:
         return "zero"
     return "growing" if last > 2 * first else "steady"
 

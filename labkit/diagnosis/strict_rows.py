@@ -3,6 +3,8 @@ observations. The rules themselves are `labkit.diagnosis.strict`."""
 
 from __future__ import annotations
 
+import warnings
+
 from ..errors import suggest
 from . import strict as rules
 from .prediction import TriageRefused
@@ -60,6 +62,13 @@ class StrictRows:
         self._turn("conviction")
         rules.require_overfit_gate(self, system, mechanism)
         self.attempts += 1
+
+    def _kept_on_conviction(self) -> None:
+        try:
+            self.kept_as = self.keep()
+        except (ValueError, OSError) as exc:  # the record itself stays usable
+            warnings.warn(f"This convicted record was not kept in the learner store: {exc}",
+                          stacklevel=3)
 
     def _strict_run_data(self, run, row: str) -> dict:
         """Refuse a run that is not the declared setup; else its OBSERVATION and sketch score."""

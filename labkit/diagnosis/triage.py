@@ -167,6 +167,8 @@ class TriageRecord(StrictRows):
             self._strict_convict(system, mechanism)
         self.set_row("conviction", f"{system} ({SYSTEM_NAMES[system]}): {mechanism}",
                      system=system, mechanism=mechanism, by=by, evidence_seeds=seeds or [])
+        if self.strict:  # Lab 15's record is kept once convicted (`labkit export` has it)
+            self._kept_on_conviction()
 
     def missing(self) -> list[str]:
         out = [f"{name} is UNKNOWN" for name, row in self.rows.items() if row["status"] == UNKNOWN]

@@ -90,11 +90,13 @@ def _group(scored_entries, key) -> dict:
 
 def calibration_report(entries: list[dict]) -> dict:
     """Per exercise, per real shape, the learner's habits, and the text that prints them."""
-    scored = [e for e in entries if e.get("score") is not None]
-    report = {"n_entries": len(entries), "n_scored": len(scored),
-              "by_exercise": _group(scored, _exercise),
-              "by_shape": _group(scored, lambda e: e["score"]["shape_actual"]),
-              "habits": habits([e["score"] for e in scored])}
+    from .counting import counted
+    loss, grad, alternatives = counted([e for e in entries if e.get("score") is not None])
+    report = {"n_entries": len(entries), "n_scored": len(loss) + len(grad),
+              "by_exercise": _group(loss, _exercise),
+              "by_shape": _group(loss, lambda e: e["score"]["shape_actual"]),
+              "gradient_norm": _group(grad, _exercise), "alternatives": len(alternatives),
+              "habits": habits([e["score"] for e in loss])}
     report["text"] = _text(report)
     return report
 
@@ -112,9 +114,14 @@ def _text(report: dict) -> str:
     if not report["n_scored"]:
         return (f"{report['n_entries']} forecast(s) sealed, none scored yet: seal a sketch, run, "
                 "and score it (sketch.score(run)) to start your calibration record.")
-    lines = [f"{report['n_scored']} scored forecast(s) of {report['n_entries']} sealed.", ""]
+    lines = [f"{report['n_scored']} scored forecast(s) of {report['n_entries']} sealed."
+             + (f" {report['alternatives']} alternative hypothesis curve(s) are kept but not "
+                "scored as misses (one hypothesis of a set can be right)."
+                if report["alternatives"] else ""), ""]
     lines += _table("exercise", report["by_exercise"]) + [""]
     lines += _table("real shape", report["by_shape"]) + [""]
+    if report["gradient_norm"]:
+        lines += _table("gradient norm", report["gradient_norm"]) + [""]
     if report["habits"]:
         lines.append("Your habit: " + "; and ".join(report["habits"]) + ".")
     else:
@@ -126,8 +133,9 @@ def plot_calibration(entries: list[dict], ax=None):
     """Each scored forecast's log error in the order made, coloured by exercise (a falling
     cloud means your forecasts are getting closer); returns the Axes."""
     import matplotlib.pyplot as plt
-    scored = [e for e in entries if e.get("score") is not None
-              and e["score"]["mean_log_error"] is not None]
+    from .counting import counted
+    scored = [e for e in counted([e for e in entries if e.get("score") is not None])[0]
+              if e["score"]["mean_log_error"] is not None]
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 3.4))
     for name in sorted({_exercise(e) for e in scored}):
@@ -135,7 +143,7 @@ def plot_calibration(entries: list[dict], ax=None):
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o", label=name)
     ax.axhline(0.1, color="grey", ls="--", lw=1, label="close (0.1)")
     ax.set(xlabel="forecast number (oldest first)", ylabel="mean log error",
-           title=f"your calibration: {len(scored)} scored forecast(s)")
+           title=f"your loss calibration: {len(scored)} scored forecast(s)")
     if scored:
         ax.legend(fontsize=7, ncol=2)
     return ax

@@ -1,12 +1,26 @@
-"""`SketchNotSealed`: the run cell's refusal while the learner's forecast is not sealed.
+"""The run cell's gate: wait in a kernel for the learner's seal, refuse at once headless.
 
-Raised by `SketchForecast.require()`. In a notebook it shows one friendly sentence in a
-box, not a traceback, and it stops a Run All there, so no run happens before a forecast.
+`SketchNotSealed` is the refusal: one friendly sentence in a box, not a traceback, and it
+stops a Run All there, so no run happens before a forecast.
+
+`wait_for(done, rendered)`: in a kernel whose front end shows the widget, the cell that
+needs a seal waits for it, keeping the widget live (``jupyter_ui_poll`` lets the kernel
+handle the widget's messages while the cell runs), then the Run All goes on by itself.
+The stop button ends the wait with `SketchNotSealed` and nothing else. A run with no front
+end (papermill, nbval, `labkit grade`) has no view of the widget, so it never waits: it
+takes `forecast_points` or is refused at once.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import time
+
 from ..errors import notebook_box
+
+NO_WAIT = "LABKIT_NO_WAIT"  # set (to anything) to refuse at once even with a front end
+LOOK_S = 2.0  # how long a cell looks for a view of the widget before it counts as headless
 
 
 class SketchNotSealed(RuntimeError):
@@ -15,3 +29,68 @@ class SketchNotSealed(RuntimeError):
     def _render_traceback_(self) -> list[str]:
         notebook_box("Forecast first", str(self), colour="#1f6fb2", once_for=self)
         return [f"\x1b[1;34mSketchNotSealed\x1b[0m: {self}"]
+
+
+def _kernel():
+    """The running IPython kernel, or None (plain Python, a terminal IPython)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None)
+
+
+def can_wait() -> bool:
+    """True in a kernel that may wait: not told otherwise, and not run by `labkit grade`."""
+    from .carry import ENV
+    kernel = _kernel()
+    if kernel is None or os.environ.get(NO_WAIT) or os.environ.get(ENV):
+        return False
+    if not hasattr(kernel, "do_one_iteration"):  # ipykernel 7.4+: nothing can poll its shell
+        return False
+    try:
+        import jupyter_ui_poll  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def wait_for(done, rendered, *, what: str = "your sealed forecast above") -> bool:
+    """Wait until `done()`; False at once when no front end shows the widget (`rendered()`
+    stays False for `LOOK_S` seconds) or waiting is off. The stop button raises
+    `SketchNotSealed` with one line, the sketch left as it was."""
+    if done():
+        return True
+    if not can_wait():
+        return False
+    from jupyter_ui_poll import ui_events
+    shown = False
+    start = time.monotonic()
+    try:
+        with ui_events() as poll:
+            while not done():
+                poll(20)  # the widget's messages: strokes, Seal
+                if not rendered():
+                    if time.monotonic() - start > LOOK_S:
+                        _drop_queued()
+                        return False  # nobody sees the widget: a headless run
+                elif not shown:
+                    print(f"waiting for {what}... (press Seal there; the stop button ends "
+                          "the wait)", flush=True)
+                    shown = True
+                time.sleep(0.05)
+    except KeyboardInterrupt:
+        _drop_queued()
+        raise SketchNotSealed(f"Stopped waiting for {what}; it is not sealed. Draw it, press "
+                              "Seal, then run this cell and the ones below it.") from None
+    return True
+
+
+def _drop_queued() -> None:
+    """The cells a Run All queued behind this one, held back by the wait, are aborted as the
+    kernel aborts them after any failed cell (unless the cell ran with stop_on_error off)."""
+    from jupyter_ui_poll._poll import KernelWrapper
+    wrapper, kernel = KernelWrapper._current, _kernel()
+    if wrapper is None or not kernel.get_parent().get("content", {}).get("stop_on_error", True):
+        return
+    for stream, ident, parent in wrapper._events:
+        kernel._send_abort_reply(stream, parent, ident)
+    wrapper._events.clear()

@@ -52,11 +52,17 @@ class ForecastHistory:
         """The stored entries, oldest first: {"forecast": ..., "score": ... or None, "added_at"}."""
         return [r["body"] for r in self.store.records("forecast")]
 
-    def add(self, forecast: Forecast, score: ForecastScore | None = None) -> dict:
-        """Record a sealed forecast, or attach its score to the entry already recorded."""
+    def add(self, forecast: Forecast, score: ForecastScore | None = None, *,
+            drawn: bool = False) -> dict:
+        """Record a sealed forecast, or attach its score to the entry already recorded.
+
+        `drawn`: the learner drew it by hand (a sketch widget), so a sketch made again may
+        bring it back (`labkit.widgets.sketch_gate`); curves given in code never come back."""
         forecast.verify()
         new = {"forecast": forecast.to_dict(), "added_at": time.time(),
                "score": score.to_dict() if score is not None else None}
+        if drawn:
+            new["drawn"] = True
         return self.store.update("forecast", forecast.content_hash,
                                  lambda old: merge_entry(old, new))["body"]
 

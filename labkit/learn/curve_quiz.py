@@ -69,6 +69,8 @@ def draw(seed: int | None = None, progress: bool = False) -> Quiz:
     keys = list(CASES)
     rng.shuffle(keys)
     items = []
+    if progress:
+        print(f"training {len(keys)} unlabelled curves...", flush=True)
     for letter, key in zip(LETTERS, keys):
         mechanism, spec = rng.choice(VARIANTS[key])
         run_seed = rng.randrange(2, 1_000_000)  # never 0 or 1, the gallery's seeds

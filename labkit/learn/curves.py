@@ -152,6 +152,9 @@ def run_case(key: str, seed: int = 0, confirm_seeds=(0, 1), progress: bool = Fal
     """Run a case, its discriminating test, and its fix on each seed of `confirm_seeds`."""
     from .curve_probes import PROBES
     case = get_case(key)
+    if progress:  # said first: the case takes several runs
+        print(f"case {case.number} ({key}): running seed {seed}, its test, and the fix on seeds "
+              f"{', '.join(map(str, confirm_seeds))}...", flush=True)
     t = trainer(case.setup, seed)
     run = t.run()
     evidence = PROBES[key](t, run, lambda: trainer(case.setup, seed))
@@ -162,6 +165,5 @@ def run_case(key: str, seed: int = 0, confirm_seeds=(0, 1), progress: bool = Fal
             baseline[s] = run_spec(case.setup, s)
         fixed[s] = run_spec(case.fix, s)
     if progress:
-        print(f"case {case.number} ({key}): ran seed {seed}, its test, and the fix on seeds "
-              f"{', '.join(map(str, confirm_seeds))}")
+        print(f"case {case.number} ({key}): done", flush=True)
     return CaseRun(case, seed, run, evidence, fixed, baseline)

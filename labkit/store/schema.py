@@ -15,7 +15,7 @@ import warnings
 
 from ..errors import suggest
 
-KINDS = ["forecast", "triage", "drill", "flashcard", "grade", "prediction"]  # a new feature appends its kind
+KINDS = ["forecast", "triage", "drill", "flashcard", "grade", "prediction", "prediction_seal"]  # a new feature appends its kind
 MAX_DEPTH = 32  # lists and objects inside each other; labkit's own records stay under 10
 NUMBER, TEXT, FLAG, WHOLE, NONE = (int, float), (str,), (bool,), (int,), (type(None),)
 OBJECT, LIST = (dict,), (list,)
@@ -29,6 +29,8 @@ FIELDS: dict[str, dict[str, tuple]] = {
     "flashcard": {"box": WHOLE, "seen": WHOLE, "known": WHOLE, "due": TEXT},
     "grade": {"notebook": TEXT, "graded_at": NUMBER, "rows": LIST, "summary": OBJECT},
     "prediction": {"exercise": TEXT, "hits": WHOLE, "total": WHOLE, "sealed_at": NUMBER},
+    "prediction_seal": {"exercise": TEXT, "prediction": OBJECT + LIST + TEXT + NUMBER + FLAG + NONE,
+                        "sealed_at": NUMBER},
 }
 CHECKS: dict = {}  # kind -> check(record, source), raising ValueError for a bad record
 _NAMES = {bool: "true/false", int: "a whole number", float: "a number", str: "text",

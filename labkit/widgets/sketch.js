@@ -7,8 +7,8 @@ const W = 520, H = 300;
 const PAD = { l: 58, r: 16, t: 16, b: 44 };
 const PW = W - PAD.l - PAD.r, PH = H - PAD.t - PAD.b;
 const SHAPES = ["flat", "descending", "diverging", "spiky", "nan"];
-const HINT = "Drag across the chart to draw the loss you expect (mouse, touch or pen). " +
-  "A preset gives a starting curve to redraw.";
+const hint = (model) => `Drag across the chart to draw the ${model.get("y_label") || "loss"} ` +
+  "you expect (mouse, touch or pen). A preset gives a starting curve to redraw.";
 
 function el(tag, attrs, parent, text) {
   const node = document.createElementNS(NS, tag);
@@ -31,12 +31,13 @@ function scales(model) {
   const last = Math.max(model.get("steps") - 1, 1);
   const top = model.get("loss_max");
   const log = model.get("log_scale");
-  const floor = top / 1000;  // the lowest loss the chart can show; losses must stay > 0
+  const zero = model.get("zero_below");  // a band read as "zero" (a collapsed norm), if any
+  const floor = zero ? Math.min(zero / 10, top / 1000) : top / 1000;  // the lowest value shown; > 0
   const f = (v) => (log ? Math.log(Math.max(v, floor)) : v);
   const y0 = log ? f(floor) : 0, y1 = f(top);
   const clamp = (v) => Math.min(Math.max(v, 0), 1);
   return {
-    last, top, log, floor,
+    last, top, log, floor, zero,
     x: (s) => PAD.l + (s / last) * PW,
     y: (v) => PAD.t + (1 - clamp((f(Math.min(v, top)) - y0) / (y1 - y0))) * PH,
     step: (px) => Math.round(clamp((px - PAD.l) / PW) * last),
@@ -83,6 +84,12 @@ function draw(svg, model, stroke, cursor = null) {
   el("text", { x: 14, y: PAD.t + PH / 2, class: "axis-label", "text-anchor": "middle",
     transform: `rotate(-90 14 ${PAD.t + PH / 2})` }, svg,
     (model.get("y_label") || "loss") + (sc.log ? " (log)" : ""));
+  if (sc.zero) {  // the bottom band: drawn there, a curve reads as zero
+    const y = sc.y(sc.zero);
+    el("rect", { x: PAD.l, y, width: PW, height: PAD.t + PH - y, class: "zero-band" }, svg);
+    el("text", { x: PAD.l + PW - 4, y: PAD.t + PH - 4, class: "reference-label",
+      "text-anchor": "end" }, svg, `zero (collapsed): below ${fmt(sc.zero)}`);
+  }
   const ref = model.get("reference");
   if (ref !== null && ref <= sc.top) {
     const y = sc.y(ref);
@@ -165,6 +172,8 @@ function render({ model, el: host }) {
   const logBox = html("input", { type: "checkbox", className: "log-y" }, logLabel);
   logLabel.append(" log y");
   const seal = html("button", { className: "labkit-seal", type: "button" }, bar, "Seal");
+  const again = html("button", { className: "labkit-redraw", type: "button",
+    title: "unseal for a new attempt; the sealed one stays in your store" }, bar, "Draw again");
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", tabindex: "0",
     "aria-label": "forecast chart: step on the x axis, the predicted value on the y axis. " +
       "Keys: left and right move the cursor, up and down move the curve there, Delete removes " +
@@ -219,9 +228,10 @@ function render({ model, el: host }) {
     undo.disabled = sealed || !(undoStack[model.get("active")] || []).length;
     seal.disabled = sealed || (model.get("points").length === 0 && model.get("nan_step") !== 0);
     seal.textContent = sealed ? `Sealed \u2713 ${model.get("sealed_hash")}` : "Seal";
+    again.hidden = !sealed;
     nanButton.textContent = nanMode ? "Click where NaN starts"
       : model.get("nan_step") === null ? "Mark NaN step" : "Remove NaN step";
-    status.textContent = model.get("message") || HINT;
+    status.textContent = model.get("message") || hint(model);
     root.classList.toggle("is-sealed", sealed);
   };
 
@@ -319,6 +329,10 @@ function render({ model, el: host }) {
     model.set("seal_requested", model.get("seal_requested") + 1);
     model.save_changes();
   });
+  again.addEventListener("click", () => {
+    model.set("redraw_requested", model.get("redraw_requested") + 1);
+    model.save_changes();
+  });
 
   const names = ["points", "steps", "loss_max", "log_scale", "reference", "reference_label",
     "shape", "nan_step", "sealed", "sealed_hash", "message", "active", "others", "series_names",
@@ -330,6 +344,9 @@ function render({ model, el: host }) {
   for (const n of names) model.on(`change:${n}`, update);
   model.on("change:others", swapped);
   update();
+  // Tell the kernel a front end shows this widget: a run cell may then wait for the Seal.
+  model.set("rendered", model.get("rendered") + 1);
+  model.save_changes();
   return () => {
     for (const n of names) model.off(`change:${n}`, update);
     model.off("change:others", swapped);

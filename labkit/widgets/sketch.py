@@ -19,11 +19,12 @@ import anywidget
 import traitlets as t
 
 from ..core.config import Config
+from ..diagnosis.strict import ZERO_NORM
 from ..errors import check_choice, check_number
 from ..forecast.forecast import SHAPES, Forecast, check_points
-from ..forecast.carry import carried, payload, show
-from ..forecast.gate import SketchNotSealed
+from ..forecast.carry import carried
 from ..forecast.history import ForecastHistory
+from . import sketch_gate
 from .sketch_keys import keyboard_controls
 from .sketch_series import (QUANTITIES, as_dict, label, note_for, resolve_series, score_series,
                             seal_series)
@@ -49,15 +50,18 @@ class SketchForecast(anywidget.AnyWidget):
     active = t.Int(0).tag(sync=True)  # index of the series being drawn
     others = t.List().tag(sync=True)  # [{"index", "points", "nan_step"}] of the other series
     y_label = t.Unicode("loss").tag(sync=True)
+    zero_below = t.Float(None, allow_none=True).tag(sync=True)  # a band read as zero (norms)
     sealed = t.Bool(False).tag(sync=True)
     sealed_hash = t.Unicode("").tag(sync=True)  # first 12 hex of the (first) sealed content hash
     seal_requested = t.Int(0).tag(sync=True)  # the Seal button adds 1; Python seals
     message = t.Unicode("").tag(sync=True)  # status or error line shown under the chart
+    redraw_requested = t.Int(0).tag(sync=True)  # the Draw again button adds 1; Python unseals
+    rendered = t.Int(0).tag(sync=True)  # views a front end drew: a kernel that can wait
 
     def __init__(self, points=None, *, config=None, bug=None, series=None, key="", shape=None,
                  nan_step=None, steps=None, loss_max=None, log_scale=False, quantity="loss",
                  history_path=None, note=""):
-        self._ready, self._sealed, self._shown = False, None, False
+        self._ready, self._sealed, self._shown, self.restored = False, None, False, False
         if config is not None and not isinstance(config, (Config, str)):
             raise TypeError(f"config must be a labkit Config or a config hash; got "
                             f"{type(config).__name__}.")
@@ -108,8 +112,10 @@ class SketchForecast(anywidget.AnyWidget):
                          log_scale=log_scale, reference=ref, reference_label=ref_label,
                          shape=first["shape"], nan_step=first["nan_step"], series_names=names,
                          colours=[COLOURS[i % len(COLOURS)] for i in range(len(names))],
-                         y_label=label(quantity), others=self._others(0))
+                         y_label=label(quantity), others=self._others(0),
+                         zero_below=ZERO_NORM if quantity == "grad_norm" else None)
         self._ready = True
+        sketch_gate.watch(self)  # its view drawn: the last seal comes back; Draw again
 
     def __repr__(self) -> str:
         state = "sealed" if self.sealed else "not sealed"
@@ -230,22 +236,9 @@ class SketchForecast(anywidget.AnyWidget):
         return self.sealed_forecast if len(self.series_names) == 1 else self.forecasts()
 
     def require(self) -> "SketchForecast":
-        """Refuse to go on (SketchNotSealed, one sentence) until the sketch is sealed.
-
-        Curves passed in code (`points=`) are sealed here: that is the headless path.
-        """
-        if not self.sealed and self._from_code:
-            self.seal()
-        elif self.sealed and not self._from_code and not self._shown:
-            self._shown = True  # drawn by hand: keep the curves in the notebook for a grader
-            show(payload(self.key, self.quantity, {n: self._current(n) for n in self.series_names}))
-        if not self.sealed:
-            what = " and ".join(map(repr, self.series_names)) if len(self.series_names) > 1 else "the curve"
-            raise SketchNotSealed(f"Draw your forecast above ({what}) and press Seal, then run "
-                                  "this cell and the ones below it (Run > Run Selected Cell "
-                                  "and All Below). The run waits for your sketch, so the "
-                                  "comparison afterwards is honest.")
-        return self
+        """Refuse to go on until the sketch is sealed: in a kernel showing the widget, wait
+        for the Seal; headless, seal curves passed in code (`points=`) or refuse at once."""
+        return sketch_gate.require(self)
 
     def score(self, runs, *, show: bool = True) -> dict:
         """Score every sealed series against its run and keep the scores in the history.

@@ -91,7 +91,7 @@ def seal_series(sketch) -> dict:
                          "click a name above the chart to switch curves.")
     made = {n: sketch.forecast(n).seal(*sketch._setups[n]) for n in names}
     for f in made.values():
-        sketch.history.add(f)
+        sketch.history.add(f, drawn=not sketch._from_code)
     return made
 
 
@@ -111,8 +111,13 @@ def score_series(sketch, runs, *, show: bool = True) -> dict:
                          "curve you sealed.")
     forecasts = sketch.forecasts()
     scores = {n: forecasts[n].score(runs[n], COLUMN[sketch.quantity]) for n in names}
+    from ..store.sqlite import StoreConflict
     for n in names:
-        sketch.history.add(forecasts[n], scores[n])
+        try:
+            sketch.history.add(forecasts[n], scores[n])
+        except StoreConflict:
+            if not getattr(sketch, "restored", False):
+                raise  # a restored seal keeps the score it got first: it counts once
     if show:
         _show(sketch, forecasts, runs, scores)
     return scores

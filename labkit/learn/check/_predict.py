@@ -85,9 +85,27 @@ def seal(key: str, prediction, forms: dict) -> str:
     text = _canonical(prediction)
     old = _SEALED.get(key)
     if old is None or old[0] != text:
-        _SEALED[key] = (text, time.time())
+        _SEALED[key] = (text, _first_sealed(key, text))
     return (f"ok: prediction sealed ({len(forms)} answers); the runs it predicts must start "
             "after this cell")
+
+
+def _first_sealed(key: str, text: str) -> float:
+    """When this very prediction was first sealed: kept in the learner store (kind
+    ``prediction_seal``), so a re-run or a restarted kernel keeps the seal and its review
+    counts once. A store that cannot be used gives the time now."""
+    import hashlib
+    try:
+        from ...store.learner import default_store
+        store = default_store()
+        name = f"{key}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        old = store.get("prediction_seal", name)
+        if old is not None:
+            return old["body"]["sealed_at"]
+        body = {"exercise": key, "prediction": json.loads(text), "sealed_at": time.time()}
+        return store.add("prediction_seal", name, body)["body"]["sealed_at"]
+    except (ValueError, OSError):
+        return time.time()
 
 
 def _same(a, b) -> bool:

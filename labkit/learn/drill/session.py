@@ -50,6 +50,8 @@ class Drill:
             "elapsed_s": 0.0, "hypothesis": None, "forecast": None, "probes": [],
             "finished": False, "revision": 0}
         self.resumed = state is not None
+        if self.resumed and state.get("saved_at"):  # the clock ran while the drill was away,
+            self.state["elapsed_s"] += max(0.0, time.time() - state["saved_at"])  # as in an interview
         self.case = Case(self.mystery)
         self.result: dict | None = None  # the attempt, once finished
         self.last_answer = None  # the last probe's `Answer`, for front ends that plot it

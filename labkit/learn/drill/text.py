@@ -50,10 +50,11 @@ def ascii_plot(values, *, height: int = 7, label: str = "loss") -> list[str]:
             continue
         y = round((hi - v) / (hi - lo) * (height - 1))
         grid[y][x] = "*"
-    lines = []
+    digits = next((d for d in range(3, 7) if num(float(hi), d) != num(float(lo), d)), 7)
+    lines = []  # the two ends labelled with as many digits as it takes to tell them apart
     for i, row in enumerate(grid):
         tick = hi - i * (hi - lo) / (height - 1)
-        axis = f"{num(tick, 3):>8} |" if i in (0, height - 1) else " " * 8 + " |"
+        axis = f"{num(float(tick), digits):>8} |" if i in (0, height - 1) else " " * 8 + " |"
         lines.append((axis + "".join(row)).rstrip())
     lines.append(" " * 9 + "+" + "-" * len(values) + f"> step (0-{len(values) - 1})")
     return lines
