@@ -48,15 +48,12 @@ def cmd_grade(args) -> int:
     if args.hidden:
         from ..learn.hidden import read_hidden
         hidden = read_hidden(args.hidden)
-    from pathlib import Path
-    from ..learn.grade import GradeError, notebooks_in
-    graded = {p.resolve() for p in notebooks_in(args.notebooks)}
+    from ..learn.grade import notebooks_in, refuse_notebook_outputs
+    notebooks = notebooks_in(args.notebooks)  # a folder stands for its exercise notebooks
+    refuse_notebook_outputs(notebooks, {f"--{n}": getattr(args, n) for n in ("json", "gradescope", "csv")})
     for name in ("json", "gradescope", "csv"):  # a refused path fails before grading, too
         target = getattr(args, name)
         if target and target != "-":
-            if Path(target).resolve() in graded:
-                raise GradeError(f"--{name}={target!r} is one of the notebooks to grade; give "
-                                 "another file name, such as 'grades.json', so the notebook is kept.")
             check_output_path(target, f"--{name}")
 
     def write(rows):
@@ -70,7 +67,7 @@ def cmd_grade(args) -> int:
             if args.csv == "-":
                 print(text, end="")
             else:
-                formats.write_csv(check_output_path(args.csv, "--csv"), text)
+                formats.write_csv(args.csv, text)
     out = human("-" if "-" in targets else None)
-    return grade(args.notebooks, timeout=args.timeout, write=write, hidden=hidden, out=out)
+    return grade(notebooks, timeout=args.timeout, write=write, hidden=hidden, out=out)
 

@@ -55,7 +55,8 @@ def human(target):
 def write_json(doc: dict, target, parameter: str = "--json", *, text: str | None = None,
                foreign: bool = False) -> None:
     """Write `doc` where `target` says: "-" is stdout, anything else a file path, checked by
-    `labkit.store.guard.check_output_path` first. `text`: the JSON already serialised.
+    `labkit.store.guard.check_output_path` inside `atomic_write_text`. `text`: the JSON
+    already serialised.
     `foreign`: a document in another tool's format (Gradescope's), with no labkit format."""
     if "format" not in doc and not foreign:
         raise ValueError("every labkit JSON document carries a format string.")
@@ -65,6 +66,5 @@ def write_json(doc: dict, target, parameter: str = "--json", *, text: str | None
     if to_stdout(target):
         sys.stdout.write(text + "\n")
         return
-    from ..store.guard import check_output_path
-    atomic_write_text(check_output_path(target, parameter), text + "\n", backup=False)
+    atomic_write_text(target, text + "\n", backup=False, parameter=parameter)  # guarded there
     print(f"wrote {target}", file=sys.stderr)

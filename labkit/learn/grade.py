@@ -195,6 +195,15 @@ def _stopped_rows(path, plan, run, rows) -> list[Row]:
     return out
 
 
+def refuse_notebook_outputs(notebooks, outputs: dict) -> None:
+    """Refuse an output path (parameter -> path or None) that is one of the `notebooks`."""
+    graded = {Path(p).resolve() for p in notebooks}
+    for name, target in outputs.items():
+        if target and target != "-" and Path(target).resolve() in graded:
+            raise GradeError(f"{name}={str(target)!r} is one of the notebooks to grade; give "
+                             "another file name, such as 'grades.json', so the notebook is kept.")
+
+
 def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=None,
           err=None) -> int:
     """Grade several notebooks (or the exercise notebooks of a folder) into one table;
@@ -203,9 +212,7 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
     out, err = out or sys.stdout, err or sys.stderr
     rows: list[Row] = []
     notebooks = notebooks_in(paths)
-    if json_path and any(Path(json_path).resolve() == p.resolve() for p in notebooks):
-        raise GradeError(f"json_path={str(json_path)!r} is one of the notebooks to grade; give "
-                         "another file name, such as 'grades.json', so the notebook is kept.")
+    refuse_notebook_outputs(notebooks, {"json_path": json_path})
     for path in notebooks:
         started = time.perf_counter()
         tty = err.isatty()

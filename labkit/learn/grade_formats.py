@@ -118,9 +118,9 @@ def csv_text(rows, *, learner: str | None = None, hidden=None) -> str:
     return buf.getvalue()
 
 
-def write_csv(path, text: str) -> None:
-    from ..store import atomic_write_text
-    atomic_write_text(os.fspath(path), text, backup=False)
+def write_csv(path, text: str, parameter: str = "--csv") -> None:
+    from ..store import atomic_write_text  # refuses the learner store (store.guard)
+    atomic_write_text(os.fspath(path), text, backup=False, parameter=parameter)
 
 
 def summary(rows) -> dict:
