@@ -36,8 +36,13 @@ def notebook(path: Path, *cells: str) -> Path:
 def env(tmp: Path) -> dict:
     names = ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_WORKSPACES_DIR",
              "IPYTHONDIR", "MPLCONFIGDIR")
+    (tmp / "tmp").mkdir(exist_ok=True)  # TMPDIR: where grading's scratch homes go
     return {**os.environ, "LABKIT_HOME": str(tmp / "home"), "OMP_NUM_THREADS": "1",
-            **{n: str(tmp / n.lower()) for n in names}}
+            "TMPDIR": str(tmp / "tmp"), **{n: str(tmp / n.lower()) for n in names}}
+
+
+def scratch_left(tmp: Path) -> list[str]:
+    return sorted(p.name for p in (tmp / "tmp").glob("labkit-grade-*"))
 
 
 def labkit(tmp: Path, *args, timeout=300) -> subprocess.CompletedProcess:
@@ -62,34 +67,39 @@ def graded(tmp_path_factory):
     out = labkit(tmp, "grade", str(folder), "--timeout", "20", "--json", str(tmp / "g.json"))
     elapsed = time.monotonic() - started
     rows = json.loads((tmp / "g.json").read_text())["rows"]
-    return out, elapsed, {name: [r for r in rows if r["notebook"].endswith(name)]
+    return out, elapsed, tmp, {name: [r for r in rows if r["notebook"].endswith(name)]
                           for name in ("a_crash.ipynb", "b_endless.ipynb", "c_dies.ipynb")}
 
 
 def test_a_folder_grades_its_exercise_notebooks(graded):
-    out, _, rows = graded
+    out, _, _, rows = graded
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr + out.stdout
     assert all(rows.values()) and "scratch.ipynb" not in out.stdout
 
 
 def test_a_crash_before_a_check_never_grades_as_passed(graded):
-    _, _, rows = graded
+    _, _, _, rows = graded
     crash, later = rows["a_crash.ipynb"]
     assert crash["status"] == "failed" and "ZeroDivisionError" in crash["message"]
     assert later["status"] == "passed" and later["cell"] > crash["cell"]
 
 
 def test_an_endless_cell_is_a_timed_out_row_and_grading_goes_on(graded):
-    _, elapsed, rows = graded
+    _, elapsed, _, rows = graded
     stopped, after = rows["b_endless.ipynb"]
     assert stopped["status"] == "failed" and "timed out after 20 s" in stopped["message"]
     assert after["status"] == "passed"  # the kernel was interrupted, not lost
     assert elapsed < 150  # three kernels, one 20 s limit and its interrupt: nothing waits 300 s
 
 
+def test_no_scratch_home_is_left_behind_after_a_crash_a_timeout_or_a_death(graded):
+    _, _, tmp, _ = graded
+    assert (tmp / "tmp").is_dir() and scratch_left(tmp) == []
+
+
 def test_a_dying_kernel_is_a_row_not_a_traceback(graded):
-    _, _, rows = graded
+    _, _, _, rows = graded
     died, never = rows["c_dies.ipynb"]
     assert died["status"] == "failed" and "the kernel died in cell 1" in died["message"]
     assert never["status"] == "failed" and never["message"].startswith("not graded: the kernel died")
@@ -127,5 +137,6 @@ def test_ctrl_c_stops_grading_with_one_line_and_exit_130(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
+    assert scratch_left(tmp_path) == []  # the kernel's scratch home went with it
     assert err.strip() == ("labkit: interrupted; the notebooks were not changed, and the "
                            "grading so far was not kept.")

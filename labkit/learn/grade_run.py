@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -44,7 +45,6 @@ class Execution:
 def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOUT_S,
             progress=None) -> Execution:
     from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
     run = Execution(nb)
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", allow_errors=True, startup_timeout=60,
@@ -54,8 +54,18 @@ def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOU
                           "traceback": []},
         resources={"metadata": {"path": str(path.parent.resolve())}})
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    seen, stub = 0, False
-    with _started(client, _kernel_env(nb)):
+    env = _kernel_env(nb)
+    try:
+        _run_cells(client, env, run, code_cells, check_cells, timeout, progress)
+    finally:  # the kernel's scratch $LABKIT_HOME goes with it, however grading ended
+        shutil.rmtree(env["LABKIT_HOME"], ignore_errors=True)
+    return run
+
+
+def _run_cells(client, env, run, code_cells, check_cells, timeout, progress) -> None:
+    from nbclient.exceptions import DeadKernelError
+    nb, seen, stub = run.nb, 0, False
+    with _started(client, env):
         try:
             for done, i in enumerate(code_cells, 1):
                 started = time.monotonic()
@@ -78,7 +88,6 @@ def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOU
         except DeadKernelError:
             run.halted = (i, f"the kernel died in cell {i} (a crash, memory running out, or "
                              "the process killed)")
-    return run
 
 
 @contextmanager
