@@ -1,6 +1,8 @@
 """The interview drill: mysteries, probes, the rubric, the session, the log, the CLI."""
 
+import contextlib
 import html
+import io
 import json
 import os
 import random
@@ -41,10 +43,30 @@ convict H1 the learning rate is too low
 """
 
 
-def cli(stdin: str, *args, home, timeout=180):
-    env = {**os.environ, "LABKIT_HOME": str(home), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "labkit.cli", "drill", *args], input=stdin,
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+def cli(stdin: str, *args, home, timeout=180, process=False):
+    """`labkit drill ARGS < stdin`: in this process (the CLI's own `main`, stdin, stdout and
+    stderr swapped, $LABKIT_HOME set for the call), or as a fresh process where a test is
+    about the process itself (a kill, a cold start)."""
+    if process:
+        env = {**os.environ, "LABKIT_HOME": str(home), "OMP_NUM_THREADS": "1"}
+        return subprocess.run([sys.executable, "-m", "labkit.cli", "drill", *args], input=stdin,
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+    from labkit.cli import main
+    out, err, saved = io.StringIO(), io.StringIO(), (sys.stdin, os.environ.get("LABKIT_HOME"))
+    os.environ["LABKIT_HOME"], sys.stdin = str(home), io.StringIO(stdin)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(["drill", *args])
+            except SystemExit as exc:  # argparse's own exits
+                rc = exc.code
+    finally:
+        sys.stdin = saved[0]
+        if saved[1] is None:
+            os.environ.pop("LABKIT_HOME", None)
+        else:
+            os.environ["LABKIT_HOME"] = saved[1]
+    return subprocess.CompletedProcess(["labkit", "drill", *args], rc, out.getvalue(), err.getvalue())
 
 
 def final_score(out: str) -> int:
@@ -305,16 +327,17 @@ def test_disciplined_right_beats_careless_wrong_through_stdin(tmp_path):
 
 @pytest.mark.slow
 def test_same_seed_same_symptom_and_answer(tmp_path):
-    runs = [cli("quit\n", "--seed", "8", home=tmp_path / str(i)).stdout for i in range(2)]
+    runs = [cli("quit\n", "--seed", "8", home=tmp_path / str(i), process=i == 0).stdout
+            for i in range(2)]  # a fresh process, and this one with whatever it has cached
     assert runs[0].split("You gave up")[0] == runs[1].split("You gave up")[0]
     answers = [cli("", "--seed", "8", "--answer", home=tmp_path / "x").stdout for _ in range(2)]
     assert answers[0] == answers[1] and "bug: detach" in answers[0]
 
 
 def test_bad_flags_exit_2_with_one_line(tmp_path):
-    for args in (["--seed", "-3"], ["--minutes", "nan"], ["--answer"], ["--stats", "--verbal"],
-                 ["--seed", "x"]):
-        r = cli("", *args, home=tmp_path)
+    for i, args in enumerate((["--seed", "-3"], ["--minutes", "nan"], ["--answer"],
+                              ["--stats", "--verbal"], ["--seed", "x"])):
+        r = cli("", *args, home=tmp_path, process=i == 0)
         assert r.returncode == 2, args
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
 
