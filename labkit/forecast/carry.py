@@ -15,6 +15,7 @@ import json
 import os
 
 MIME = "application/vnd.labkit.sketch+json"
+PREDICTION_MIME = "application/vnd.labkit.prediction+json"  # a prediction sealed in a form
 ENV = "LABKIT_SKETCHES"
 
 
@@ -36,29 +37,59 @@ def show(body: dict) -> None:
                                        "so a grader re-running it uses your curves)"}, raw=True)
 
 
+def show_prediction(key: str, prediction: dict) -> None:
+    """Leave a prediction sealed in a form in the current cell's outputs, for a grader."""
+    try:
+        from IPython.display import display
+    except ImportError:
+        return
+    answers = json.loads(json.dumps(prediction, default=str))  # roles keyed by numbers: text
+    display({PREDICTION_MIME: {"key": key, "prediction": answers},
+             "text/plain": "(your sealed prediction is kept in this notebook, so a grader "
+                           "re-running it uses your answers)"}, raw=True)
+
+
 def sketches_in(nb) -> list[dict]:
-    """Every carried sketch in a notebook's saved outputs, in cell order."""
+    """Every carried sketch and form-sealed prediction in a notebook's saved outputs, in
+    cell order."""
     found = []
     for cell in nb.cells:
         for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
             body = out.get("data", {}).get(MIME)
             if isinstance(body, dict) and isinstance(body.get("series"), dict):
                 found.append(body)
+            body = out.get("data", {}).get(PREDICTION_MIME)
+            if isinstance(body, dict) and isinstance(body.get("prediction"), dict):
+                found.append(body)
     return found
 
 
-def carried(key: str, quantity: str, names: list) -> dict | None:
-    """{name: {"points", "nan_step"}} handed over by a grader for this sketch, or None."""
+def _handed() -> list:
     path = os.environ.get(ENV)
-    if not key or not path or not os.path.isfile(path):
-        return None
+    if not path or not os.path.isfile(path):
+        return []
     try:
         with open(path) as f:
             bodies = json.load(f)
     except (OSError, ValueError):
+        return []
+    return bodies if isinstance(bodies, list) else []
+
+
+def carried_prediction(key: str) -> dict | None:
+    """The prediction a grader handed over for exercise `key` (the latest seal), or None."""
+    for body in reversed(_handed()):
+        if isinstance(body, dict) and body.get("key") == key and isinstance(body.get("prediction"), dict):
+            return body["prediction"]
+    return None
+
+
+def carried(key: str, quantity: str, names: list) -> dict | None:
+    """{name: {"points", "nan_step"}} handed over by a grader for this sketch, or None."""
+    if not key:
         return None
-    for body in reversed(bodies if isinstance(bodies, list) else []):  # the latest seal wins
-        if (body.get("key"), body.get("quantity")) == (key, quantity) \
+    for body in reversed(_handed()):  # the latest seal wins
+        if isinstance(body, dict) and (body.get("key"), body.get("quantity")) == (key, quantity) \
                 and sorted(body.get("series", {})) == sorted(names):
             return body["series"]
     return None

@@ -67,8 +67,15 @@ def _check_field(name: str, value, form: tuple):
         form[1](value)
 
 
+def _answers(prediction):
+    """A prediction answered in a form (`labkit.widgets.ask_prediction`): its sealed dict,
+    waiting for the Seal where a front end shows the form."""
+    return prediction.require() if callable(getattr(prediction, "require", None)) else prediction
+
+
 def seal(key: str, prediction, forms: dict) -> str:
     """Check the prediction's form and note the time; run this before the runs it predicts."""
+    prediction = _answers(prediction)
     if not isinstance(prediction, dict):
         raise CheckFailed(f"Write the prediction as a dict with the fields "
                           f"{', '.join(map(repr, forms))}; got {type(prediction).__name__}.")
@@ -119,6 +126,7 @@ def review(key: str, prediction, truth: dict, runs, same: dict | None = None) ->
     """Compare a sealed prediction with what `runs` measured; a miss is shown, not failed.
 
     `same` maps a field to its own comparison ``(said, actual) -> bool``."""
+    prediction = prediction.prediction if hasattr(prediction, "require") else prediction
     if key not in _SEALED:
         raise CheckFailed("This prediction was never sealed: run its sealing cell before the runs, "
                           "then run the experiment again.")
