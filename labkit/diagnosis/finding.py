@@ -1,15 +1,11 @@
-"""`Finding`: what one rule of either triage concludes, the zoo's (`zoo.rules`) or the
-learner's own code's (`own.rules`).
+"""`Finding`: what one rule of either triage concludes (`OwnFinding` is the same class).
 
-Both say which ``system`` (H1, H2, H3, NONE; UNKNOWN on the own-code side), a short
-``key`` compared across seeds, and the ``mechanism`` line of the conviction. Then each
-says how its one-variable intervention goes:
-- on the zoo, ``seam`` is the seam put back to the reference and ``forecast`` the sealed
-  FORECAST of that run;
-- on the learner's own code, ``arm`` names the intervention (a plain-loop arm of
-  `own.loops`, or "logger", "shuffled", "cleaned", "held_out_train"), ``variable`` the
-  (name, before, after) of that one change, and ``expect`` what its sealed forecast says:
-  a "lower" loss, "same" (no better than before), "finite".
+Its ``arm`` names the one-variable intervention that tests it (a plain-loop arm of
+`own.loops`, or "logger", "shuffled", "cleaned", "held_out_train"), ``variable`` the
+(name, before, after) of that one change, and ``expect`` what the intervention's
+sealed forecast says: a "lower" loss, "same" (no better than before), "finite".
+On the zoo (`zoo.rules`), ``seam`` is the seam put back to the reference instead, and
+``forecast`` the sealed FORECAST of that run.
 """
 
 from __future__ import annotations
@@ -24,10 +20,10 @@ class Finding:
     mechanism: str
     seam: str | None = None  # zoo: the seam to put back to the reference in the intervention
     forecast: str | None = None  # zoo: the FORECAST for that intervention
-    arm: str | None = None  # own code: the intervention: "own", "rebuilt", "lr/10", "logger", ...
-    variable: tuple | None = None  # own code: (name, before, after) of the one variable changed
-    expect: str = "lower"  # own code: the forecast: "lower" loss, "same", "finite", "held_out"
+    arm: str | None = None  # the intervention: "own", "rebuilt", "lr/10", "logger", ...
+    variable: tuple | None = None  # (name, before, after) of the one variable changed
+    expect: str = "lower"  # the forecast: "lower" loss, "same" (no better), "finite", "held_out"
     notes: list = field(default_factory=list)
 
 
-OwnFinding = Finding  # the name the own-code rules were written with: the very same class
+OwnFinding = Finding  # the name the own-code rules were written with
