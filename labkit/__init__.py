@@ -32,8 +32,8 @@ _PUBLIC = {
     "Seams": "core.seams", "evaluate": "core.seams", "config_hash": "core.train",
     "Watch": "core.watch", "watch": "core.watch",
     "Trainer": "bugs.inject", "train": "bugs.inject",
-    "diagnose": "diagnosis.explorer", "Prediction": "diagnosis.triage",
-    "TriageRecord": "diagnosis.triage", "TriageRefused": "diagnosis.triage",
+    "diagnose": "diagnosis.diagnose", "Prediction": "diagnosis.record.triage",
+    "TriageRecord": "diagnosis.record.triage", "TriageRefused": "diagnosis.record.triage",
     "Forecast": "forecast", "ForecastHistory": "forecast", "ForecastScore": "forecast",
 }
 _SUBPACKAGES = ("core", "bugs", "diagnosis", "forecast", "learn", "widgets", "probes", "check",

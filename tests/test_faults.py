@@ -21,7 +21,7 @@ from labkit.forecast import Forecast
 from labkit.store import atomic_write_json
 from labkit.store.guard import check_output_path
 from labkit.store.learner import StoreError, default_store
-from labkit.diagnosis.triage import TriageRecord
+from labkit.diagnosis.record.triage import TriageRecord
 
 
 @pytest.fixture
@@ -272,7 +272,7 @@ class Forever:
 @pytest.mark.parametrize("torch_loop", [False, True], ids=["python", "torch"])
 def test_diagnose_stops_a_train_that_never_returns_within_its_budget(torch_loop):
     import labkit
-    import labkit.diagnosis.own  # noqa: F401 (loaded first: the time measured is the triage's)
+    import labkit.diagnosis.own.explorer  # noqa: F401 (loaded first: the time measured is the triage's)
     setup = Forever(torch_loop)
     model = setup.make_model(0)  # torch loads parts of itself on a first optimizer step
     setup.loss_fn(model, setup.batches(0)[0]).backward()

@@ -5,7 +5,7 @@ import pytest
 
 from labkit import Forecast, check
 from labkit.diagnosis import lab15
-from labkit.diagnosis.triage import TriageRecord
+from labkit.diagnosis.record.triage import TriageRecord
 from helpers import run_solution
 
 pytestmark = pytest.mark.lab15

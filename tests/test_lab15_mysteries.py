@@ -8,7 +8,7 @@ import pytest
 
 import labkit
 from labkit.diagnosis import lab15
-from labkit.diagnosis.prediction import Prediction
+from labkit.diagnosis.record.prediction import Prediction
 
 matplotlib.use("Agg")
 pytestmark = pytest.mark.lab15

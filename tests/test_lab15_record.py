@@ -8,7 +8,7 @@ import pytest
 
 from labkit import Forecast
 from labkit.diagnosis import lab15
-from labkit.diagnosis.triage import TriageRecord, TriageRefused
+from labkit.diagnosis.record.triage import TriageRecord, TriageRefused
 from labkit.probes import label_shuffle_control, overfit_probe, raw_vs_reported
 
 pytestmark = pytest.mark.lab15

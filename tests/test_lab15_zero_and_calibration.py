@@ -6,7 +6,8 @@ import pytest
 
 import labkit
 from labkit import check
-from labkit.diagnosis import lab15, strict
+from labkit.diagnosis import lab15
+from labkit.diagnosis.record import strict
 from labkit.forecast.calibration import calibration_report
 from labkit.forecast.history import ForecastHistory
 from labkit.widgets import SketchForecast

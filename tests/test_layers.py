@@ -83,6 +83,55 @@ def test_imports_only_its_own_group_or_lower(module):
             f"rank {RANKS[theirs]}): move the shared piece down to a group both may import")
 
 
+# Inside diagnosis/, by family, lowest first: the floor both triages stand on, the record,
+# the two triages (peers: zoo/ and own/ never import each other) and, above them both,
+# the entry `diagnose()` that chooses between them.
+DIAGNOSIS_RANKS = {
+    "probes": 0, "finding": 0, "cache": 0, "stepwise": 0,
+    "record": 1, "lab15_amp": 1, "lab15": 2,
+    "zoo": 3, "own": 3,
+    "diagnose": 4,
+}
+
+
+def family(module: str) -> str | None:
+    """The family of a module inside diagnosis/ (its first name there), else None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "diagnosis" else None
+
+
+def _family_breaks(graph) -> list[str]:
+    out = []
+    for module in sorted(m for m in graph if family(m)):
+        mine = family(module)
+        for target in sorted(graph[module]):
+            theirs = family(target)
+            if theirs is None or theirs == mine:
+                continue
+            if DIAGNOSIS_RANKS[theirs] >= DIAGNOSIS_RANKS[mine]:
+                out.append(f"{module} ({mine}, rank {DIAGNOSIS_RANKS[mine]}) imports {target} "
+                           f"({theirs}, rank {DIAGNOSIS_RANKS[theirs]})")
+    return out
+
+
+def test_every_diagnosis_family_has_a_rank():
+    families = {family(m) for m in MODULES} - {None}
+    assert families <= set(DIAGNOSIS_RANKS), sorted(families - set(DIAGNOSIS_RANKS))
+    assert {"zoo", "own", "record", "diagnose"} <= families
+
+
+def test_diagnosis_families_import_only_lower_floors():
+    """zoo/ and own/ never import each other; only `diagnose` stands above both."""
+    assert _family_breaks(GRAPH) == []
+
+
+def test_an_import_between_zoo_and_own_is_refused():
+    planted = {**GRAPH, "labkit.diagnosis.zoo.rules": GRAPH["labkit.diagnosis.zoo.rules"]
+               | {"labkit.diagnosis.own.evidence"}}
+    assert _family_breaks(planted) == [
+        "labkit.diagnosis.zoo.rules (zoo, rank 3) imports labkit.diagnosis.own.evidence (own, rank 3)"]
+
+
 def _circles() -> list[list[str]]:
     """Every strongly connected set of two or more modules (Tarjan), plus self-imports."""
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]

@@ -21,7 +21,7 @@ from labkit.forecast.history import HISTORY_FORMAT, ForecastHistory
 from labkit.forecast.score import ForecastScore
 from labkit.store.learner import LearnerStore, StoreConflict, StoreError, default_store
 from labkit.store import atomic_write_json
-from labkit.diagnosis.triage import TriageRecord
+from labkit.diagnosis.record.triage import TriageRecord
 
 CONFIG = "0123456789ab"  # a config hash: sealing with it needs no training
 

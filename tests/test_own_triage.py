@@ -58,8 +58,8 @@ def test_known_misses_keep_the_bars():
 
 def test_a_wrong_conviction_is_worse_than_unknown_when_seeds_disagree():
     """Seeds that point to different mechanisms give UNKNOWN, never a conviction."""
-    from labkit.diagnosis.own_finding import OwnFinding
-    from labkit.diagnosis import own_rules
+    from labkit.diagnosis.finding import OwnFinding
+    from labkit.diagnosis.own import rules as own_rules
 
     class Ev:
         def __init__(self, seed, key):

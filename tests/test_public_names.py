@@ -66,6 +66,7 @@ def test_old_path_warning_points_at_the_importing_line():
 
 def test_train_and_diagnose_stay_functions_after_submodule_imports():
     import labkit.core.train  # noqa: F401
-    import labkit.diagnosis.explorer  # noqa: F401
+    import labkit.diagnosis.diagnose  # noqa: F401
+    import labkit.diagnosis.zoo.explorer  # noqa: F401
     assert callable(labkit.train) and callable(labkit.diagnose)
     assert labkit.train.__module__ == "labkit.bugs.inject"

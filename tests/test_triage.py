@@ -7,7 +7,7 @@ import pytest
 
 import labkit
 from labkit.probes import overfit_probe, raw_vs_reported
-from labkit.diagnosis.triage import Prediction, TriageRecord, TriageRefused
+from labkit.diagnosis.record.triage import Prediction, TriageRecord, TriageRefused
 
 
 def _filled(seed_runs=(0, 1)):

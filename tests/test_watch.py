@@ -11,7 +11,7 @@ import torch.nn.functional as F
 import labkit
 from labkit.probes import raw_vs_reported
 from labkit.core.record import group_name
-from labkit.diagnosis.triage import Prediction, TriageRecord
+from labkit.diagnosis.record.triage import Prediction, TriageRecord
 
 
 def net(seed=0, hidden=16):

@@ -99,11 +99,11 @@ def _add_triage(sub):
 def cmd_triage(args) -> int:
     from ..bugs import get_bug
     from ..core.config import Config
-    from ..diagnosis.explorer import diagnose
+    from ..diagnosis.diagnose import diagnose
     if args.setup is not None:
         if args.bug or args.task:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
-        from ..diagnosis.setup import load
+        from ..diagnosis.own.setup import load
         try:
             record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
         except TypeError as exc:  # a method of the setup returned the wrong kind of thing
@@ -122,7 +122,7 @@ def cmd_triage(args) -> int:
 
 
 def _print_record(record, args) -> int:
-    from ..diagnosis.triage import TriageRefused
+    from ..diagnosis.record.triage import TriageRefused
     if args.json == "-":
         write_json(record.to_dict(), "-")
     elif args.json:

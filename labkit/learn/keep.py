@@ -23,7 +23,7 @@ EXPORT_NAME = "labkit-export.json"
 
 def load_kinds() -> None:
     """Load the features that keep records, so the store knows their rules and formats."""
-    from ..diagnosis import triage  # noqa: F401
+    from ..diagnosis.record import triage  # noqa: F401
     from ..forecast import kept  # noqa: F401
     from . import flashcards  # noqa: F401 (reads an old flashcards.json)
     from .drill import log  # noqa: F401 (reads an old drill.json)

@@ -17,8 +17,8 @@ import html
 
 import ipywidgets as w
 
-from ..diagnosis.explorer import Explorer
-from ..diagnosis.triage import TriageRefused
+from ..diagnosis.zoo.explorer import Explorer
+from ..diagnosis.record.triage import TriageRefused
 from ..errors import check_choice
 from .explorer_compare import compare_convictions, learner_table
 
@@ -32,7 +32,7 @@ class ExplorerPanel(w.VBox):
         if setup is not None:
             if bug is not None or config is not None or explorer is not None:
                 raise ValueError("setup= triages your own code; pass it without bug=, config= or explorer=.")
-            from ..diagnosis.own import SetupExplorer
+            from ..diagnosis.own.explorer import SetupExplorer
             explorer = SetupExplorer(setup, seeds=seeds)
         self.explorer = explorer or Explorer(bug, seeds=seeds, config=config)
         self.mode = mode

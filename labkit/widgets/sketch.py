@@ -19,7 +19,7 @@ import anywidget
 import traitlets as t
 
 from ..core.config import Config
-from ..diagnosis.strict import ZERO_NORM
+from ..diagnosis.record.strict import ZERO_NORM
 from ..errors import check_choice, check_number
 from ..forecast.forecast import SHAPES, Forecast, check_points
 from ..forecast.carry import carried

@@ -6,8 +6,8 @@ momentum, Adam, AdamW and RMSprop. Nothing here uses labkit but `Run.from_log`.
 
 Scored once against the rules as they stood (2026-12-03): right system on 4 of the 10 buggy
 setups, right mechanism on 1; no healthy control convicted. Five rules came from its misses,
-each written as a general measurement (`own_losspath`: broadcast, probabilities into a loss
-on logits, a piecewise-constant op with zero gradients; `own_settings`: one optimizer setting
+each written as a general measurement (`own.losspath`: broadcast, probabilities into a loss
+on logits, a piecewise-constant op with zero gradients; `own.settings`: one optimizer setting
 at a time; repeated input rows; a running minimum or an EMA from 0 in the logger), after which
 9 of 10 are right. Still missed: the LM whose labels equal its inputs (no shift), acquitted.
 It is scored by tests/test_own_held_out.py, apart from the first batch's bars.

@@ -18,7 +18,7 @@ import warnings
 import torch
 
 import labkit
-from labkit.diagnosis.triage import TriageRefused
+from labkit.diagnosis.record.triage import TriageRefused
 
 from . import ALL_EXPECTED as EXPECTED, ALL_SETUPS as SETUPS, mechanism_right
 

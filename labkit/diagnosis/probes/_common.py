@@ -133,3 +133,11 @@ def fit(model: nn.Module, batches, forward, loss_fn, make_optimizer) -> tuple[li
                      if grads else None)
         opt.step()
     return losses, norms
+
+
+def grad_total(params) -> float | None:
+    """The Euclidean norm of every gradient the parameters hold (None if none holds one)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return None
+    return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))

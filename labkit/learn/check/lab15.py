@@ -5,8 +5,8 @@ as salted hashes (`labkit.diagnosis.lab15`); no check prints one."""
 from __future__ import annotations
 
 from ...diagnosis import lab15 as mysteries
-from ...diagnosis import strict
-from ...diagnosis.triage import Prediction, TriageRecord, TriageRefused
+from ...diagnosis.record import strict
+from ...diagnosis.record.triage import Prediction, TriageRecord, TriageRefused
 from ._base import CheckFailed, NotYetAnswered, answer_check
 
 HINTS = {  # where to look again, by the system convicted (not by the answer)

@@ -13,8 +13,9 @@ import math
 import torch
 
 from ...bugs.inject import Trainer
-from ...diagnosis.evidence import BASELINE_STEPS, Evidence, _setup
-from ...diagnosis.probes import first_nonfinite, gradient_audit, label_alignment
+from ...diagnosis.probes import first_nonfinite, grad_total, gradient_audit, label_alignment
+from ...diagnosis.zoo.evidence import BASELINE_STEPS, Evidence
+from ...diagnosis.zoo.setup import ZooSetup
 from .mystery import Mystery
 
 SWEEP = (0.1, 10.0)  # the two single-variable arms beside the baseline (x1): LR /10 and x10
@@ -30,20 +31,13 @@ def one_thread():
         torch.set_num_threads(before)
 
 
-def _grad_total(params) -> float | None:
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return None
-    return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
-
-
 class Case:
     """The mystery's evidence, gathered lazily; `run(name)` gives a probe's raw facts."""
 
     def __init__(self, mystery: Mystery):
         self.mystery = mystery
         self.config = mystery.config
-        self.setup = _setup(mystery.bug, self.config)
+        self.setup = ZooSetup.of(mystery.bug, self.config)
         self._cache: dict = {}
         with one_thread():
             self.evidence = Evidence(self.setup, mystery.run_seed)
@@ -87,12 +81,12 @@ class Case:
             ctx.loss = seams.loss(ctx)
         seams.backward(ctx)
         audit = gradient_audit(ctx.model, ctx.optimizer, ctx.loss)
-        first = _grad_total(ctx.model.parameters())
+        first = grad_total(ctx.model.parameters())
         with _amp(t):
             ctx.output = seams.forward(ctx)
             ctx.loss = seams.loss(ctx)
         seams.backward(ctx)
-        second = _grad_total(ctx.model.parameters())
+        second = grad_total(ctx.model.parameters())
         ratio = second / first if first and second and math.isfinite(second / first) else None
         return {"audit": audit, "second_over_first": ratio,
                 "grad_norm": self.baseline().table["grad_norm"]}

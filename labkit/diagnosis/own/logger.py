@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from .probes import ProbeResult
+from ..probes import ProbeResult
 
 TOL = 0.01  # relative
 

@@ -22,10 +22,10 @@ import time
 
 import torch
 
-from ..core.run import Run
+from ...core.run import Run
 from . import setup as proto
-from .own_evidence import epochs_for
-from .own_loops import known_arm, plain_loop, shuffled_labels
+from .evidence import epochs_for
+from .loops import known_arm, plain_loop, shuffled_labels
 
 BASES = {"own": "run", "rebuilt": "own", "ref": "own", "lr/10": "own", "lr/100": "own", "unfrozen": "ref"}
 

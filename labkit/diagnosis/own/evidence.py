@@ -1,22 +1,24 @@
 """The evidence the setup triage gathers for one seed, each piece at most once.
 
 - ``run``/``replay``: the learner's own ``train(seed, epochs)``, watched by `Replay`;
-- ``arm(name)``: a plain loop (see `own_loops`) on the learner's model, data and loss;
+- ``arm(name)``: a plain loop (see `loops`) on the learner's model, data and loss;
 - ``shuffled(name)``: the same plain loop with labels permuted across the epoch;
-- ``inputs``: the input checks of `own_data`; ``held_out``: the optional val batches.
+- ``inputs``: the input checks of `data`; ``held_out``: the optional val batches.
+A rule reads any other piece through the public cache, ``ev.once(key, make)``.
 
-A rule's conclusion is an `OwnFinding` (see `own_finding`).
+A rule's conclusion is a `Finding` (see `labkit.diagnosis.finding`).
 """
 
 from __future__ import annotations
 
 import math
-from ..core.hashing import hash_module, hash_tensors
+from ...core.hashing import hash_module, hash_tensors
+from ..cache import OncePerSeed
 from . import setup as proto
-from .own_data import input_checks
-from .own_finding import OwnFinding  # noqa: F401 (re-exported)
-from .own_loop import facts
-from .own_loops import LoopResult, plain_loop, shuffled_labels
+from .data import input_checks
+from ..finding import OwnFinding  # noqa: F401 (re-exported)
+from .flow import facts
+from .loops import LoopResult, plain_loop, shuffled_labels
 from .replay import Replay
 
 TARGET_STEPS = 150  # the learner's run is asked for enough epochs to reach this many batches
@@ -27,21 +29,16 @@ def epochs_for(n_batches: int) -> int:
     return max(MIN_EPOCHS, min(MAX_EPOCHS, math.ceil(TARGET_STEPS / n_batches)))
 
 
-class SeedEvidence:
+class SeedEvidence(OncePerSeed):
     def __init__(self, setup, seed: int):
-        self.setup, self.seed = setup, seed
+        super().__init__(seed)
+        self.setup = setup
         self.batches = proto.batches(setup, seed)
         self.n_batches = len(self.batches)
         self.epochs = epochs_for(self.n_batches)
         self.steps = self.epochs * self.n_batches
         self.sizes = [len(proto.labels_of(b)) for b in self.batches]
         self._arms: dict = {}
-        self._cache: dict = {}
-
-    def _once(self, key, make):
-        if key not in self._cache:
-            self._cache[key] = make()
-        return self._cache[key]
 
     # ---- the learner's own run ------------------------------------------------------
     def _own(self):
@@ -52,15 +49,15 @@ class SeedEvidence:
 
     @property
     def run(self):
-        return self._once("own", self._own)[0]
+        return self.once("own", self._own)[0]
 
     @property
     def replay(self) -> Replay:
-        return self._once("own", self._own)[1]
+        return self.once("own", self._own)[1]
 
     @property
     def facts(self) -> dict:
-        return self._once("facts", lambda: facts(self.replay, self.run))
+        return self.once("facts", lambda: facts(self.replay, self.run))
 
     @property
     def rows_per_epoch(self) -> int:
@@ -97,7 +94,7 @@ class SeedEvidence:
 
     @property
     def inputs(self) -> dict:
-        return self._once("inputs", lambda: input_checks(self.batches))
+        return self.once("inputs", lambda: input_checks(self.batches))
 
     def held_out(self) -> LoopResult | None:
         if not callable(getattr(self.setup, "val_batches", None)):
@@ -107,4 +104,4 @@ class SeedEvidence:
             val = proto.batches(self.setup, self.seed, "val_batches")
             return plain_loop(self.setup, self.seed, self.steps, self.best_arm(),
                               batches=self.batches, held_out=val)
-        return self._once("held_out", make)
+        return self.once("held_out", make)

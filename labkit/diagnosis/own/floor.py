@@ -21,7 +21,7 @@ import copy
 import torch
 
 from . import setup as proto
-from .own_finding import OwnFinding
+from ..finding import OwnFinding
 
 STEPS, LR = 300, 1e-2
 RIGHT = 0.5  # at least this share of the batch predicted right, to have examples to score

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..store import decode_nonfinite, encode_nonfinite
+from ...store import decode_nonfinite, encode_nonfinite
 
 
 def triage_key(body: dict) -> str:
@@ -17,7 +17,7 @@ def triage_key(body: dict) -> str:
 
 def keep(record, store=None) -> str:
     """Add a snapshot of `record` (NaN written as "NaN") to the store; returns its key."""
-    from ..store.learner import default_store
+    from ...store.learner import default_store
     body = encode_nonfinite(record.to_dict())
     key = triage_key(body)
     (store or default_store()).add("triage", key, body)
@@ -26,7 +26,7 @@ def keep(record, store=None) -> str:
 
 def kept(cls, store=None) -> list:
     """Every kept record, as `cls` (TriageRecord) objects, oldest first."""
-    from ..store.learner import default_store
+    from ...store.learner import default_store
     return [cls.from_dict(decode_nonfinite(r["body"]))
             for r in (store or default_store()).records("triage")]
 

@@ -1,52 +1,22 @@
-"""The evidence automatic triage gathers for one seed, and the form of a finding.
+"""The evidence the zoo's triage gathers for one seed of a `ZooSetup`.
 
-`Evidence` runs each stage at most once and keeps its result: the 50-step baseline,
-raw vs reported, the overfit probe on 64 training rows and the label-shuffle
-control. `Finding` is what a rule of `labkit.diagnosis.rules` concludes from it.
+`Evidence` runs each stage at most once and keeps its result (`OncePerSeed`): the
+50-step baseline, raw vs reported, the overfit probe on 64 training rows and the
+label-shuffle control. A rule of `zoo.rules` concludes a `Finding` from it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from ..bugs import get_bug
-from ..bugs.inject import Trainer
-from ..core.config import Config
-from ..core.seams import Seams, make_batch
-from .probes import label_shuffle_control, overfit_probe, raw_vs_reported
+from ...core.seams import make_batch
+from ..cache import OncePerSeed
+from ..finding import Finding  # noqa: F401 (re-exported)
+from ..probes import label_shuffle_control, overfit_probe, raw_vs_reported
+from .setup import ZooSetup
 
 BASELINE_STEPS = 50
 CONFIRM_STEPS = 160  # the intervention runs far enough to judge "... by step 150"
-
-
-@dataclass
-class Finding:
-    system: str  # "H1" | "H2" | "H3" | "NONE"
-    key: str  # short id of the mechanism, compared across seeds
-    mechanism: str  # the conviction's mechanism line
-    seam: str | None = None  # the seam to put back to the reference in the intervention
-    forecast: str | None = None  # the FORECAST for that intervention
-
-
-def _setup(bug, config: Config) -> dict:
-    return {**config.as_dict(), "bug": bug, "reference_seam": None}
-
-
-def _trainer(setup: dict, seed: int, steps: int | None = None) -> Trainer:
-    settings = {k: v for k, v in setup.items() if k not in ("bug", "reference_seam")}
-    settings.update(seed=seed, **({"steps": steps} if steps else {}))
-    seams = None
-    if setup.get("reference_seam"):
-        name = setup["reference_seam"]
-        seams = get_bug(setup["bug"]).patch(Seams()).replace(**{name: getattr(Seams(), name)})
-        return Trainer(Config(**settings), seams=seams)
-    return Trainer(Config(**settings), bug=setup.get("bug"))
-
-
-def _descent_forecast(task: str) -> str:
-    return "loss < 1.0 by step 150" if task == "classify" else "loss < 1.5 by step 150"
 
 
 def _probe_optimizer(task: str):
@@ -57,15 +27,30 @@ def _probe_optimizer(task: str):
     return 100, lambda params: torch.optim.Adam(params, lr=1e-2)
 
 
-class Evidence:
-    """The evidence for one seed, gathered stage by stage (each stage at most once)."""
+class Evidence(OncePerSeed):
+    """The evidence for one seed, gathered stage by stage (each stage at most once). Nothing
+    runs, and no model is built, until a stage is asked for."""
 
-    def __init__(self, setup: dict, seed: int):
-        self.setup, self.seed = setup, seed
-        self.trainer = _trainer(setup, seed)
-        self.task = self.trainer.config.task
-        self.forward, self.loss_fn = self.trainer.pipeline()
-        self.results: dict = {}
+    def __init__(self, setup: ZooSetup, seed: int):
+        super().__init__(seed)
+        self.setup = setup
+
+    @property
+    def trainer(self):
+        """The run of the setup on this seed that the baseline trains."""
+        return self.once("trainer", lambda: self.setup.trainer(self.seed))
+
+    @property
+    def task(self) -> str:
+        return self.setup.config.task
+
+    @property
+    def forward(self):
+        return self.once("pipeline", self.trainer.pipeline)[0]
+
+    @property
+    def loss_fn(self):
+        return self.once("pipeline", self.trainer.pipeline)[1]
 
     def baseline(self):
         if "base" not in self.results:
@@ -81,7 +66,7 @@ class Evidence:
         """(a fresh trainer at init, its first 64 training rows), built once per seed; the
         probes deep-copy the model, so every probe starts from the same init."""
         if "subset" not in self.results:
-            fresh = _trainer(self.setup, self.seed)
+            fresh = self.setup.trainer(self.seed)
             self.results["subset"] = (fresh, make_batch(fresh.ctx.data.train, torch.arange(64),
                                                         fresh.config, 0))
         return self.results["subset"]

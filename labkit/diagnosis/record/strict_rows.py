@@ -1,11 +1,11 @@
 """The strict half of a `TriageRecord` (Lab 15's record): its sketches, beliefs and
-observations. The rules themselves are `labkit.diagnosis.strict`."""
+observations. The rules themselves are `labkit.diagnosis.record.strict`."""
 
 from __future__ import annotations
 
 import warnings
 
-from ..errors import suggest
+from ...errors import suggest
 from . import strict as rules
 from .prediction import TriageRefused
 

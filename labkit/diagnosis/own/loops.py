@@ -12,7 +12,7 @@ One variable differs between arms:
 - ``lr/10`` (or ``lr/100``): the learner's optimizer with every learning rate divided by 10;
 - ``unfrozen``: the reference optimizer after ``requires_grad_(True)`` on every parameter;
 - ``default:<setting>``: the learner's optimizer with that one setting (weight_decay,
-  momentum, ...) reset to its constructor default in every group (see `own_settings`).
+  momentum, ...) reset to its constructor default in every group (see `settings`).
 
 Labels can be swapped for a permutation (the label-shuffle control) and a held-out set
 can be scored every few steps.
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..core.run import Run
+from ...core.run import Run
 from . import setup as proto
 from .replay import total_norm
 
@@ -65,7 +65,7 @@ def _optimizer(arm: str, setup, model):
     if arm == "own":
         return learner
     if arm.startswith("default:"):  # one setting back to its constructor default
-        from .own_settings import reset_setting
+        from .settings import reset_setting
         return reset_setting(learner, arm.split(":", 1)[1])
     if arm.startswith("lr/"):
         for g in learner.param_groups:

@@ -17,7 +17,7 @@ the run it predicts and any later edit is detected; a verdict is refused while
 a row is UNKNOWN or the decisive result rests on one seed.
 
 ``TriageRecord(strict=True)`` is Lab 15's record: it adds the chapter's rules in
-`labkit.diagnosis.strict` (order, sketches before probes, OBSERVATION and UPDATED
+`labkit.diagnosis.record.strict` (order, sketches before probes, OBSERVATION and UPDATED
 BELIEF per run, the declared setup, an informative FORECAST, the overfit gate, and a
 count of conviction attempts). `labkit.diagnose` fills a plain record.
 """
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..errors import suggest
-from ..store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
-from ..store.exchange import CHECKS, READERS
+from ...errors import suggest
+from ...store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
+from ...store.exchange import CHECKS, READERS
 from . import kept, triage_text
 from .strict_rows import StrictRows
 from .prediction import FORECAST_COLUMNS, Prediction, TriageRefused  # noqa: F401 (re-exported)
@@ -213,7 +213,7 @@ class TriageRecord(StrictRows):
         return triage_text.to_html(self)
 
     def plot_raw_vs_reported(self, run, ax=None):
-        from ..core.plots import plot_loss
+        from ...core.plots import plot_loss
         return plot_loss(run, ax=ax, label=self.subject)
 
     # ---- storage -------------------------------------------------------------

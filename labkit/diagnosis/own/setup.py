@@ -34,7 +34,7 @@ def check_methods(setup) -> None:
     missing = [m for m in METHODS if not callable(getattr(setup, m, None))]
     if missing:
         raise TypeError(f"setup {_name(setup)} lacks {', '.join(f'{m}()' for m in missing)}; a setup "
-                        f"needs all five methods: {', '.join(METHODS)} (see labkit.diagnosis.setup).")
+                        f"needs all five methods: {', '.join(METHODS)} (see labkit.diagnosis.own.setup).")
 
 
 def _key(batch, keys, what: str):
@@ -85,8 +85,8 @@ def describe(batch) -> str:
 
 def call(setup, method: str, *args):
     """Call a learner's method; an exception becomes a sentence naming the method.
-    ``train`` runs under the time budget of `labkit.diagnose` (`own_budget`)."""
-    from .own_budget import BudgetExceeded, within
+    ``train`` runs under the time budget of `labkit.diagnose` (`budget`)."""
+    from .budget import BudgetExceeded, within
     try:
         if method == "train":
             return within(lambda: setup.train(*args), f"{_name(setup)}.train{tuple(args)}")
@@ -161,7 +161,7 @@ def loss(setup, model: nn.Module, batch, index: int = 0) -> torch.Tensor:
 
 
 def train(setup, seed: int, epochs: int):
-    from ..core.run import Run
+    from ...core.run import Run
     run = call(setup, "train", seed, epochs)
     if not isinstance(run, Run):
         raise TypeError(f"{_name(setup)}.train({seed}, {epochs}) returned {type(run).__name__}; wrap "
@@ -221,7 +221,7 @@ def load(spec: str):
     import sys
     from pathlib import Path
 
-    from ..errors import suggest
+    from ...errors import suggest
     path_text, _, name = spec.partition(":")
     path = Path(path_text)
     if path.suffix != ".py":

@@ -1,5 +1,5 @@
 """What the targets of the learner's classification loss allow, read from the first
-``cross_entropy`` / ``nll_loss`` call that the loss-path audit (`own_losspath`) sees:
+``cross_entropy`` / ``nll_loss`` call that the loss-path audit (`losspath`) sees:
 
 - **a floor near chance**: the call's own targets and options (``label_smoothing=0.9``,
   meant as "90% confidence") leave a perfectly confident, correct prediction scoring nearly
@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from . import setup as proto
-from .own_finding import OwnFinding
+from ..finding import OwnFinding
 
 FLOOR = 0.8  # best reachable loss / loss of a uniform guess at or above this: nothing to learn
 MARGINS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # logit margins tried for the confident right answer

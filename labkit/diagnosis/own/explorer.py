@@ -13,13 +13,13 @@ from __future__ import annotations
 import torch
 
 from . import setup as proto
-from .own_data import describe_signal
-from .own_evidence import SeedEvidence
-from .own_intervene import plan
-from .own_rules import decide, logger_check
-from .probes import overfit_probe
-from .stepwise import Stepwise, two_seeds
-from .triage import UNKNOWN, TriageRecord
+from .data import describe_signal
+from .evidence import SeedEvidence
+from .intervene import plan
+from .rules import decide, logger_check
+from ..probes import overfit_probe
+from ..stepwise import Stepwise, two_seeds
+from ..record.triage import UNKNOWN, TriageRecord
 
 STEPS = ("check", "baseline", "raw_vs_reported", "overfit", "label_shuffle", "suggest", "intervention",
          "confirmation")
@@ -96,7 +96,7 @@ class SetupExplorer(Stepwise):
         self.finding = decide(self.evs)
         if self.finding.system == "NONE" and not getattr(self, "_overfit_reached", True):
             self.finding = self._failed_gate()
-        sig = self.evs[0]._cache.get("signal")
+        sig = self.evs[0].results.get("signal")
         if sig is None:
             text = f"not run: the evidence was decided before it ({self.finding.system})"
             self.record.set_row("label_shuffle", text, status="n/a")
@@ -112,7 +112,7 @@ class SetupExplorer(Stepwise):
         """The loop looks healthy but the overfit gate failed. Targets that are partly random
         (a language model's next token) stall it honestly, so only a measured loss floor on
         both seeds changes the finding."""
-        from .own_floor import loss_floor
+        from .floor import loss_floor
         found = [loss_floor(self.setup, ev.seed, ev.batches) for ev in self.evs]
         return found[0] if all(f is not None for f in found) else self.finding
 
@@ -147,7 +147,7 @@ class SetupExplorer(Stepwise):
 
 
 def diagnose_setup(setup, seeds=(0, 1)) -> TriageRecord:
-    """Triage a learner's own setup (five methods, see `labkit.diagnosis.setup`) on two seeds.
+    """Triage a learner's own setup (five methods, see `labkit.diagnosis.own.setup`) on two seeds.
 
     Returns a filled `TriageRecord`; its conviction is a suggestion for a human to check.
     """

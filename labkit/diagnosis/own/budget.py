@@ -20,7 +20,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from ..errors import check_number
+from ...errors import check_number
 
 DEFAULT_BUDGET_S = 600.0  # a whole triage of a small setup takes seconds; this is a wide margin
 _STATE = {"deadline": None, "budget": None}

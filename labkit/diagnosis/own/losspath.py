@@ -18,7 +18,7 @@ through those calls, and four defects are measured, not guessed:
 - **unpaired**: the loss is the same when the labels are permuted within the batch (while
   other label values do change it): it compares aggregates, not each example with its own
   label, as ``(pred - y).mean() ** 2`` does;
-- and, in `own_targets`, what the first classification loss's targets allow: a floor near
+- and, in `targets`, what the first classification loss's targets allow: a floor near
   chance (label smoothing 0.9), token labels that are a causal model's own inputs.
 """
 
@@ -31,8 +31,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import setup as proto
-from .own_finding import OwnFinding
-from . import own_targets as targets
+from ..finding import OwnFinding
+from . import targets
 
 FLAT = {"round", "floor", "ceil", "trunc", "sign", "argmax", "argmin", "gt", "ge", "lt", "le",
         "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__", "heaviside",
@@ -218,7 +218,7 @@ def loss_path(evs) -> OwnFinding | None:
     found = []
     for ev in evs:
         try:
-            found.append(ev._once("loss_path", lambda ev=ev: audit(ev.setup, ev.seed, ev.batches)))
+            found.append(ev.once("loss_path", lambda ev=ev: audit(ev.setup, ev.seed, ev.batches)))
         except Exception:  # a loss function this audit cannot follow: no finding, no guess
             return None
     a = found[0]

@@ -3,14 +3,14 @@
   H3  the learner's reported values against honest recomputations of the raw losses
   H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
   H1  the loss path, read here because a broken loss fools the control below
-      (`own_losspath`: broadcast, probabilities into a loss on logits, zero gradients,
+      (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
       predictions not paired with their labels, a floor near chance such as label smoothing
       0.9; and, as H2, token labels that are the causal model's own inputs, unshifted)
   H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
       from noise, one feature's scale swamping the others); held-out batches whose loss
       never improves while the training loss falls
-  H1  the replay of the learner's loop beside plain loops (`own_loop.h1_rules`), then one
-      optimizer setting at a time back to its default (`own_settings`)
+  H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
+      optimizer setting at a time back to its default (`settings`)
   --  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
       no mechanism was measured, or if the seeds disagree.
 """
@@ -20,13 +20,13 @@ from __future__ import annotations
 import math
 
 from . import setup as proto
-from .own_data import REPEATED, WHITE, describe_signal, held_out_verdict, label_signal, scale_shift
-from .own_evidence import SeedEvidence
-from .own_finding import OwnFinding
-from .own_logger import check_logger
-from .own_losspath import loss_path
-from .own_loop import h1_rules
-from .own_settings import settings_rule
+from .data import REPEATED, WHITE, describe_signal, held_out_verdict, label_signal, scale_shift
+from .evidence import SeedEvidence
+from ..finding import OwnFinding
+from .logger import check_logger
+from .losspath import loss_path
+from .flow import h1_rules
+from .settings import settings_rule
 
 SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
 
@@ -35,7 +35,7 @@ SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: 
 def logger_check(ev: SeedEvidence):
     steps = ev.replay.steps
     after = [s["loss_after"] for s in steps] if len(steps) == len(ev.run) else None
-    return ev._once("logger", lambda: check_logger(ev.run, per_epoch=ev.rows_per_epoch,
+    return ev.once("logger", lambda: check_logger(ev.run, per_epoch=ev.rows_per_epoch,
                                                    sizes_by_position=ev.sizes, after_step=after))
 
 
@@ -98,7 +98,7 @@ def _h2_signal(evs) -> OwnFinding | None:
     arm = evs[0].best_arm()
     sig = label_signal([ev.arm(arm) for ev in evs], [ev.shuffled(arm) for ev in evs])
     for ev in evs:
-        ev._cache["signal"] = sig
+        ev.results["signal"] = sig
     if sig["verdict"] == "none":
         white = inputs.get("white_ratio")
         if white is not None and white < WHITE:
@@ -164,7 +164,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
                         f"a plain loop with a reference optimizer, Adam(lr=1e-3), reaches {refs[0]:.3g} / "
                         f"{refs[1]:.3g}; the replay measured no single cause, so check the optimizer's "
                         "settings one at a time")
-    sig = evs[0]._cache.get("signal", {})
+    sig = evs[0].results.get("signal", {})
     if sig.get("verdict") != "signal":
         return _unknown(f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}")
     return OwnFinding("NONE", "healthy", "no defect found: the logger is honest, the inputs are finite "
@@ -176,7 +176,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
 def decide(evs: list[SeedEvidence]) -> OwnFinding:
     """The first system whose evidence holds on both seeds, in the order H3, H2, H1.
 
-    The loss path (`own_losspath`) is read before the label-shuffle control: a loss that
+    The loss path (`losspath`) is read before the label-shuffle control: a loss that
     compares every prediction with every label makes real and shuffled labels train alike,
     which would otherwise read as data without signal."""
     for rule in (_h3, _h2, loss_path, _h2_signal, _h1):

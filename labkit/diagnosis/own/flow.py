@@ -1,7 +1,7 @@
 """H1 in the learner's own loop: what the replay saw, and which mechanism it points to.
 
 `facts` reads a `Replay` of the learner's ``train()``; `h1_rules` turns the facts of one
-seed, with the plain loops of `own_loops` beside them, into a finding. Each rule names a
+seed, with the plain loops of `loops` beside them, into a finding. Each rule names a
 mechanism only from what it measured; the caller asks both seeds to agree.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .own_finding import OwnFinding
+from ..finding import OwnFinding
 
 COLLAPSE = 1e-3  # an LR below this fraction of its start, before half of the run: collapsed
 

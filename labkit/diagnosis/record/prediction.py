@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from ..errors import notebook_box, suggest
+from ...errors import notebook_box, suggest
 
 _FORECAST = re.compile(r"^\s*(?P<column>[a-z_]+)\s*(?P<op><|>)\s*(?P<value>-?[0-9.]+(?:e-?\d+)?)"
                        r"\s+by\s+step\s+(?P<step>\d+)\s*$")

@@ -16,7 +16,7 @@ import math
 import torch
 
 from . import setup as proto
-from .own_finding import OwnFinding
+from ..finding import OwnFinding
 
 SKIP = {"params", "lr", "initial_lr", "foreach", "fused", "capturable", "differentiable",
         "decoupled_weight_decay"}

@@ -1,0 +1,48 @@
+"""`labkit.diagnose`: the one entry of both triages, above them both.
+
+A bug of the zoo, given by name (or None for the healthy reference), goes to the zoo's
+triage (`zoo.explorer.Explorer`); a setup object, the learner's own code, goes to the
+own-code triage (`own.explorer.SetupExplorer`), under a time budget. Neither triage
+knows of the other: the choice is made here, once.
+"""
+
+from __future__ import annotations
+
+from ..core.config import Config
+from .own.budget import DEFAULT_BUDGET_S, budget
+from .own.explorer import diagnose_setup
+from .record.triage import TriageRecord
+from .zoo.explorer import Explorer
+
+
+def diagnose(bug=None, seeds=(0, 1), config: Config | None = None, *,
+             budget_s: float | None = None) -> TriageRecord:
+    """Triage on two seeds: a zoo bug by name (or the healthy reference), or your own setup.
+
+    ``diagnose("stale_log")`` triages labkit's loop with a bug of the zoo;
+    ``diagnose(MySetup())`` triages your own code, given as an object with the five
+    methods of `labkit.diagnosis.own.setup` (make_model, make_optimizer, batches, loss_fn,
+    train). Returns a filled `TriageRecord` whose conviction is marked as a suggestion.
+    The same steps, one button at a time, are `zoo.explorer.Explorer` and
+    `own.explorer.SetupExplorer`.
+
+    `budget_s` bounds the time your setup's ``train()`` calls take together (default
+    ``own.budget.DEFAULT_BUDGET_S``, 600 s); one still running when it runs out is stopped
+    with a `BudgetExceeded` sentence, even a loop that never ends.
+    """
+    if bug is None or isinstance(bug, str):
+        return _zoo(bug, seeds, config, budget_s)
+    if config is not None:
+        raise ValueError("config= applies to zoo bugs only; a setup object brings its own model, "
+                         "data and loop.")
+    with budget(DEFAULT_BUDGET_S if budget_s is None else budget_s):  # from here on
+        return diagnose_setup(bug, seeds=seeds)
+
+
+def _zoo(bug: str | None, seeds, config: Config | None, budget_s) -> TriageRecord:
+    if budget_s is not None:
+        raise ValueError(f"budget_s={budget_s!r} bounds the train() of your own setup; labkit's "
+                         "own loop on a zoo bug needs no budget, so leave it out.")
+    explorer = Explorer(bug, seeds=seeds, config=config)
+    explorer.run_all()
+    return explorer.record
