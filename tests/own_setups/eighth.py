@@ -12,7 +12,7 @@ First score at daff8ba (before any rule was written from this batch; `cd tests &
 OMP_NUM_THREADS=1 python -m own_setups.score_eighth`, 2-core machine shared with 3 other
 jobs, load about 5.5): **14 of 21 right system, 10 of 21 right mechanism, 0 of 5 healthy
 convicted** (all 5 acquitted); 10 of the 14 right convictions granted a verdict; slowest
-diagnose 19.8 s (gru_padding_counted), 9 of 26 over 10 s under that load.
+diagnose 19.8 s (gru_padding_counted), 4 of 26 over 10 s under that load.
 
     setup (eighth_...)                     labkit said                               sys  mech   s
     h1_teacher_lr_typo                     UNKNOWN: does not learn vs reference Adam  no   no    8.0
