@@ -103,7 +103,11 @@ def test_first_hour_exercise_a_run_all_seal_runs_on_then_grades_and_survives_a_r
     nb = nbformat.read(ROOT / "solutions" / "ex_a_break_the_graph.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     params.source = "seed = 0\nforecast_points = None  # the learner draws"
-    for cell in nb.cells:  # the learner's answers are typed in; nothing has run yet
+    exercise = nbformat.read(ROOT / "exercises" / "ex_a_break_the_graph.ipynb", as_version=4)
+    asked = next(c for c in exercise.cells if "ask_prediction(" in c.source)
+    typed = next(i for i, c in enumerate(nb.cells) if c.get("id") == asked.get("id"))
+    nb.cells[typed].source = asked.source  # the prediction is answered in the form, by clicks
+    for cell in nb.cells:  # the other answers are typed in; nothing has run yet
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nbformat.write(nb, lab["dir"] / "ex_a.ipynb")
@@ -111,7 +115,8 @@ def test_first_hour_exercise_a_run_all_seal_runs_on_then_grades_and_survives_a_r
     before = len(scored_entries("ex_a/"))
     errors, timings = [], {}
     with lab_page(lab, "ex_a.ipynb", errors, height=1100) as page:
-        page.get_by_text(WAITING).wait_for(timeout=120_000)  # Run All waits at the run cell
+        page.get_by_text("waiting for your sealed prediction and sketch").wait_for(
+            timeout=120_000)  # Run All waits once, at the check of the prediction form
         widget = page.locator(".labkit-sketch").first
         svg = widget.locator("svg")
         svg.scroll_into_view_if_needed()
@@ -122,6 +127,16 @@ def test_first_hour_exercise_a_run_all_seal_runs_on_then_grades_and_survives_a_r
         _stroke(page, svg, 60, 120)  # detached: falls less
         widget.locator(".labkit-seal").click()
         expect(widget.locator(".labkit-seal")).to_have_text(re.compile("Sealed"), timeout=30_000)
+        form = page.locator(".labkit-prediction").first  # the prediction, by clicks
+        form.scroll_into_view_if_needed()
+        form.locator(".labkit-seal").click()  # nothing answered yet: a sentence, no seal
+        expect(form.locator(".status")).to_contain_text("still empty", timeout=30_000)
+        for group in ("backbone.0", "backbone.2"):
+            form.locator("label", has_text=group).locator("input").check()
+        form.locator(".question", has_text="head_learns").locator("select").select_option("True")
+        form.locator("textarea").fill("backward stops at the detach; the head still learns")
+        form.locator(".labkit-seal").click()
+        expect(form.locator(".labkit-seal")).to_have_text("Sealed", timeout=30_000)
         started = time.monotonic()
         new = wait_for_scores("ex_a/", before, 2)  # the runs went on with no further click
         last_output(page, last)
@@ -135,6 +150,8 @@ def test_first_hour_exercise_a_run_all_seal_runs_on_then_grades_and_survives_a_r
         started = time.monotonic()
         page.locator(".jp-OutputArea-output", has_text=last).first.wait_for(state="detached",
                                                                            timeout=60_000)
+        expect(page.locator(".labkit-prediction .status").first).to_contain_text(
+            "Restored from your store", timeout=120_000)  # the form, sealed, from the store
         expect(page.locator(".labkit-sketch .status").first).to_have_text(  # from the store
             re.compile("Sealed at .* restored from your store"), timeout=120_000)
         last_output(page, last)  # the last cell again, no redraw

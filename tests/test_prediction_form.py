@@ -63,6 +63,9 @@ def test_headless_with_nothing_to_go_on_stops_at_once_as_not_yet_answered():
         ex_a_predict(form)  # the exercise's next cell: nobody can see the form, so no wait
     assert isinstance(info.value, NotImplementedError)  # what `labkit grade` counts as a stub
     assert "'null_groups', 'head_learns', 'why'" in str(info.value)
+    from labkit.learn.check import NotYetAnswered
+    with pytest.raises(NotYetAnswered, match="form above is not sealed yet"):
+        _predict.review("ex_a", form, {}, [])  # the review after the runs: not answered
     with pytest.raises(ValueError, match="key='ex_aa' is not an exercise.*Did you mean 'ex_a'"):
         ask_prediction("ex_aa")
 

@@ -3,7 +3,10 @@
 In a solution notebook:
 * a code cell tagged ``solution`` becomes a stub: its lines ending in ``# keep`` stay, without
   that suffix (they tell the learner what to define), and the rest is replaced by one line a
-  learner reads as an instruction, ``raise NotImplementedError("Replace this line ...")``;
+  learner reads as an instruction, ``raise NotImplementedError("Replace this line ...")``,
+  or by the cell's own stub: a comment line ``# stub: CODE`` in the solution becomes ``CODE``
+  in the exercise (e.g. ``prediction = ask_prediction("ex_a")``, a form that Run All waits
+  for, where a raise would stop it);
 * code between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` lines is replaced by the same line,
   except in a cell tagged ``parameters``, where it is dropped: there it holds the solution's
   values (e.g. the instructor's sketch in ``forecast_points``), and the exercise keeps the
@@ -33,6 +36,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 KEEP = "# keep"
+OWN_STUB = "# stub: "
 MARKERISH = re.compile(r"^\s*#+\s*(begin|end)\b.*", re.IGNORECASE)
 KEEPISH = re.compile(r"#+\s*keep\s*$", re.IGNORECASE)
 KNOWN_TAGS = {"solution", "parameters", "injected-parameters", "raises-exception", "hide-input",
@@ -105,8 +109,10 @@ def make_exercise(nb, path: Path):
                 raise MarkerError(f"{_where(path, i)}: unknown cell tag {tag!r}.{hint}")
         if cell.cell_type == "code":
             if "solution" in tags:
+                own = [line.strip()[len(OWN_STUB):] for line in cell.source.splitlines()
+                       if line.strip().startswith(OWN_STUB)]
                 cell.source = "\n".join(kept_lines(cell.source, _where(path, i))
-                                        + STUB.splitlines())
+                                        + (own or STUB.splitlines()))
             else:
                 _refuse_stray_keep(cell.source, _where(path, i))
                 cell.source = strip_code(cell.source, _where(path, i),

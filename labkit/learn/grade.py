@@ -29,7 +29,7 @@ from pathlib import Path
 from .grade_formats import STATUSES, format_table, summary  # noqa: F401 (the table is a format too)
 from .grade_run import DEFAULT_TIMEOUT_S, GradeError, execute
 
-NOT_ANSWERED = ("NameError", "NotImplementedError", "SketchNotSealed")
+NOT_ANSWERED = ("NameError", "NotImplementedError", "SketchNotSealed", "PredictionNotGiven")
 
 
 @dataclass
@@ -169,6 +169,8 @@ def _rows(path, plan, run, names) -> list[Row]:
             status, message = "failed", "the check was never called: its cell ran without it"
         elif err["ename"] == "SketchNotSealed":
             status, message = "not yet answered", "draw and seal the forecast sketch first"
+        elif err["ename"] == "PredictionNotGiven":
+            status, message = "not yet answered", "answer the prediction form and seal it first"
         elif err["ename"] in NOT_ANSWERED and (run.stub_before.get(i) or err["ename"] != "NameError"
                                                or (unsealed and unsealed[0] < i)):
             status, message = "not yet answered", "write your answer in the cell above"

@@ -14,8 +14,9 @@ Where the prediction comes from, first match wins:
 2. a seal kept in the learner store for this exercise (a re-run or a restarted kernel): the
    form comes back sealed, with "Answer again" to start a new attempt;
 3. the learner, in the form: in a kernel whose front end shows it, the next cell (the
-   exercise's check, through `require()`) waits for Seal, keeping the form live; the stop
-   button ends the wait with one sentence. (The form is shown by one cell and waited on in
+   exercise's check, through `require()`) waits for Seal, keeping the form live, and for the
+   exercise's sketch above it when that is not sealed yet; the stop button ends the wait
+   with one sentence. (The form is shown by one cell and waited on in
    the next, as a sketch is: a view drawn while its own cell runs never reports back.)
 Headless with none of these (papermill, nbval, a blank exercise graded), it stops at once
 with `PredictionNotGiven`, which `labkit grade` counts as "not yet answered". A learner who
@@ -36,6 +37,7 @@ from ..forecast.carry import carried_prediction, show_prediction
 from ..forecast.gate import wait_for
 from ..learn.check import _predict
 from ..learn.check._base import CheckFailed
+from . import sketch_gate
 
 HERE = Path(__file__).parent
 _FORMS: dict = {}  # key -> the live form of this kernel, so a re-run shows the same one
@@ -146,8 +148,13 @@ class PredictionForm(anywidget.AnyWidget):
         """The sealed prediction; in a kernel whose front end shows the form, wait for Seal.
         Headless and unsealed: `PredictionNotGiven` at once."""
         if not self.sealed:
-            wait_for(lambda: self.sealed, lambda: self.rendered > 0,
-                     what="your sealed prediction above")
+            # One wait seals the exercise's sketch above too: a second wait later in the same
+            # Run All never hears its widgets (jupyter-ui-poll replays the queued cells
+            # inside the first), so the sketch is drawn and sealed while this one waits.
+            sketches = [s for s in sketch_gate.live(self.key) if not s.sealed and not s._from_code]
+            what = "your sealed prediction" + (" and sketch" if sketches else "") + " above"
+            wait_for(lambda: self.sealed and all(s.sealed for s in sketches),
+                     lambda: self.rendered > 0, what=what)
         if not self.sealed:
             raise PredictionNotGiven(
                 "Answer the questions in the form above and press Seal, then run this cell and "

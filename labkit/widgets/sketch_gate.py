@@ -82,8 +82,19 @@ def restore(sketch) -> bool:
     return True
 
 
+_LIVE: list = []  # weak references to the sketches of this kernel, newest last
+
+
+def live(key: str) -> list:
+    """The sketches of this kernel made for exercise `key`, oldest first."""
+    alive = [ref() for ref in _LIVE]
+    return [s for s in alive if s is not None and s.key == key]
+
+
 def watch(sketch) -> None:
     """Restore on the first view a front end draws (curves not given in code); Draw again."""
+    import weakref
+    _LIVE[:] = [ref for ref in _LIVE if ref() is not None] + [weakref.ref(sketch)]
     def shown(change):
         if change["old"] == 0 and not sketch._from_code and not sketch.sealed:
             restore(sketch)

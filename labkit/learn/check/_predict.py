@@ -126,7 +126,11 @@ def review(key: str, prediction, truth: dict, runs, same: dict | None = None) ->
     """Compare a sealed prediction with what `runs` measured; a miss is shown, not failed.
 
     `same` maps a field to its own comparison ``(said, actual) -> bool``."""
-    prediction = prediction.prediction if hasattr(prediction, "require") else prediction
+    if hasattr(prediction, "require"):  # a prediction form
+        if prediction.prediction is None:
+            raise NotYetAnswered("The prediction form above is not sealed yet: answer it and press "
+                                 "Seal, then run the experiment again.")
+        prediction = prediction.prediction
     if key not in _SEALED:
         raise CheckFailed("This prediction was never sealed: run its sealing cell before the runs, "
                           "then run the experiment again.")
