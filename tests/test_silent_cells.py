@@ -1,9 +1,10 @@
-"""No silent cells: every study-notebook cell that takes over 2 s says what it is doing
-within its first second (a line, or a progress bar).
+"""No silent cells: every cell of a study notebook, an exercise or Lab 15 that takes over 2 s
+says what it is doing within its first second (a line, or a progress bar).
 
-Read from the executed references: `tools/references.py` notes in each cell that took over
-a second how long it took and when its first output came (``labkit_timing``), on the machine
-that built them (`make references`).
+Read from the executed references and the solutions (the exercises are derived from them):
+`tools/references.py` notes in each cell that took over a second how long it took and when
+its first output came (``labkit_timing``), on the machine that ran them (`make references`,
+and `python tools/references.py --solutions`).
 """
 
 from pathlib import Path
@@ -11,8 +12,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "reference"
-NAMES = sorted(p.name for p in REFERENCE.glob("*.ipynb"))
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "tests" / "reference"
+NAMES = sorted(str(p.relative_to(ROOT)) for p in [*REFERENCE.glob("*.ipynb"),
+                                                   *(ROOT / "solutions").glob("*.ipynb")])
 SLOW_S, FIRST_S = 2.0, 1.0
 
 
@@ -24,16 +27,17 @@ def _first_line(cell) -> str:
 
 
 def slow_cells(name):
-    nb = nbformat.read(REFERENCE / name, as_version=4)
+    nb = nbformat.read(ROOT / name, as_version=4)
     return [(i, c.metadata["labkit_timing"], _first_line(c)) for i, c in enumerate(nb.cells)
             if c.metadata.get("labkit_timing", {}).get("seconds", 0) > SLOW_S]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_reference_was_built_with_cell_timing(name):
-    nb = nbformat.read(REFERENCE / name, as_version=4)
+    nb = nbformat.read(ROOT / name, as_version=4)
     assert any("labkit_timing" in c.metadata for c in nb.cells), (
-        f"tests/reference/{name} has no cell timing; rebuild it with `make references`")
+        f"{name} has no cell timing; rebuild it with `make references` (study notebooks) or "
+        "`python tools/references.py --solutions`")
 
 
 @pytest.mark.parametrize("name", NAMES)

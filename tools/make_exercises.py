@@ -121,6 +121,7 @@ def make_exercise(nb, path: Path):
         elif "solution" in tags:
             cell.source = ANSWER_STUB
         cell.metadata.pop("execution", None)  # run timestamps belong to the solved copy
+        cell.metadata.pop("labkit_timing", None)  # so do its cell timings (tools/references.py)
         cell.metadata["tags"] = [t for t in tags if t != "solution"]
         if not cell.metadata["tags"]:
             del cell.metadata["tags"]

@@ -9,6 +9,10 @@ to `notebooks/` with every output cleared. `tests/test_notebooks.py` checks the 
 Usage: python tools/references.py [NAME ...]        (default: every notebook)
        python tools/references.py --check           (exit 1 if a learner copy has outputs or
                                                      its code differs from its reference)
+       python tools/references.py --solutions       (time each solution's cells, as above,
+                                                     and note the timing in solutions/ without
+                                                     touching their committed outputs; the
+                                                     exercises are derived from them)
 """
 
 from __future__ import annotations
@@ -98,6 +102,23 @@ def build(name: str) -> float:
     return time.perf_counter() - started
 
 
+def time_solutions() -> None:
+    """Execute a copy of each solution with timing; note the timing in the committed one."""
+    import copy
+    for i, path in enumerate(sorted((ROOT / "solutions").glob("*.ipynb")), 1):
+        print(f"[{i}] {path.name} ...", end=" ", flush=True)
+        started = time.perf_counter()
+        nb = nbformat.read(path, as_version=4)
+        timed = copy.deepcopy(nb)
+        execute_timed(timed, str(path.parent))
+        for cell, ran in zip(nb.cells, timed.cells):
+            cell.metadata.pop(TIMING, None)
+            if TIMING in ran.metadata:
+                cell.metadata[TIMING] = ran.metadata[TIMING]
+        nbformat.write(nb, path)
+        print(f"{time.perf_counter() - started:.1f} s", flush=True)
+
+
 def problems(name: str) -> list[str]:
     learner = nbformat.read(LEARNER / name, as_version=4)
     out = []
@@ -112,6 +133,9 @@ def problems(name: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if "--solutions" in argv:
+        time_solutions()
+        return 0
     names = [a for a in argv if not a.startswith("--")] or sorted(p.name for p in LEARNER.glob("*.ipynb"))
     unknown = [n for n in names if not (LEARNER / n).exists()]
     if unknown:
