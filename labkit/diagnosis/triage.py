@@ -1,25 +1,19 @@
 """`TriageRecord`: the Training Run Explorer, Lab 15's paper form made executable.
 
-Rows, in the order the form asks for them:
+Rows, in the order the form asks for them: hashes (seed / data / model init); baseline (50
+steps, no edits: loss and gradient norm, first -> last); raw_vs_reported (H3: does the logger
+show the number being optimised?); overfit (H2 vs H1: 64 samples, 200 steps, does the pipeline
+learn at all?); label_shuffle (the same with shuffled labels: does the model read them?);
+intervention (one variable changed, a FORECAST sealed before the run); confirmation (the same
+on a second seed); conviction (H1 / H2 / H3 / NONE and a mechanism line).
 
-    hashes        seed / data / model init
-    baseline      50 steps, no edits: loss and gradient norm, first -> last
-    raw_vs_reported   (H3) does the logger show the number being optimised?
-    overfit       (H2 vs H1) 64 samples, 200 steps: does the pipeline learn at all?
-    label_shuffle the same with shuffled labels: does the model read the labels?
-    intervention  one variable changed, with a FORECAST sealed before the run
-    confirmation  the same intervention on a second seed: forecast met?
-    conviction    H1 / H2 / H3 / NONE and a mechanism line
-
-Rules the record enforces: an intervention that changes more than one variable
-is refused (naming the keys); a forecast is sealed (content hash + time) before
-the run it predicts and any later edit is detected; a verdict is refused while
-a row is UNKNOWN or the decisive result rests on one seed.
-
-``TriageRecord(strict=True)`` is Lab 15's record: it adds the chapter's rules in
-`labkit.diagnosis.strict` (order, sketches before probes, OBSERVATION and UPDATED
-BELIEF per run, the declared setup, an informative FORECAST, the overfit gate, and a
-count of conviction attempts). `labkit.diagnose` fills a plain record.
+Rules the record enforces: an intervention that changes more than one variable is refused
+(naming the keys); a forecast is sealed (content hash + time) before the run it predicts and
+any later edit is detected; a verdict is refused while a row is UNKNOWN or the decisive
+result rests on one seed. ``TriageRecord(strict=True)`` is Lab 15's record: it adds the
+chapter's rules in `labkit.diagnosis.strict` (order, sketches before probes, OBSERVATION and
+UPDATED BELIEF per run, the declared setup, an informative FORECAST, the overfit gate, a
+count of conviction attempts). `labkit.diagnose` fills a plain record (`intervene` judges a fix).
 """
 
 from __future__ import annotations
@@ -150,6 +144,12 @@ class TriageRecord(StrictRows):
         if run.meta["seed"] not in self.seeds:
             self.seeds.append(run.meta["seed"])
         return met
+
+    def intervene(self, fixed_setup) -> str:
+        """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed
+        forecast (`own_sign`): returns the signed verdict, or raises TriageRefused saying why."""
+        from .own_sign import intervene
+        return intervene(self, fixed_setup)
 
     def not_needed(self, row: str, reason: str) -> None:
         """Mark the intervention/confirmation rows n/a (only a NONE conviction may)."""
