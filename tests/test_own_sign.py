@@ -5,8 +5,10 @@ loss on the same model output, for a mechanism in the loss), or by the learner's
 The setups are the held-out ones of tests/own_setups; their fixes are in own_setups/fixed.py.
 """
 
+import importlib.util
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -164,3 +166,22 @@ def test_each_fix_signs(name):
     row = sign(name)
     assert row["right"], row
     assert row["by_fix"], row["fix"]
+
+
+def _example(name: str, cls: str, **kwargs):
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_sign_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, cls)(**kwargs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, cls", [("dataloader_classifier", "DataLoaderClassifier"),
+                                       ("cnn_synthetic_images", "CnnImages")])
+def test_an_examples_fixed_twin_signs_through_a_constructor_flag(name, cls):
+    """The fix is `fixed=True`: the same code, other behaviour in train(), which labkit can only
+    take on trust; the forecast still has to be met (the CNN's once-per-epoch reports too)."""
+    record = labkit.diagnose(_example(name, cls), seeds=(0, 1))
+    assert record.intervene(_example(name, cls, fixed=True)) == record.verdict()
+    assert record.rows["intervention"]["data"]["fixed_by"] == f"{cls}.train"
