@@ -67,7 +67,8 @@ def _checked(record, fixed_setup):
         _refuse("this conviction holds no prescription (it was made by hand, not by "
                 "labkit.diagnose), so there is no forecast for a fix of yours to meet.")
     if record.rows["intervention"]["data"].get("fixed_by") and not record.missing():
-        _refuse(f"your fix already signed this conviction ({record.verdict()}); nothing is left to test.")
+        _refuse(f"your fix already signed this conviction ({record.verdict()}); nothing is left "
+                "to test.")
     if fixed_setup is triage.setup:
         raise ValueError("fixed_setup is the setup that was diagnosed, unchanged; pass a new setup "
                          "with the one change made, e.g. class Fixed(MySetup) overriding the one "
@@ -113,8 +114,9 @@ def _run(p: dict, setup, seed: int):
     if not p["forecast"].startswith("loss_reported"):
         return run
     kept = [i for i, v in enumerate(run.table["loss_reported"]) if v is not None]  # the reports
-    return Run.from_log({k: [run.table[k][i] for i in kept] for k in ("step", "loss_raw", "loss_reported")},
-                        seed=seed, started_at=run.timing["started_at"], config={"task": "your reports"})
+    columns = {k: [run.table[k][i] for i in kept] for k in ("step", "loss_raw", "loss_reported")}
+    return Run.from_log(columns, seed=seed, started_at=run.timing["started_at"],
+                        config={"task": "your reports"})
 
 
 def intervene(record, fixed_setup) -> str:
@@ -124,8 +126,8 @@ def intervene(record, fixed_setup) -> str:
     method = _one_change(triage, fixed_setup, p)
     name = type(fixed_setup).__name__
     if not record.missing():
-        record.notes.append(f"labkit's own intervention had signed it ({record.rows['intervention']['text']}); "
-                            "your fix replaces it")
+        earlier = record.rows["intervention"]["text"]
+        record.notes.append(f"labkit's own intervention had signed it ({earlier}); your fix replaces it")
     record.plan_intervention({method: "as diagnosed"}, {method: f"{name}.{method}"}, p["forecast"])
     record.rows["intervention"]["data"].update(prescription=p, fixed_by=f"{name}.{method}")
     first, second = p["seeds"]

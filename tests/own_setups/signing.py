@@ -6,6 +6,11 @@
 For each buggy setup convicted of the right system, the row says whether `record.verdict()`
 grants the verdict as `labkit.diagnose` returns it (labkit signed it), and, where the setup has
 a fix in `fixed.py`, what `record.intervene(fix)` says: signed, or the refusal.
+
+Measured over the 90 setups (66 buggy setups convicted of the right system): before the
+prescription and labkit's reference-loss intervention, 47 of the 66 were signed (71%); after,
+62 signed by labkit alone (94%), and 65 of 66 (98%) with the 8 fixes of `fixed.py`, which all
+sign. Unsigned: h1_fp16_half_model (no plain loop finishes, float32 included, and no fix written).
 """
 
 from __future__ import annotations
