@@ -1,6 +1,8 @@
-"""The prescription: the one change the learner makes when labkit cannot intervene itself.
+"""The prescription: the one change the learner makes in their own code, for every conviction.
 
-`prescribe(finding, evs)` gives, for a conviction labkit has no run for on the learner's code:
+Where labkit has an intervention of its own, that run tests the mechanism and the prescription
+waits for the learner's fix; where it has none, the prescription is what signs the conviction.
+`prescribe(finding, evs, labkit_plan)` gives:
 - ``change``: the one change to make, in a sentence for the mechanism;
 - ``touches``: the setup methods that change may live in (a change anywhere else is a second
   change, and `record.intervene` refuses it);
@@ -133,8 +135,8 @@ def prescribe(finding, evs, labkit_plan=None) -> dict:
     judged_by, forecast, why = OWN, None, None
     if finding.key in RESCALED or finding.system == "H3":
         if labkit_plan is not None:
-            forecast = labkit_plan[0]
-            judged_by = "reference" if finding.key in RESCALED else judged_by
+            forecast = labkit_plan[0]  # on the reference loss when labkit swapped the loss
+            judged_by = "reference" if labkit_plan[2][0] == "loss_fn" else judged_by
         else:
             why = ("the fix changes what the loss or the logger measures, and labkit found no "
                    "reference that learned better than yours, so no threshold compares the runs")
