@@ -10,6 +10,8 @@ second seed. It has the same step interface as `Explorer`, so `ExplorerPanel` dr
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from . import setup as proto
@@ -17,6 +19,7 @@ from .data import describe_signal
 from .evidence import SeedEvidence
 from .intervene import plan
 from .rules import decide, logger_check
+from .sign import intervene, own_plan, prescribe_rows
 from ..probes import overfit_probe
 from ..stepwise import Stepwise, two_seeds
 from ..record.triage import UNKNOWN, TriageRecord
@@ -38,6 +41,8 @@ class SetupExplorer(Stepwise):
         seeds = two_seeds(seeds)
         self.setup, self.seeds = setup, seeds
         self.record = TriageRecord(f"setup {type(setup).__name__}")
+        # what record.intervene(fixed_setup) judges a fix against: this triage's evidence
+        self.record.intervener = functools.partial(intervene, self.record, triage=self)
         self.done: list[str] = []
         self.finding = None
         self._plan = None
@@ -129,14 +134,12 @@ class SetupExplorer(Stepwise):
             rec.not_needed("confirmation", f"n/a: seed {s1} shows the same healthy evidence")
             return rec.rows["conviction"]["text"]
         self._plan = plan(f, self.evs) if f.arm else None
-        if self._plan is None:
-            rec.notes.append("labkit cannot run a one-variable intervention for this mechanism on "
-                             "your code; make the fix by hand, forecast the curve, and rerun")
+        self._plan = self._plan + (f.variable,) if self._plan else own_plan(f, self.evs)
+        prescribe_rows(rec, f, self.evs, self._plan)
         return rec.rows["conviction"]["text"]
 
     def _step_intervention(self) -> str:
-        name, before, after = self.finding.variable
-        forecast, run = self._plan
+        forecast, run, (name, before, after) = self._plan
         self.record.plan_intervention({name: before}, {name: after}, forecast)  # sealed first
         self.record.record_intervention_run(run(self.seeds[0]))
         return self.record.rows["intervention"]["text"]

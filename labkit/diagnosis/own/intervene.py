@@ -68,7 +68,7 @@ def _plan_logger(evs):
     for t in range(9, len(raw)):
         if rep[t] is None or not math.isfinite(rep[t]):
             continue
-        gap = abs(rep[t] - _window(honest, t)) / (abs(_window(honest, t)) + 1e-8)
+        gap = abs(rep[t] - _window(honest, t))  # the widest gap: where seeds agree best, early
         if gap > best:
             best, where = gap, t
     if where is None:

@@ -90,3 +90,9 @@ class Prediction:
         met = math.isfinite(observed) and (observed < p["value"] if p["op"] == "<"
                                            else observed > p["value"])
         return met, observed
+
+
+NO_EVIDENCE = ("record.intervene() judges your fixed setup against the evidence labkit.diagnose "
+               "gathered on the original one; this record holds none (it was filled by hand or "
+               "loaded from a file). Run labkit.diagnose(setup) again and call intervene() on the "
+               "record it returns.")

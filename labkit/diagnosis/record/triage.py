@@ -1,25 +1,17 @@
 """`TriageRecord`: the Training Run Explorer, Lab 15's paper form made executable.
 
-Rows, in the order the form asks for them:
+Rows, in the form's order: hashes (seed / data / init); baseline (50 steps: loss and gradient
+norm, first -> last); raw_vs_reported (H3); overfit (H2 vs H1: 64 samples, can it learn?);
+label_shuffle (does the model read the labels?); intervention (one variable, a FORECAST sealed
+before the run); confirmation (the same on a second seed); conviction (system, mechanism).
 
-    hashes        seed / data / model init
-    baseline      50 steps, no edits: loss and gradient norm, first -> last
-    raw_vs_reported   (H3) does the logger show the number being optimised?
-    overfit       (H2 vs H1) 64 samples, 200 steps: does the pipeline learn at all?
-    label_shuffle the same with shuffled labels: does the model read the labels?
-    intervention  one variable changed, with a FORECAST sealed before the run
-    confirmation  the same intervention on a second seed: forecast met?
-    conviction    H1 / H2 / H3 / NONE and a mechanism line
-
-Rules the record enforces: an intervention that changes more than one variable
-is refused (naming the keys); a forecast is sealed (content hash + time) before
-the run it predicts and any later edit is detected; a verdict is refused while
-a row is UNKNOWN or the decisive result rests on one seed.
-
-``TriageRecord(strict=True)`` is Lab 15's record: it adds the chapter's rules in
-`labkit.diagnosis.record.strict` (order, sketches before probes, OBSERVATION and UPDATED
-BELIEF per run, the declared setup, an informative FORECAST, the overfit gate, and a
-count of conviction attempts). `labkit.diagnose` fills a plain record.
+Rules the record enforces: an intervention that changes more than one variable is refused
+(naming the keys); a forecast is sealed (content hash + time) before the run it predicts and
+any later edit is detected; a verdict is refused while a row is UNKNOWN or the decisive
+result rests on one seed. ``TriageRecord(strict=True)`` is Lab 15's record: it adds the
+chapter's rules in `labkit.diagnosis.record.strict` (order, sketches before probes, OBSERVATION and
+UPDATED BELIEF per run, the declared setup, an informative FORECAST, the overfit gate, a
+count of conviction attempts). `labkit.diagnose` fills a plain record (`intervene` judges a fix).
 """
 
 from __future__ import annotations
@@ -31,7 +23,7 @@ from ...store import atomic_write_json, decode_nonfinite, encode_nonfinite, read
 from ...store.exchange import CHECKS, READERS
 from . import kept, triage_text
 from .strict_rows import StrictRows
-from .prediction import FORECAST_COLUMNS, Prediction, TriageRefused  # noqa: F401 (re-exported)
+from .prediction import FORECAST_COLUMNS, NO_EVIDENCE, Prediction, TriageRefused  # noqa: F401
 
 UNKNOWN = "UNKNOWN"
 ROWS = ("hashes", "baseline", "raw_vs_reported", "overfit", "label_shuffle", "intervention",
@@ -56,6 +48,7 @@ class TriageRecord(StrictRows):
         self.attempts = 0  # strict: convictions made on this record
         self.seeds: list[int] = []
         self.notes: list[str] = []
+        self.intervener = None  # set by the triage that filled the record: judges a fix
 
     # ---- rows ---------------------------------------------------------------
     def set_row(self, name: str, text: str, status: str = "done", **data) -> None:
@@ -150,6 +143,13 @@ class TriageRecord(StrictRows):
         if run.meta["seed"] not in self.seeds:
             self.seeds.append(run.meta["seed"])
         return met
+
+    def intervene(self, fixed_setup) -> str:
+        """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed
+        forecast (`diagnosis.own.sign`): returns the signed verdict, or raises TriageRefused saying why."""
+        if self.intervener is None:
+            raise TriageRefused(NO_EVIDENCE)
+        return self.intervener(fixed_setup)
 
     def not_needed(self, row: str, reason: str) -> None:
         """Mark the intervention/confirmation rows n/a (only a NONE conviction may)."""
