@@ -14,6 +14,7 @@ import torch
 
 from . import setup as proto
 from .own_data import describe_signal
+from .own_entropy import explain_stall
 from .own_evidence import SeedEvidence
 from .own_intervene import plan
 from .own_rules import decide, logger_check
@@ -97,6 +98,8 @@ class SetupExplorer(Stepwise):
         if self.finding.system == "NONE" and not getattr(self, "_overfit_reached", True):
             self.finding = self._failed_gate()
         sig = self.evs[0]._cache.get("signal")
+        if self.finding.system == "NONE":
+            explain_stall(self.record, self.evs[0].batches, sig)
         if sig is None:
             text = f"not run: the evidence was decided before it ({self.finding.system})"
             self.record.set_row("label_shuffle", text, status="n/a")
@@ -119,6 +122,7 @@ class SetupExplorer(Stepwise):
     def _step_suggest(self) -> str:
         rec, (s0, s1), f = self.record, self.seeds, self.finding or decide(self.evs)
         self.finding = f
+        rec.notes.extend(n for n in f.notes if n not in rec.notes)
         if f.system == "UNKNOWN":
             rec.set_row("conviction", f"UNKNOWN: {f.mechanism}", status=UNKNOWN, by="diagnose")
             rec.notes.append(f"no conviction: {f.mechanism}")
