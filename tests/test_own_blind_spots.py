@@ -139,3 +139,13 @@ def test_one_seed_only_is_unknown_after_a_third_seed_unless_it_is_an_instability
     found = settle(_evs(), [None, _f("divergence", "H1")], _Third(None), "H1", "the replay finds")
     assert found.system == "H1" and "on seed 1 only" in found.mechanism
     assert settle(_evs(), [None, None], _Third(None), "H1", "x") is None
+
+
+@pytest.mark.slow
+def test_a_layer_whose_units_never_fire_is_named_and_never_called_healthy():
+    rec = _record("blind_h1_dead_first_layer")
+    assert rec.rows["conviction"]["data"]["system"] == "H1"
+    assert "body.0" in rec.rows["conviction"]["data"]["mechanism"]
+    text = rec.rows["overfit"]["text"]
+    assert "healthy gradient norms" not in text and "no usable signal" not in text, text
+    assert any(n.startswith("relative update per step by layer") for n in rec.notes), rec.notes

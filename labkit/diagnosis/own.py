@@ -14,7 +14,7 @@ import torch
 
 from . import setup as proto
 from .own_data import describe_signal
-from .own_entropy import explain_stall
+from .own_entropy import explain_model_stall, explain_stall
 from .own_evidence import SeedEvidence
 from .own_intervene import plan
 from .own_rules import decide, logger_check
@@ -100,6 +100,7 @@ class SetupExplorer(Stepwise):
         sig = self.evs[0]._cache.get("signal")
         if self.finding.system == "NONE":
             explain_stall(self.record, self.evs[0].batches, sig)
+        explain_model_stall(self.record, self.finding)
         if sig is None:
             text = f"not run: the evidence was decided before it ({self.finding.system})"
             self.record.set_row("label_shuffle", text, status="n/a")

@@ -8,7 +8,10 @@ that the labels do carry signal. `explain_stall` rewrites the row for that case:
 probe reached, the data's entropy floor where it can be estimated (for token labels: the
 entropy of the label given the input token at the same position, over the whole epoch,
 an estimate of what a model that sees one token of context is left with), and why the
-stall is not a defect.
+stall is not a defect. `explain_model_stall` does the same beside an H1 conviction of the
+model itself (units that never fire, a vanishing gradient, frozen parameters): there the
+gradient norms the probe calls healthy are a total that hides a stalled layer, and the
+stall is the model's, not the data's.
 """
 
 from __future__ import annotations
@@ -74,3 +77,21 @@ def explain_stall(record, batches, seed_signal: dict | None) -> None:
     text += "so the stall is the data's entropy floor, not a defect"
     row["text"] = text
     row["data"]["entropy_floor"] = floor
+
+
+MODEL_KEYS = {"dead_units": "units that never activate", "flow_blocked": "a layer whose gradient is blocked",
+              "vanishing": "a layer whose gradient vanishes", "frozen": "frozen parameters"}
+
+
+def explain_model_stall(record, finding) -> None:
+    """Rewrite the overfit row when it blames the data beside an H1 conviction of the model."""
+    row = record.rows.get("overfit")
+    if not row or row["data"].get("reached", True) or finding.key not in MODEL_KEYS:
+        return
+    first, last = row["data"].get("loss_first"), row["data"].get("loss_last")
+    norm = row["data"].get("median_grad_norm")
+    row["text"] = (f"stalls ({first:.3g} -> {last:.3g}"
+                   + (f", median gradient norm {norm:.3g}" if norm is not None else "")
+                   + f"), and the norms are not healthy: the total hides {MODEL_KEYS[finding.key]} (see the "
+                   "conviction), so the model as set up cannot fit 64 samples; this is not a sign that the "
+                   "data carries no signal")

@@ -27,9 +27,11 @@ def third(evs) -> SeedEvidence:
 def _both(system: str, findings: list, seeds: list) -> OwnFinding:
     first = findings[0]
     text = "; ".join(f"seed {s}: {f.mechanism}" for s, f in zip(seeds, findings))
+    one = all(f.arm == first.arm and f.variable == first.variable for f in findings)  # one change tests both
     return OwnFinding(system, "|".join(sorted({f.key for f in findings})),
                       f"{system} on every seed, with two candidate mistakes (the seeds fit different "
-                      f"ones; check both): {text}", arm=first.arm, variable=first.variable, expect=first.expect)
+                      f"ones; check both): {text}", arm=first.arm if one else None,
+                      variable=first.variable if one else None, expect=first.expect)
 
 
 def settle(evs, found: list, rule, system: str, what: str) -> OwnFinding | None:
