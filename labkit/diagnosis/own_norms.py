@@ -22,6 +22,7 @@ from .own_loop import _names
 
 RATIO = 1e-3  # a layer whose relative update is below this fraction of the others' median
 MIN_LAYERS = 2
+MIN_MATRIX = 16  # a layer is judged when it holds a weight matrix of at least this many elements
 CHANNELS_FIRST = (torch.nn.modules.conv._ConvNd, torch.nn.modules.batchnorm._BatchNorm)
 DEAD = 0.9  # this share of a layer's input units at exactly 0 for every example: they never fire
 
@@ -39,7 +40,8 @@ def layer_norms(ev) -> list[dict]:
         layers: dict[str, dict] = {}
         for p in rp.watched():
             acc = rp.per_param.get(id(p))
-            if not p.requires_grad or id(p) not in held or not acc or not acc[2] or id(p) not in names:
+            if not p.requires_grad or id(p) not in held or not acc or not acc[2] or id(p) not in names \
+                    or names[id(p)][1] not in rp.called:  # a module that never ran is not stalled
                 continue
             name = names[id(p)][0]
             row = layers.setdefault(_owner(name), {"layer": _owner(name), "w2": 0.0, "g2": 0.0, "u2": 0.0,
@@ -49,6 +51,7 @@ def layer_norms(ev) -> list[dict]:
             row["u2"] += (acc[1] / acc[2]) ** 2
             row["numel"] += p.numel()
             row["params"].append(name)
+            row["matrix"] = row.get("matrix", False) or (p.dim() >= 2 and p.numel() >= MIN_MATRIX)
         out = []
         for row in layers.values():
             w, g, u = (math.sqrt(row.pop(k)) for k in ("w2", "g2", "u2"))
@@ -60,7 +63,7 @@ def layer_norms(ev) -> list[dict]:
 
 def stalled_layers(ev) -> list[dict]:
     """The layers whose relative update is below RATIO x the median of the other layers."""
-    rows = layer_norms(ev)
+    rows = [r for r in layer_norms(ev) if r["matrix"]]  # layers of weights, not a lone scale or norm
     if len(rows) < MIN_LAYERS or ev.facts["nonfinite_at"] is not None:
         return []
     out = []

@@ -30,8 +30,8 @@ def _pad_id(batches) -> tuple[int, float, float] | None:
     ys = [proto.labels_of(b) for b in batches[:16]]
     if not all(torch.is_tensor(x) and x.dim() == 2 and not x.is_floating_point() for x in xs):
         return None
-    if not all(torch.is_tensor(y) and not y.is_floating_point() for y in ys):
-        return None
+    if not all(torch.is_tensor(y) and not y.is_floating_point() and y.shape == x.shape for x, y in zip(xs, ys)):
+        return None  # token targets, one per input position
     x, y = torch.cat([t for t in xs if t.shape[1] == xs[0].shape[1]]), torch.cat([t.flatten() for t in ys])
     if x.shape[1] < 3:
         return None
