@@ -161,3 +161,25 @@ def test_a_layer_whose_units_never_fire_is_named_and_never_called_healthy():
     text = rec.rows["overfit"]["text"]
     assert "healthy gradient norms" not in text and "no usable signal" not in text, text
     assert any(n.startswith("relative update per step by layer") for n in rec.notes), rec.notes
+
+
+def test_the_gradient_audit_reads_a_vanishing_gradient_as_tiny_not_healthy():
+    from labkit.diagnosis import probes
+    torch.manual_seed(0)
+    layers, width = [], 12
+    for _ in range(10):
+        layers += [torch.nn.Linear(width, 32), torch.nn.Sigmoid()]
+        width = 32
+    x, y = 2.5 * torch.randn(64, 12), torch.randint(0, 6, (64,))
+    for model, stalled in ((torch.nn.Sequential(*layers, torch.nn.Linear(32, 6)), True),
+                           (torch.nn.Sequential(torch.nn.Linear(12, 64), torch.nn.ReLU(),
+                                                torch.nn.Linear(64, 6)), False)):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        audit = probes.gradient_audit(model, torch.optim.SGD(model.parameters(), lr=0.1), loss)
+        rows = {r["name"]: r["reading"] for r in audit.details["rows"]}
+        if stalled:
+            assert rows["0.weight"].startswith("tiny") and "blocked or vanishing" in rows["0.bias"], rows
+            assert "0.weight: tiny" in audit.verdict
+        else:
+            assert audit.verdict.startswith("ok") and set(rows.values()) == {"healthy gradient"}, rows
