@@ -183,3 +183,29 @@ def test_the_gradient_audit_reads_a_vanishing_gradient_as_tiny_not_healthy():
             assert "0.weight: tiny" in audit.verdict
         else:
             assert audit.verdict.startswith("ok") and set(rows.values()) == {"healthy gradient"}, rows
+
+
+class _ShiftInside(PaddingCounted):
+    """Hugging Face's shape: labels are the input ids, and the loss shifts them itself."""
+
+    ignore = None
+
+    def batches(self, seed):
+        return [{"input_ids": self.ids[i], "labels": self.ids[i]} for i in torch.arange(512).split(32)]
+
+    def loss_fn(self, model, batch):
+        logits = model(batch["input_ids"])[:, :-1]
+        kwargs = {} if self.ignore is None else {"ignore_index": self.ignore}
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 batch["labels"][:, 1:].reshape(-1), **kwargs)
+
+
+class _ShiftInsideIgnored(_ShiftInside):
+    ignore = 0
+
+
+def test_padding_is_found_when_the_loss_shifts_the_labels_itself():
+    found = padding_rule([SeedEvidence(_ShiftInside(), s) for s in (0, 1)])
+    assert found is not None and found.key == "padding_in_loss"
+    assert "with the pad id ignored" not in found.mechanism  # labels equal to inputs: not aligned
+    assert padding_rule([SeedEvidence(_ShiftInsideIgnored(), s) for s in (0, 1)]) is None

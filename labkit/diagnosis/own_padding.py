@@ -88,7 +88,7 @@ def _counted(ev, pad: int):
         return None
     per_pos = g.flatten(2).norm(dim=-1) if g.dim() > 2 else g.abs()
     kept = None
-    if out.dim() == 3 and tuple(y.shape) == tuple(x.shape) and tuple(out.shape[:2]) == tuple(x.shape):
+    if out.dim() == 3 and tuple(out.shape[:2]) == tuple(x.shape) and not torch.equal(x, y):  # y aligned
         with torch.no_grad():
             kept = F.cross_entropy(out.detach().flatten(0, 1), y.flatten(), ignore_index=pad).item()
     return per_pos[both].mean().item(), per_pos[real].mean().item(), loss, kept
