@@ -58,19 +58,22 @@ def test_known_misses_keep_the_bars():
 
 
 def test_a_wrong_conviction_is_worse_than_unknown_when_seeds_disagree():
-    """Seeds that point to different mechanisms give UNKNOWN, never a conviction."""
+    """Seeds that point to different mechanisms never convict one of them: a third seed runs,
+    and when it sides with neither, the system is convicted with both candidates named."""
     from labkit.diagnosis.finding import OwnFinding
-    from labkit.diagnosis.own import rules as own_rules
+    from labkit.diagnosis.own import rules as own_rules, seeds as own_seeds
 
     class Ev:
         def __init__(self, seed, key):
             self.seed, self.key = seed, key
 
-    calls = iter([OwnFinding("H1", "no_step", "a"), OwnFinding("H1", "lr_zero", "b")])
-    original = own_rules.h1_rules
+    calls = iter([OwnFinding("H1", "no_step", "a"), OwnFinding("H1", "lr_zero", "b"), None])
+    original, third = own_rules.h1_rules, own_seeds.third
     own_rules.h1_rules = lambda ev: next(calls)
+    own_seeds.third = lambda evs: Ev(2, None)
     try:
         found = own_rules._h1([Ev(0, "a"), Ev(1, "b")])
     finally:
-        own_rules.h1_rules = original
-    assert found.system == "UNKNOWN" and "no_step on seed 0 but lr_zero on seed 1" in found.mechanism
+        own_rules.h1_rules, own_seeds.third = original, third
+    assert found.system == "H1" and found.key == "lr_zero|no_step" and found.arm is None
+    assert "seed 0: a; seed 1: b" in found.mechanism and "two candidate mistakes" in found.mechanism

@@ -16,6 +16,7 @@ import torch
 
 from . import setup as proto
 from .data import describe_signal
+from .entropy import explain_model_stall, explain_stall
 from .evidence import SeedEvidence
 from .intervene import plan
 from .rules import decide, logger_check
@@ -102,6 +103,9 @@ class SetupExplorer(Stepwise):
         if self.finding.system == "NONE" and not getattr(self, "_overfit_reached", True):
             self.finding = self._failed_gate()
         sig = self.evs[0].results.get("signal")
+        if self.finding.system == "NONE":
+            explain_stall(self.record, self.evs[0].batches, sig)
+        explain_model_stall(self.record, self.finding)
         if sig is None:
             text = f"not run: the evidence was decided before it ({self.finding.system})"
             self.record.set_row("label_shuffle", text, status="n/a")
@@ -124,6 +128,7 @@ class SetupExplorer(Stepwise):
     def _step_suggest(self) -> str:
         rec, (s0, s1), f = self.record, self.seeds, self.finding or decide(self.evs)
         self.finding = f
+        rec.notes.extend(n for n in f.notes if n not in rec.notes)
         if f.system == "UNKNOWN":
             rec.set_row("conviction", f"UNKNOWN: {f.mechanism}", status=UNKNOWN, by="diagnose")
             rec.notes.append(f"no conviction: {f.mechanism}")

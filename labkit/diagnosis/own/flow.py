@@ -11,10 +11,11 @@ import math
 
 from ..finding import OwnFinding
 
+STALE = 0.5  # at least this share of steps start from the gradients of an earlier step
 COLLAPSE = 1e-3  # an LR below this fraction of its start, before half of the run: collapsed
 
 
-def _names(models) -> dict[int, tuple[str, int]]:
+def param_names(models) -> dict[int, tuple[str, int]]:
     """id(parameter) -> (dotted name, id of the module that owns it)."""
     out = {}
     for model in models:
@@ -31,7 +32,7 @@ def _owners(names: list[str]) -> str:
 
 def facts(rp, run) -> dict:
     model_params = rp.watched()
-    names = _names(rp.models.values())
+    names = param_names(rp.models.values())
     in_model = {id(p) for p in model_params}
     opt_params = {id(p): p for o in rp.optimizers.values() for g in o.param_groups for p in g["params"]}
     trainable = [p for p in model_params if p.requires_grad]
@@ -142,10 +143,12 @@ def h1_rules(ev) -> OwnFinding | None:
         how = ("cleared (set to None)" if f["cleared_to"] == "None" else "zeroed")
         return _loop_finding("grads_cleared", f"gradients are {how} between backward and the step "
                              "(zero_grad() in the wrong place): every step sees no gradient")
-    if f["stale_share"] >= 0.9:
+    if f["stale_share"] >= STALE:
+        every = f["stale_share"] >= 0.9
         return _loop_finding("grad_accumulates", "gradients accumulate across steps: zero_grad() is not "
-                             "called between optimizer steps, so every backward() adds to the gradients "
-                             "of earlier batches")
+                             "called between optimizer steps" + ("" if every else f" (at {f['stale_share']:.0%} of "
+                             "them: zero_grad() runs less often than step())") + ", so every backward() adds "
+                             "to the gradients of earlier batches")
     return _numeric_rules(ev, f, own)
 
 
@@ -191,13 +194,6 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
         return OwnFinding("H1", "flow_blocked", f"gradient flow is blocked: {_owners(f['blocked'])} run in "
                           "the forward but never receive a gradient (a detach() or no_grad inside the "
                           "forward cuts them off)")
-    if f["frozen"]:
-        ref, free = ev.arm("ref"), ev.arm("unfrozen")
-        if free.mean < ref.mean - 0.02 * abs(ref.losses[0]):
-            return OwnFinding("H1", "frozen", f"frozen parameters: {_owners(f['frozen'])} have "
-                              f"requires_grad=False and never train; with them unfrozen the same plain "
-                              f"loop reaches a mean loss of {free.mean:.3g} instead of {ref.mean:.3g}",
-                              arm="unfrozen", variable=("requires_grad", "False", "True"))
     tiny = _tiny_steps(ev, f, own)
     if tiny is not None:
         return tiny

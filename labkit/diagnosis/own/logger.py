@@ -21,13 +21,13 @@ from ..probes import ProbeResult
 TOL = 0.01  # relative
 
 
-def _same(a, b, tol=TOL) -> bool:
+def same_value(a, b, tol=TOL) -> bool:
     if not (math.isfinite(a) and math.isfinite(b)):
         return math.isfinite(a) == math.isfinite(b)
     return abs(a - b) <= tol * max(abs(b), 1e-8) + 1e-9
 
 
-class _Windows:
+class Windows:
     """Sums and counts of a per-row series over the windows a logger may keep."""
 
     def __init__(self, values, per_epoch: int, logged: list[int], sizes: list[float]):
@@ -43,7 +43,7 @@ class _Windows:
         self.start["log"] = prev
         self.start["log+epoch"] = [max(a, b) for a, b in zip(prev, self.start["epoch"])]
         self.start["step"] = list(range(n))
-        self._cum = {k: _cumsum(s) for k, s in (("v", self.v), ("w", self.w), ("n", sizes))}
+        self._cum = {k: cumsum(s) for k, s in (("v", self.v), ("w", self.w), ("n", sizes))}
 
     def total(self, kind: str, window: str, t: int) -> float:
         c = self._cum[kind]
@@ -54,7 +54,7 @@ class _Windows:
         return t - self.start[window][t] + 1
 
 
-def _cumsum(xs):
+def cumsum(xs):
     out, acc = [0.0], 0.0
     for x in xs:
         acc += x
@@ -76,14 +76,14 @@ def _ema(raw, rep, rows) -> float | None:
             for t, x in enumerate(raw):
                 ema = beta * ema + (1 - beta) * x
                 shown = ema / (1 - beta ** (t + 1)) if corrected else ema
-                if not _same(rep[t], shown):
+                if not same_value(rep[t], shown):
                     break
             else:
                 return beta
     return None
 
 
-def honest_matches(raw, rep, rows, win: _Windows) -> list[str]:
+def honest_matches(raw, rep, rows, win: Windows) -> list[str]:
     found = []
     for name, fn in (("per-batch raw loss", lambda t: raw[t]),
                      ("epoch running mean", lambda t: win.total("v", "epoch", t) / win.count("epoch", t)),
@@ -93,19 +93,19 @@ def honest_matches(raw, rep, rows, win: _Windows) -> list[str]:
                      ("mean since the previous report in this epoch",
                       lambda t: win.total("v", "log+epoch", t) / win.count("log+epoch", t)),
                      ("running mean over the run", lambda t: win.total("v", "run", t) / (t + 1))):
-        if all(_same(rep[t], fn(t)) for t in rows):
+        if all(same_value(rep[t], fn(t)) for t in rows):
             found.append(name)
     if not found and _ema(raw, rep, rows) is not None:
         found.append("exponential moving average of the raw loss")
     return found
 
 
-def _extreme(raw, rep, rows, win: _Windows) -> str | None:
+def _extreme(raw, rep, rows, win: Windows) -> str | None:
     """The lowest (or highest) raw loss so far, over the run or the epoch: a 'best' shown."""
     for window in ("run", "epoch"):
         for name, pick in (("lowest", min), ("highest", max)):
-            if all(_same(rep[t], pick(raw[win.start[window][t]:t + 1])) for t in rows):
-                if all(_same(rep[t], raw[t]) for t in rows):
+            if all(same_value(rep[t], pick(raw[win.start[window][t]:t + 1])) for t in rows):
+                if all(same_value(rep[t], raw[t]) for t in rows):
                     return None  # a loss that only falls: the raw value itself fits
                 return (f"the reported value is the {name} raw loss so far (a running "
                         f"{'min' if pick is min else 'max'} over the {window}, a 'best' value): it "
@@ -121,7 +121,7 @@ def _ema_from_zero(raw, rep, rows) -> float | None:
         ema = 0.0
         for t, x in enumerate(raw):
             ema = beta * ema + (1 - beta) * x
-            if not _same(rep[t], ema):
+            if not same_value(rep[t], ema):
                 break
         else:
             return beta
@@ -144,7 +144,7 @@ def _stale(raw, rep, rows, honest_values) -> str | None:
     if len(rows) >= 3 and len(set(vals)) == 1 and moving:
         return f"the reported value is stuck at {vals[0]:.4g} while the raw loss moves"
     repeats = sum(1 for a, b in zip(rows, rows[1:]) if rep[a] == rep[b] and raw[a] != raw[b])
-    earlier = sum(1 for t in rows if any(_same(rep[t], h) for s, h in honest_values if s < t))
+    earlier = sum(1 for t in rows if any(same_value(rep[t], h) for s, h in honest_values if s < t))
     if len(rows) >= 3 and (repeats >= 0.5 * (len(rows) - 1) or earlier >= 0.75 * len(rows)):
         return ("the reported value is stale: it repeats a value computed at an earlier step "
                 f"({earlier} of {len(rows)} reports equal an earlier honest value, {repeats} repeat "
@@ -152,7 +152,7 @@ def _stale(raw, rep, rows, honest_values) -> str | None:
     return None
 
 
-def _family(raw, rep, rows, win: _Windows, per_epoch: int) -> tuple[str, str] | None:
+def _family(raw, rep, rows, win: Windows, per_epoch: int) -> tuple[str, str] | None:
     """reported = (sum over one window) / (a count over another window, or a constant)."""
     fits = []  # (kind, window, constant divisor)
     for kind in ("v", "w"):
@@ -161,7 +161,7 @@ def _family(raw, rep, rows, win: _Windows, per_epoch: int) -> tuple[str, str] | 
             if len(ratios) < 2 or not all(map(math.isfinite, ratios)):
                 continue
             c = sorted(ratios)[len(ratios) // 2]
-            if c > 0 and all(_same(r, c) for r in ratios):
+            if c > 0 and all(same_value(r, c) for r in ratios):
                 fits.append((kind, window, c))
     what = {"v": "batch losses", "w": "per-sample losses (loss x batch size)"}
     where = {"epoch": "over this epoch", "log": "since the previous report", "run": "over the whole run",
@@ -174,7 +174,7 @@ def _family(raw, rep, rows, win: _Windows, per_epoch: int) -> tuple[str, str] | 
         for den in ("epoch", "log", "run", "log+epoch"):
             if num == den or (num, den) in (("log", "log+epoch"),):
                 continue
-            if all(_same(rep[t], win.total("v", num, t) / win.count(den, t)) for t in rows):
+            if all(same_value(rep[t], win.total("v", num, t) / win.count(den, t)) for t in rows):
                 if num == "run":
                     return "never_reset", ("an accumulator never reset: the sum runs over the whole run "
                                            f"but is divided by the number of batches since the "
@@ -185,7 +185,7 @@ def _family(raw, rep, rows, win: _Windows, per_epoch: int) -> tuple[str, str] | 
                                            "runs over the whole run")
                 return "windows", "the sum and the count are reset at different times"
     for kind, window, c in fits:
-        if kind == "w" and all(_same(win.total("n", window, t), c) for t in rows):
+        if kind == "w" and all(same_value(win.total("n", window, t), c) for t in rows):
             continue  # divided by the number of samples: an honest mean
         true = {"epoch": f"the {per_epoch} batches of an epoch", "run": "the number of batches so far",
                 "log": "the number of batches since the previous report",
@@ -209,7 +209,7 @@ def check_logger(run, *, per_epoch: int, sizes_by_position: list[float] | None =
         return ProbeResult("raw vs reported", "nothing to compare: no value was reported", details)
     finite = [t for t in rows if math.isfinite(raw[t])]
     rows = finite or rows
-    win = _Windows(raw, per_epoch, set(rows), sizes)
+    win = Windows(raw, per_epoch, set(rows), sizes)
     found = honest_matches(raw, rep, rows, win)
     if found:
         details["matches"] = found[0]
@@ -217,7 +217,7 @@ def check_logger(run, *, per_epoch: int, sizes_by_position: list[float] | None =
                            f"({len(rows)} reports compared)", details)
     details["agree"] = False
     if after_step and len(after_step) == len(raw) and all(after_step[t] is not None for t in rows):
-        win_after = _Windows([float(v) for v in after_step], per_epoch, set(rows), sizes)
+        win_after = Windows([float(v) for v in after_step], per_epoch, set(rows), sizes)
         moved = honest_matches([float(v) for v in after_step], rep, rows, win_after)
         if moved:
             details["mechanism"] = "after_step"

@@ -8,7 +8,8 @@ While the context is open, PyTorch's global hooks and three temporary wrappers s
   whether gradients from an earlier step were still there (no ``zero_grad``);
 - every top-level module call (global forward hooks): grad mode, autocast, whether the
   output has a graph, and which submodules ran;
-- ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for.
+- ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for;
+- per parameter (``per_param``): the summed gradient and update norms over the steps.
 
 Every hook and wrapper is removed in ``__exit__``, also when the loop raises.
 """
@@ -47,6 +48,7 @@ class Replay:
         self.steps: list[dict] = []
         self.clips: list[tuple[str, float]] = []
         self.called: set[int] = set()  # ids of modules that ran inside a forward with grad on
+        self.per_param: dict[int, list] = {}  # id(param) -> [sum of grad norms, of update norms, steps]
         self.ever_grad: set[int] = set()  # ids of parameters that had a gradient after a backward
         self._depth, self._busy, self._since_step, self._stepped = 0, False, 0, False
         self._batches: dict[int, object] = {}
@@ -184,6 +186,7 @@ class Replay:
             "nonfinite_grad": any(not math.isfinite(n) for n in norms),
             "backwards": self._since_step, "update_norm": None, "loss_after": None})
         self._before = [p.detach().clone() for p in params]
+        self._grad_norms = [None if g is None else float(g.detach().float().norm()) for g in grads]
         self._since_step = 0
 
     def _post_step(self, optimizer, args, kwargs):
@@ -191,6 +194,9 @@ class Replay:
         if len(params) == len(self._before):
             deltas = [p.detach().float() - b.float() for p, b in zip(params, self._before)]
             self.steps[-1]["update_norm"] = total_norm(deltas) or 0.0
+            for p, d, g in zip(params, torch._foreach_norm(deltas) if deltas else [], self._grad_norms):
+                acc = self.per_param.setdefault(id(p), [0.0, 0.0, 0])
+                acc[0], acc[1], acc[2] = acc[0] + (g or 0.0), acc[1] + float(d), acc[2] + 1
         self._before = []
         self._stepped = True
         if self.after_step_loss and self._last_input is not None:

@@ -1,18 +1,24 @@
 """The setup triage's decision, H3 -> H2 -> H1, over two seeds that must agree.
 
   H3  the learner's reported values against honest recomputations of the raw losses
+      (`logcount`: a sliding-window mean is honest; a count off by one is named)
   H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
+  H1  frozen parameters that stop the model learning (`frozen`), layers whose units
+      never fire or whose relative update is orders of magnitude below the others'
+      (`norms`): both fool the label-shuffle control below, as a model that cannot learn
   H1  the loss path, read here because a broken loss fools the control below
       (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
       predictions not paired with their labels, a floor near chance such as label smoothing
-      0.9; and, as H2, token labels that are the causal model's own inputs, unshifted)
+      0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
+      padding counted in a sequence loss (`padding`)
   H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
       from noise, one feature's scale swamping the others); held-out batches whose loss
       never improves while the training loss falls
   H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
       optimizer setting at a time back to its default (`settings`)
   --  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
-      no mechanism was measured, or if the seeds disagree.
+      no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
+      but not on the mechanism get a third seed (`seeds`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,11 @@ from ..finding import OwnFinding
 from .logger import check_logger
 from .losspath import loss_path
 from .flow import h1_rules
+from .frozen import frozen_rule
+from .logcount import recount
+from .norms import describe as describe_layers, norms_rule
+from .padding import padding_rule
+from .seeds import settle
 from .settings import settings_rule
 
 SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
@@ -35,28 +46,24 @@ SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: 
 def logger_check(ev: SeedEvidence):
     steps = ev.replay.steps
     after = [s["loss_after"] for s in steps] if len(steps) == len(ev.run) else None
-    return ev.once("logger", lambda: check_logger(ev.run, per_epoch=ev.rows_per_epoch,
-                                                   sizes_by_position=ev.sizes, after_step=after))
+    return ev.once("logger", lambda: recount(ev.run, ev.rows_per_epoch, check_logger(
+        ev.run, per_epoch=ev.rows_per_epoch, sizes_by_position=ev.sizes, after_step=after)))
 
 
 def _unknown(what: str) -> OwnFinding:
     return OwnFinding("UNKNOWN", "unknown", what)
 
 
-def _h3(evs) -> OwnFinding | None:
-    checks = [logger_check(ev) for ev in evs]
-    bad = [not c.details["agree"] for c in checks]
-    if not any(bad):
+def _h3_one(ev: SeedEvidence) -> OwnFinding | None:
+    check = logger_check(ev)
+    if check.details["agree"]:
         return None
-    if not all(bad):
-        return _unknown(f"the logger disagrees with the raw loss on seed {evs[bad.index(True)].seed} "
-                        f"only: {checks[bad.index(True)].verdict}")
-    keys = [c.details["mechanism"] for c in checks]
-    if keys[0] != keys[1]:
-        return _unknown(f"the logger is dishonest on both seeds, but the seeds point to different "
-                        f"mistakes ({keys[0]} vs {keys[1]}): {checks[0].verdict}")
-    return OwnFinding("H3", keys[0], checks[0].verdict.removeprefix("disagree: "), arm="logger",
+    return OwnFinding("H3", check.details["mechanism"], check.verdict.removeprefix("disagree: "), arm="logger",
                       variable=("logger", "your reported value", "the running mean of loss_raw"))
+
+
+def _h3(evs) -> OwnFinding | None:
+    return settle(evs, [_h3_one(ev) for ev in evs], _h3_one, "H3", "the logger disagrees with the raw loss")
 
 
 def _h2(evs) -> OwnFinding | None:
@@ -135,16 +142,12 @@ def _h2_signal(evs) -> OwnFinding | None:
 
 
 def _h1(evs) -> OwnFinding | None:
-    found = [h1_rules(ev) for ev in evs]
+    rule = h1_rules
+    found = [rule(ev) for ev in evs]
     if found[0] is None and found[1] is None:  # then one optimizer setting at a time
-        found = [settings_rule(ev) for ev in evs]
-    if found[0] is None and found[1] is None:
-        return None
-    if found[0] is None or found[1] is None or found[0].key != found[1].key:
-        keys = [f.key if f else "nothing" for f in found]
-        return _unknown(f"the replay finds {keys[0]} on seed {evs[0].seed} but {keys[1]} on seed "
-                        f"{evs[1].seed}; a conviction needs both seeds to agree")
-    return found[0]
+        rule = settings_rule
+        found = [rule(ev) for ev in evs]
+    return settle(evs, found, rule, "H1", "the replay finds a mechanism")
 
 
 def _healthy_or_unknown(evs) -> OwnFinding:
@@ -179,8 +182,17 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
     The loss path (`losspath`) is read before the label-shuffle control: a loss that
     compares every prediction with every label makes real and shuffled labels train alike,
     which would otherwise read as data without signal."""
-    for rule in (_h3, _h2, loss_path, _h2_signal, _h1):
+    for rule in (_h3, _h2, frozen_rule, norms_rule, loss_path, padding_rule, _h2_signal, _h1):
         found = rule(evs)
         if found is not None:
-            return found
-    return _healthy_or_unknown(evs)
+            return _noted(found, evs)
+    return _noted(_healthy_or_unknown(evs), evs)
+
+
+def _noted(found: OwnFinding, evs) -> OwnFinding:
+    """The frozen parameters (a deliberate freeze convicts nothing) and the per-layer relative
+    updates, reported whatever the verdict."""
+    for note in (evs[0].results.get("frozen_note"), describe_layers(evs[0]) if "own" in evs[0].results else None):
+        if note and note not in found.notes:
+            found.notes.append(note)
+    return found

@@ -62,6 +62,29 @@ def _grad_state(grad) -> tuple[str, float | None]:
     return ("zero" if norm == 0.0 else "finite"), norm
 
 
+TINY = 1e-3  # a weight matrix whose gradient, relative to its norm, is below this x the others'
+
+
+def _tiny_relative(rows: list[dict], params: dict) -> list[str]:
+    """A finite gradient is not healthy when, relative to its weights, it is orders of magnitude
+    below the other weight matrices' (units that never fire, a vanishing path): re-read it."""
+    rel = {r["name"]: r["grad_norm"] / float(params[r["name"]].detach().float().norm())
+           for r in rows if r["grad"] == "finite" and params[r["name"]].dim() >= 2
+           and params[r["name"]].numel() >= 16 and float(params[r["name"]].detach().float().norm()) > 0}
+    out, layers = [], set()
+    for r in rows:
+        others = sorted(v for k, v in rel.items() if k != r["name"])
+        if r["name"] in rel and len(others) >= 1 and rel[r["name"]] < TINY * others[len(others) // 2]:
+            r["reading"] = (f"tiny: {rel[r['name']]:.0e} of its weights' norm, orders of magnitude below the "
+                            f"other layers' (median {others[len(others) // 2]:.0e}): blocked or vanishing")
+            out.append(f"{r['name']}: {r['reading']}")
+            layers.add(r["name"].rpartition(".")[0])
+    for r in rows:  # the bias of a layer whose weights are stalled is no healthier
+        if r["grad"] == "finite" and r["name"] not in rel and r["name"].rpartition(".")[0] in layers:
+            r["reading"] = "tiny, as its layer's weights: blocked or vanishing"
+    return out
+
+
 def gradient_audit(model: nn.Module, optimizer: torch.optim.Optimizer,
                    loss: torch.Tensor | None = None) -> ProbeResult:
     """Run after backward(), before step(): per parameter, is it trainable, owned, and what is its grad?"""
@@ -87,6 +110,7 @@ def gradient_audit(model: nn.Module, optimizer: torch.optim.Optimizer,
         if state in ("none", "nonfinite"):
             problems.append(f"{name}: {GRAD_READING[state]}")
         rows.append(row)
+    problems += _tiny_relative(rows, dict(model.named_parameters()))
     model_ids = {id(p) for p in model.parameters()}
     strangers = [p for group in optimizer.param_groups for p in group["params"]
                  if id(p) not in model_ids]
