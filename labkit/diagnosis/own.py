@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from . import setup as proto
+from .own_carry import adapt
 from .own_data import describe_signal
 from .own_evidence import SeedEvidence
 from .own_intervene import plan
@@ -36,7 +37,7 @@ class SetupExplorer(Stepwise):
     def __init__(self, setup, seeds=(0, 1)):
         proto.check_methods(setup)
         seeds = two_seeds(seeds)
-        self.setup, self.seeds = setup, seeds
+        self.setup, self.seeds = adapt(setup), seeds  # a carried state, a loop without torch.optim
         self.record = TriageRecord(f"setup {type(setup).__name__}")
         self.done: list[str] = []
         self.finding = None

@@ -7,6 +7,7 @@
         def loss_fn(self, model, batch): ...    # -> scalar loss tensor
         def train(self, seed, epochs): ...      # -> labkit.Run (the learner's loop, via Run.from_log)
         def val_batches(self, seed): ...        # optional: held-out batches
+        def init_state(self, model, batch): ... # optional: a carried state (see own_carry)
 
 A batch may be a tuple or list ``(x, y)`` or a dict; inputs and labels are found by
 position or by their usual names. Nothing here knows labkit's seams or any bug.
@@ -136,9 +137,8 @@ def batches(setup, seed: int, method: str = "batches") -> list:
             raise TypeError(f"{_name(setup)}.{method}({seed})[{i}] holds inputs of type "
                             f"{type(x).__name__} and labels of type {type(y).__name__}; both must be "
                             "torch.Tensor.")
-        if len(x) == 0 or len(x) != len(y):
-            raise ValueError(f"{_name(setup)}.{method}({seed})[{i}] has {len(x)} inputs and {len(y)} "
-                             "labels; a batch needs at least one example and one label row per input.")
+        from .own_shapes import check_rows  # a token grid's labels may be one per position
+        check_rows(x, y, f"{_name(setup)}.{method}({seed})[{i}]")
     return list(out)
 
 
@@ -152,8 +152,8 @@ def loss(setup, model: nn.Module, batch, index: int = 0) -> torch.Tensor:
                          f"{type(exc).__name__}: {first}") from exc
     if not isinstance(value, torch.Tensor):
         hint = " (return the tensor, not loss.item())" if isinstance(value, float) else ""
-        raise TypeError(f"{_name(setup)}.loss_fn(model, batch) returned {type(value).__name__}; it "
-                        f"must return a scalar loss tensor{hint}.")
+        raise TypeError(f"{_name(setup)}.loss_fn(model, batch) returned {type(value).__name__}; it must return a "
+                        f"scalar loss tensor{hint}.")
     if value.numel() != 1:
         raise ValueError(f"{_name(setup)}.loss_fn(model, batch) returned a tensor of shape "
                          f"{tuple(value.shape)}; reduce it to one number (e.g. .mean()).")
@@ -178,8 +178,7 @@ def check(setup, seed: int = 0) -> list[str]:
     opt = make_optimizer(setup, model)
     data = batches(setup, seed)
     value = loss(setup, model, data[0])
-    lines = [f"make_model({seed}): {type(model).__name__}, "
-             f"{sum(p.numel() for p in model.parameters())} parameters",
+    lines = [f"make_model({seed}): {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters",
              f"make_optimizer: {type(opt).__name__}",
              f"batches({seed}): {len(data)} batches, the first {describe(data[0])}",
              f"loss_fn: {value.item():.4g} on batch 0"]
@@ -190,8 +189,10 @@ def check(setup, seed: int = 0) -> list[str]:
 
 
 def take(batches: list, n: int = 64):
-    """The first `n` examples of an epoch as one batch of the same structure (the first
-    batch alone when the batches cannot be joined, e.g. sequences of other lengths)."""
+    """The first `n` examples of an epoch as one batch of the same structure (the first batch
+    alone when they cannot be joined: sequences of other lengths, labels per position)."""
+    if len(labels_of(batches[0])) != len(inputs_of(batches[0])):
+        return batches[0]
     need, used = 0, []
     for b in batches:
         used.append(b)
@@ -225,8 +226,7 @@ def load(spec: str):
     path_text, _, name = spec.partition(":")
     path = Path(path_text)
     if path.suffix != ".py":
-        raise ValueError(f"--setup={spec!r} must name a Python file and a class, like "
-                         "path/to/file.py:MySetup.")
+        raise ValueError(f"--setup={spec!r} must name a Python file and a class, like path/to/file.py:MySetup.")
     if not path.exists():
         raise FileNotFoundError(f"--setup file {path} does not exist.")
     module_name = f"labkit_setup_{abs(hash(str(path.resolve())))}"
