@@ -105,11 +105,7 @@ class Adapted:
         if opt is not None:
             return opt
         update = getattr(self.setup, "update", None)
-        if not callable(update):
-            raise TypeError(f"{type(self.setup).__name__}.make_optimizer(model) returned None, and the "
-                            "setup has no update(model); a loop without torch.optim gives its update as "
-                            "a method update(self, model) (see labkit.diagnosis.own_carry).")
-        return LoopUpdate(model, update)
+        return LoopUpdate(model, update) if callable(update) else None  # None: refused, with a sentence
 
     def loss_fn(self, model, batch):
         if not callable(getattr(self.setup, "init_state", None)):

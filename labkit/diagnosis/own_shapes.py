@@ -1,7 +1,6 @@
-"""Batch shapes the learner's code may have, read from the model's outputs, not assumed.
+"""Batch shapes the learner's code may have, read from the model's outputs, not assumed
+(labels one per position of a token grid, flattened, are accepted by `own_rows`).
 
-- **labels per position, flattened**: a language model's batch of token ids (A, B) with
-  labels (A * B,), as PyTorch's word_language_model builds them (``target.view(-1)``);
 - **sequence-first batches**: (35 time steps, 20 streams) instead of (streams, time steps).
   Which axis is time is measured on the model: a token changed at the first index of the
   time axis changes the outputs at later indices of that axis (the model carries context
@@ -15,16 +14,6 @@ from __future__ import annotations
 import torch
 
 from . import setup as proto
-
-
-def label_rows_fit(x, y) -> bool:
-    """One label row per input row, or one label per position of a 2-D token grid (flattened)."""
-    return len(y) == len(x) or (x.dim() >= 2 and y.dim() == 1 and len(y) == x.shape[0] * x.shape[1])
-
-
-def per_position(x, y) -> bool:
-    """The labels are one per position of the grid, flattened, not one per input row."""
-    return len(y) != len(x) and x.dim() >= 2 and len(y) == x.shape[0] * x.shape[1]
 
 
 def grid(p, x):
@@ -91,11 +80,3 @@ def causal(predict, batch) -> bool:
     return _same(before.narrow(axis, 0, n - 1), after.narrow(axis, 0, n - 1)) and \
         not _same(before.narrow(axis, n - 1, 1), after.narrow(axis, n - 1, 1))
 
-
-def check_rows(x, y, where: str) -> None:
-    """Refuse a batch whose labels fit neither its input rows nor its positions."""
-    if len(x) == 0 or not label_rows_fit(x, y):
-        grid_hint = (f" or one per position of the {tuple(x.shape[:2])} token grid ({x.shape[0] * x.shape[1]}, "
-                     "flattened)" if x.dim() >= 2 else "")
-        raise ValueError(f"{where} has {len(x)} inputs and {len(y)} labels; a batch needs at least one "
-                         f"example, and one label row per input{grid_hint}.")
