@@ -14,6 +14,7 @@ import torch
 
 from . import setup as proto
 from .own_carry import adapt
+from . import own_skips
 from .own_data import describe_signal
 from .own_evidence import SeedEvidence
 from .own_intervene import plan
@@ -83,6 +84,9 @@ class SetupExplorer(Stepwise):
 
     def _step_overfit(self) -> str:
         ev = self.evs[0]
+        if not own_skips.affordable("the overfit-64 gate", OVERFIT_STEPS):
+            self.record.set_row("overfit", "skipped to keep to the time budget", status="n/a")
+            return self.record.rows["overfit"]["text"]
         torch.manual_seed(ev.seed)
         model = proto.make_model(self.setup, ev.seed)
         proto.make_optimizer(self.setup, model)  # it may change the model, as the loop sees it
@@ -113,13 +117,16 @@ class SetupExplorer(Stepwise):
         """The loop looks healthy but the overfit gate failed. Targets that are partly random
         (a language model's next token) stall it honestly, so only a measured loss floor on
         both seeds changes the finding."""
-        from .own_floor import loss_floor
+        from .own_floor import STEPS, loss_floor
+        if not own_skips.affordable("the loss-floor check behind the failed overfit gate", 2 * STEPS):
+            return self.finding
         found = [loss_floor(self.setup, ev.seed, ev.batches) for ev in self.evs]
         return found[0] if all(f is not None for f in found) else self.finding
 
     def _step_suggest(self) -> str:
         rec, (s0, s1), f = self.record, self.seeds, self.finding or decide(self.evs)
         self.finding = f
+        own_skips.note(rec)
         if f.system == "UNKNOWN":
             rec.set_row("conviction", f"UNKNOWN: {f.mechanism}", status=UNKNOWN, by="diagnose")
             rec.notes.append(f"no conviction: {f.mechanism}")
@@ -152,5 +159,6 @@ def diagnose_setup(setup, seeds=(0, 1)) -> TriageRecord:
 
     Returns a filled `TriageRecord`; its conviction is a suggestion for a human to check.
     """
+    own_skips.start()
     return SetupExplorer(setup, seeds=seeds).run_all()
 

@@ -11,11 +11,14 @@ A rule's conclusion is an `OwnFinding` (see `own_finding`).
 from __future__ import annotations
 
 import math
+import time
+
 from ..core.hashing import hash_module, hash_tensors
 from . import setup as proto
 from .own_data import input_checks
 from .own_finding import OwnFinding  # noqa: F401 (re-exported)
 from .own_loop import facts
+from . import own_skips
 from .own_loops import LoopResult, plain_loop, shuffled_labels
 from .replay import Replay
 
@@ -45,9 +48,10 @@ class SeedEvidence:
 
     # ---- the learner's own run ------------------------------------------------------
     def _own(self):
-        replay = Replay(self.setup, after_step_loss=True)
+        replay, started = Replay(self.setup, after_step_loss=True), time.perf_counter()
         with replay:
             run = proto.train(self.setup, self.seed, self.epochs)
+        own_skips.measured(max(len(run), 1), time.perf_counter() - started)
         return run, replay
 
     @property
@@ -75,9 +79,17 @@ class SeedEvidence:
 
     # ---- plain loops ----------------------------------------------------------------
     def arm(self, name: str) -> LoopResult:
-        if name not in self._arms:
-            self._arms[name] = plain_loop(self.setup, self.seed, self.steps, name, batches=self.batches)
+        if name not in self._arms:  # the reference arms score the held-out batches as they train
+            started, val = time.perf_counter(), self.val() if name in ("own", "ref") else None
+            self._arms[name] = plain_loop(self.setup, self.seed, self.steps, name, batches=self.batches,
+                                          held_out=val)
+            own_skips.measured(self.steps, time.perf_counter() - started)
         return self._arms[name]
+
+    def val(self) -> list | None:
+        if not callable(getattr(self.setup, "val_batches", None)):
+            return None
+        return self._once("val", lambda: proto.batches(self.setup, self.seed, "val_batches"))
 
     def best_arm(self) -> str:
         """The plain arm that learns: the learner's optimizer if it does at least as well as
@@ -100,11 +112,7 @@ class SeedEvidence:
         return self._once("inputs", lambda: input_checks(self.batches))
 
     def held_out(self) -> LoopResult | None:
-        if not callable(getattr(self.setup, "val_batches", None)):
+        """The best arm, which scored the held-out batches as it trained (no second run)."""
+        if self.val() is None:
             return None
-
-        def make():
-            val = proto.batches(self.setup, self.seed, "val_batches")
-            return plain_loop(self.setup, self.seed, self.steps, self.best_arm(),
-                              batches=self.batches, held_out=val)
-        return self._once("held_out", make)
+        return self.arm(self.best_arm())

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from . import setup as proto
+from . import own_skips, setup as proto
 from .own_finding import OwnFinding
 
 SKIP = {"params", "lr", "initial_lr", "foreach", "fused", "capturable", "differentiable",
@@ -63,6 +63,10 @@ def settings_rule(ev) -> OwnFinding | None:
         return None
     torch.manual_seed(ev.seed)
     changed = changed_settings(proto.make_optimizer(ev.setup, proto.make_model(ev.setup, ev.seed)))
+    todo = [k for k in changed if f"default:{k}" not in ev._arms]
+    if todo and not own_skips.affordable(f"the optimizer's settings reset one at a time ({', '.join(sorted(todo))})",
+                                         len(todo) * ev.steps):
+        return None
     best = None
     for key in sorted(changed):
         arm = ev.arm(f"default:{key}")
