@@ -22,14 +22,17 @@ from . import setup as proto
 LOSSES = ("cross_entropy", "nll_loss")
 
 
-def _tensors(value) -> list:
+def tensors_in(value) -> list:
+    """The tensors in a value: a tensor, nested tuples, lists and dicts of them, or a model
+    output such as transformers' ModelOutput (its ``.logits``)."""
     if torch.is_tensor(value):
         return [value]
     if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
+        return [t for v in value for t in tensors_in(v)]
     if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
+        return [t for v in value.values() for t in tensors_in(v)]
+    logits = getattr(value, "logits", None)
+    return [logits] if torch.is_tensor(logits) else []
 
 
 class _Inside(TorchFunctionMode):
@@ -37,20 +40,20 @@ class _Inside(TorchFunctionMode):
 
     def __init__(self, labels):
         super().__init__()
-        self.label = {id(t): t for t in _tensors(labels)}
+        self.label = {id(t): t for t in tensors_in(labels)}
         self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first loss on the labels
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if not any(id(t) in self.label for t in _tensors(list(args)) + _tensors(kwargs)):
+        if not any(id(t) in self.label for t in tensors_in(list(args)) + tensors_in(kwargs)):
             return out
         name = getattr(func, "__name__", "")
         target = args[1] if len(args) > 1 else kwargs.get("target")
         if name in LOSSES and not self.meets and args and torch.is_tensor(args[0]) and \
                 id(args[0]) not in self.label and target is not None and id(target) in self.label:
             self.meets.append((func, name, args, kwargs))
-        for t in _tensors(out):
+        for t in tensors_in(out):
             self.label[id(t)] = t
         return out
 

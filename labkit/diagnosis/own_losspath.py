@@ -46,15 +46,7 @@ def _name(func) -> str:
     return name[:-1] if name.endswith("_") and not name.endswith("__") else name  # round_ -> round
 
 
-def _tensors(value) -> list:
-    if torch.is_tensor(value):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    logits = getattr(value, "logits", None)  # model outputs such as transformers' ModelOutput
-    return [logits] if torch.is_tensor(logits) else []
+_tensors = inner.tensors_in
 
 
 class _Audit(TorchFunctionMode):

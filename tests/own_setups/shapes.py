@@ -108,12 +108,12 @@ class GPTSetup:
 
     block_size, batch_size, n_batches = 16, 16, 8
 
-    def __init__(self, bug: str | None = None):
-        self.bug, self.data = bug, token_stream()
+    def __init__(self, bug: str | None = None, **size):
+        self.bug, self.data, self.size = bug, token_stream(), size  # size: n_layer, n_head, n_embd
 
     def make_model(self, seed):
         torch.manual_seed(seed)
-        return GPT(block_size=self.block_size)
+        return GPT(block_size=self.block_size, **self.size)
 
     def make_optimizer(self, model):
         return torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
@@ -244,8 +244,8 @@ class WordLMSetup:
 
     bptt, batch_size, lr, clip = 35, 20, 20.0, 0.25
 
-    def __init__(self, bug: str | None = None, n: int = 2821):
-        self.bug = bug
+    def __init__(self, bug: str | None = None, n: int = 2821, **size):
+        self.bug, self.size = bug, size  # size: ninp, nhid, nlayers
         self.train_data = batchify(token_stream(n), self.batch_size)  # (141, 20)
         self.criterion = nn.NLLLoss()
 
@@ -258,7 +258,7 @@ class WordLMSetup:
 
     def make_model(self, seed):
         torch.manual_seed(seed)
-        return RNNModel()
+        return RNNModel(**self.size)
 
     def make_optimizer(self, model):
         return None  # the example's loop updates the parameters itself
