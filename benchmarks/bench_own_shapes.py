@@ -40,12 +40,14 @@ def main() -> int:
     for name, make in cases.items():
         setup = make()
         params = sum(p.numel() for p in setup.make_model(0).parameters())
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         record = labkit.diagnose(setup, seeds=(0, 1))
-        seconds = time.perf_counter() - started
-        worst = max(worst, seconds)
-        print(f"{name:32s} {params:8,d} params {seconds:6.1f} s  {record.rows['conviction']['text'][:60]}")
-    print(f"slowest: {worst:.1f} s (bar: <= {BAR_S:g} s on one core)")
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        worst = max(worst, cpu)
+        print(f"{name:32s} {params:8,d} params {seconds:6.1f} s wall {cpu:6.1f} s cpu  "
+              f"{record.rows['conviction']['text'][:50]}")
+    # one thread: the CPU seconds are what an idle core takes; the wall time adds any load
+    print(f"slowest: {worst:.1f} s of CPU (bar: <= {BAR_S:g} s on one core)")
     return 0 if worst <= BAR_S else 1
 
 

@@ -116,7 +116,8 @@ def _diagnose(setup):
                          ids=["gpt_forward_loss", "lstm_sequence_first"])
 def test_diagnose_convicts_unshifted_targets_on_real_shapes(make):
     found = _diagnose(make())
-    assert (found["system"], found["mechanism"][:40]) == ("H2", "the labels are the model's own inputs, ")
+    assert found["system"] == "H2", found["mechanism"]
+    assert found["mechanism"].startswith("the labels are the model's own inputs, position for position")
 
 
 @pytest.mark.slow
