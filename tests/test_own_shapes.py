@@ -15,7 +15,7 @@ from labkit.diagnosis.own_losspath import _first_prediction, audit
 from labkit.diagnosis.own_loop import facts
 from labkit.diagnosis.own_shapes import time_axis
 from labkit.diagnosis.replay import Replay
-from own_setups.shapes import GPTSetup, HFStyleSetup, WordLMSetup
+from own_setups.shapes import GPTSetup, HFStyleSetup, WordLMSetup, repackage_hidden
 
 
 def _audit(setup):
@@ -86,6 +86,28 @@ def test_the_replay_reads_a_loop_without_an_optimizer_from_its_parameters():
     assert all(s["lr"][0] == pytest.approx(s["update_norm"] / s["grad_norm"]) for s in rp.steps)
     f = facts(rp, run)
     assert f["steps"] == 8 and not f["lr_all_zero"]
+
+
+def test_the_replay_wraps_an_adapted_setups_batches_without_recursion():
+    class CallsBatches(WordLMSetup):  # a loop that takes its batches from self.batches()
+        def train(self, seed, epochs):
+            model, raw = self.make_model(seed), []
+            for _ in range(epochs):
+                hidden = model.init_hidden(self.batch_size)
+                for data, targets in self.batches(seed):
+                    model.zero_grad()
+                    output, hidden = model(data, repackage_hidden(hidden))
+                    loss = self.criterion(output, targets)
+                    loss.backward()
+                    self.update(model)
+                    raw.append(loss.item())
+            return labkit.Run.from_log({"step": list(range(len(raw))), "loss_raw": raw}, seed=seed,
+                                       started_at=0.0)
+    setup = adapt(CallsBatches())
+    with Replay(setup, after_step_loss=True) as rp:
+        setup.train(0, 1)
+    assert "batches" not in vars(setup.setup)  # the wrapper is gone again
+    assert len(rp.steps) == 4 and all(s["loss_after"] is not None for s in rp.steps)
 
 
 def test_no_optimizer_and_no_update_is_refused_with_a_sentence():

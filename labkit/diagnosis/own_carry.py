@@ -74,6 +74,7 @@ class Adapted:
         object.__setattr__(self, "_states", weakref.WeakKeyDictionary())  # model -> (inputs, state)
         object.__setattr__(self, "_next", {})  # id(inputs) -> the next batch's inputs in its epoch
         object.__setattr__(self, "_kept", [])  # the epochs whose order is known (ids stay valid)
+        object.__setattr__(self, "_batches", setup.batches)  # as built: a wrapper set later calls us
 
     def __getattr__(self, name):
         value = getattr(self.setup, name)
@@ -88,7 +89,7 @@ class Adapted:
         delattr(self.setup, name)
 
     def batches(self, seed):
-        return self._learn(self.setup.batches(seed))
+        return self._learn(self._batches(seed))
 
     def _learn(self, out):
         if isinstance(out, (list, tuple)):
