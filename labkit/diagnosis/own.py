@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from . import setup as proto
+from . import own_skips, setup as proto
 from .own_carry import adapt
-from . import own_skips
 from .own_data import describe_signal
 from .own_evidence import SeedEvidence
 from .own_intervene import plan

@@ -14,11 +14,10 @@ import math
 import time
 
 from ..core.hashing import hash_module, hash_tensors
-from . import setup as proto
+from . import own_skips, setup as proto
 from .own_data import input_checks
 from .own_finding import OwnFinding  # noqa: F401 (re-exported)
 from .own_loop import facts
-from . import own_skips
 from .own_loops import LoopResult, plain_loop, shuffled_labels
 from .replay import Replay
 
@@ -51,7 +50,7 @@ class SeedEvidence:
         replay, started = Replay(self.setup, after_step_loss=True), time.perf_counter()
         with replay:
             run = proto.train(self.setup, self.seed, self.epochs)
-        own_skips.measured(max(len(run), 1), time.perf_counter() - started)
+        own_skips.measured(max(len(replay.steps), len(run), 1), time.perf_counter() - started)
         return run, replay
 
     @property
