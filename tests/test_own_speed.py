@@ -66,3 +66,18 @@ def test_diagnose_under_a_tight_budget_says_what_it_skipped():
     notes = [n for n in record.notes if n.startswith("to keep to the time budget, labkit skipped: ")]
     assert len(notes) == 1 and "the overfit-64 gate (about" in notes[0]
     assert record.rows["conviction"]["data"]["system"] == "NONE"  # the rest of the evidence still decides
+
+
+def test_the_overfit_gate_stops_once_it_has_its_answer():
+    import torch
+    from labkit.diagnosis.probes import overfit_probe
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    batch = (torch.randn(64, 8), torch.randint(0, 4, (64,)))
+    adam = lambda ps: torch.optim.Adam(ps, lr=1e-2)  # noqa: E731
+    full = overfit_probe(model, batch, steps=300, make_optimizer=adam)
+    short = overfit_probe(model, batch, steps=300, make_optimizer=adam, stop_when_reached=True)
+    assert full.details["reached"] and short.details["reached"]
+    n = short.details["steps"]
+    assert n < 300 and short.details["losses"] == full.details["losses"][:n]  # the same run, cut short
+    assert short.details["losses"][-1] < 0.1 * short.details["losses"][0] <= short.details["losses"][-2]

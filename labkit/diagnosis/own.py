@@ -91,7 +91,8 @@ class SetupExplorer(Stepwise):
         proto.make_optimizer(self.setup, model)  # it may change the model, as the loop sees it
         result = overfit_probe(model, proto.take(ev.batches, 64), forward=lambda m, b: m,
                                loss_fn=lambda m, b: self.setup.loss_fn(m, b), steps=OVERFIT_STEPS,
-                               make_optimizer=lambda ps: torch.optim.Adam(ps, lr=OVERFIT_LR))
+                               make_optimizer=lambda ps: torch.optim.Adam(ps, lr=OVERFIT_LR),
+                               stop_when_reached=True)
         self.record.record_probe("overfit", result)
         self._overfit_reached = result.details["reached"]
         return result.verdict + " (a pass does not clear the data: see the label-shuffle control)"
