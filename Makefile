@@ -78,6 +78,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_watch.py
 	$(BIN)/python benchmarks/bench_drill.py
 	$(BIN)/python benchmarks/bench_own_triage.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_own_shapes.py
 
 clean-env:
 	rm -rf $(VENV)

@@ -1,6 +1,6 @@
 """`labkit.watch`: per-step gradient and update norms on any training loop, in one line.
 
-    watch = labkit.watch(model, optimizer)        # hooks optimizer.step; also a context manager
+    watch = labkit.watch(model, optimizer)        # hooks optimizer.step (no optimizer: watch_manual)
     for batch in batches:                         # your loop, unchanged
         optimizer.zero_grad(); loss = loss_fn(model, batch); loss.backward(); optimizer.step()
         raw.append(loss.item())
@@ -8,12 +8,11 @@
     watch.close()                                 # removes the hooks
 
 At every ``optimizer.step()`` a step post-hook records, per layer group (`record.group_name`)
-and in total: the gradient norm (None where every gradient of the group is None, never 0),
-the update norm (how far the step moved the weights) and the learning rate of each param
-group. A pre-hook copies what the update norm needs, within a memory budget (see
-`labkit.budget`: exact for small models, an honest estimate above). The norms stay on the
-device as 0-d tensors, computed with one fused ``torch._foreach_norm``; nothing is read
-back to the host until `run()` (or a `writer`'s write). `labkit.train` uses this class.
+and in total: the gradient norm (None where every gradient of the group is None, never 0;
+taken before clipping, see `watch_clip`), the update norm and each param group's lr. A pre-hook
+copies what the update norm needs, within a memory budget (`labkit.budget`: exact for small
+models, an honest estimate above). The norms stay on the device as 0-d tensors (one fused
+``torch._foreach_norm``), read back only by `run()` or a `writer`. `labkit.train` uses this.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import time
 import torch
 import torch.nn as nn
 
-from . import watch_table, watch_writer
+from . import watch_clip, watch_manual, watch_table, watch_writer
 from .watch_table import lr_value as _lr
 from .budget import Plan, default_budget, dense_values, nbytes
 from .record import group_name
@@ -74,18 +73,17 @@ class Watch:
         self._marked = 0  # rows when mark_step() was last called
         self._scale_now = None
         self.started_at = time.time()
-        self._handles = [optimizer.register_step_pre_hook(self._pre),
-                         optimizer.register_step_post_hook(self._post)]
+        self._handles = [optimizer.register_step_pre_hook(self._pre), optimizer.register_step_post_hook(self._post),
+                         watch_clip.register(self)]  # the norm before clipping (labkit/core/watch_clip.py)
         if scaler is not None:
             self._wrap_scaler(scaler)
 
-    # ---- per step -------------------------------------------------------------
     @property
     def steps(self) -> int:
         return len(self._present)
 
     def measure_grads(self) -> None:
-        """Measure the gradients now, for the coming step: call it before clipping them."""
+        """Measure the gradients now, for the coming step (``clip_grad_norm_`` calls it)."""
         grads = [dense_values(p.grad) for p in self.params]
         kept = [g for g in grads if g is not None]
         self._pending = (self._fill(self._norms(kept), grads),
@@ -219,7 +217,6 @@ class Watch:
         return watch_table.to_run(self, loss_raw, loss_reported=loss_reported,
                                   batch_id=batch_id, per_step=per_step, **meta)
 
-    # ---- lifetime -----------------------------------------------------------------
     def flush(self) -> None:
         """Write the steps not yet written to the `writer` given to `labkit.watch`, if any."""
         if self._writer is not None:
@@ -246,15 +243,17 @@ class Watch:
         return watch_table.text(self)
 
 
-def watch(model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
+def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None, *, scaler=None,
           budget: int | None = None, writer=None) -> Watch:
-    """Hook `optimizer` so that every step records gradient and update norms of `model`.
-
-    `scaler`: the ``torch.amp.GradScaler`` of your loop, so that a step it skips (inf/NaN
-    gradients: it never calls ``optimizer.step()``) is recorded, with ``skipped=True``, the
-    scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default
-    5% of them, at least 1 MiB; see `labkit.budget`). Make the watch once the model is on
-    its device and the optimizer is built; `watch.findings` names, once, parameters that
-    can never move. `writer`: a TensorBoard ``SummaryWriter`` (`labkit.core.watch_writer`).
+    """Hook `optimizer` so that every step records gradient (before any clipping) and update
+    norms of `model`; with no optimizer, read a loop's own update from the parameters
+    (`labkit.core.watch_manual`). `scaler`: your ``torch.amp.GradScaler``, so that a step it
+    skips (inf/NaN gradients: no ``optimizer.step()``) is recorded, with ``skipped=True``, the
+    scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default 5%
+    of them, at least 1 MiB; see `labkit.budget`). Make the watch once the model is on its
+    device and the optimizer is built; `watch.findings` names, once, parameters that can
+    never move. `writer`: a TensorBoard ``SummaryWriter`` (`labkit.core.watch_writer`).
     """
+    if optimizer is None and scaler is None:
+        return watch_manual.manual(Watch, model, budget=budget, writer=writer)
     return Watch(model, optimizer, scaler=scaler, budget=budget, writer=writer)

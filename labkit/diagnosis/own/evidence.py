@@ -12,9 +12,11 @@ A rule's conclusion is a `Finding` (see `labkit.diagnosis.finding`).
 from __future__ import annotations
 
 import math
+import time
+
 from ...core.hashing import hash_module, hash_tensors
 from ..cache import OncePerSeed
-from . import setup as proto
+from . import setup as proto, skips as own_skips
 from .data import input_checks
 from ..finding import OwnFinding  # noqa: F401 (re-exported)
 from .flow import facts
@@ -42,9 +44,10 @@ class SeedEvidence(OncePerSeed):
 
     # ---- the learner's own run ------------------------------------------------------
     def _own(self):
-        replay = Replay(self.setup, after_step_loss=True)
+        replay, started = Replay(self.setup, after_step_loss=True), time.perf_counter()
         with replay:
             run = proto.train(self.setup, self.seed, self.epochs)
+        own_skips.measured(max(len(replay.steps), len(run), 1), time.perf_counter() - started)
         return run, replay
 
     @property
@@ -72,9 +75,17 @@ class SeedEvidence(OncePerSeed):
 
     # ---- plain loops ----------------------------------------------------------------
     def arm(self, name: str) -> LoopResult:
-        if name not in self._arms:
-            self._arms[name] = plain_loop(self.setup, self.seed, self.steps, name, batches=self.batches)
+        if name not in self._arms:  # the reference arms score the held-out batches as they train
+            started, val = time.perf_counter(), self.val() if name in ("own", "ref") else None
+            self._arms[name] = plain_loop(self.setup, self.seed, self.steps, name, batches=self.batches,
+                                          held_out=val)
+            own_skips.measured(self.steps, time.perf_counter() - started)
         return self._arms[name]
+
+    def val(self) -> list | None:
+        if not callable(getattr(self.setup, "val_batches", None)):
+            return None
+        return self.once("val", lambda: proto.batches(self.setup, self.seed, "val_batches"))
 
     def best_arm(self) -> str:
         """The plain arm that learns: the learner's optimizer if it does at least as well as
@@ -97,11 +108,7 @@ class SeedEvidence(OncePerSeed):
         return self.once("inputs", lambda: input_checks(self.batches))
 
     def held_out(self) -> LoopResult | None:
-        if not callable(getattr(self.setup, "val_batches", None)):
+        """The best arm, which scored the held-out batches as it trained (no second run)."""
+        if self.val() is None:
             return None
-
-        def make():
-            val = proto.batches(self.setup, self.seed, "val_batches")
-            return plain_loop(self.setup, self.seed, self.steps, self.best_arm(),
-                              batches=self.batches, held_out=val)
-        return self.once("held_out", make)
+        return self.arm(self.best_arm())

@@ -14,7 +14,8 @@ import functools
 
 import torch
 
-from . import setup as proto
+from . import setup as proto, skips as own_skips
+from .carry import adapt
 from .data import describe_signal
 from .entropy import explain_model_stall, explain_stall
 from .evidence import SeedEvidence
@@ -40,7 +41,7 @@ class SetupExplorer(Stepwise):
     def __init__(self, setup, seeds=(0, 1)):
         proto.check_methods(setup)
         seeds = two_seeds(seeds)
-        self.setup, self.seeds = setup, seeds
+        self.setup, self.seeds = adapt(setup), seeds  # a carried state, a loop without torch.optim
         self.record = TriageRecord(f"setup {type(setup).__name__}")
         # what record.intervene(fixed_setup) judges a fix against: this triage's evidence
         self.record.intervener = functools.partial(intervene, self.record, triage=self)
@@ -88,12 +89,16 @@ class SetupExplorer(Stepwise):
 
     def _step_overfit(self) -> str:
         ev = self.evs[0]
+        if not own_skips.affordable("the overfit-64 gate", OVERFIT_STEPS):
+            self.record.set_row("overfit", "skipped to keep to the time budget", status="n/a")
+            return self.record.rows["overfit"]["text"]
         torch.manual_seed(ev.seed)
         model = proto.make_model(self.setup, ev.seed)
         proto.make_optimizer(self.setup, model)  # it may change the model, as the loop sees it
         result = overfit_probe(model, proto.take(ev.batches, 64), forward=lambda m, b: m,
                                loss_fn=lambda m, b: self.setup.loss_fn(m, b), steps=OVERFIT_STEPS,
-                               make_optimizer=lambda ps: torch.optim.Adam(ps, lr=OVERFIT_LR))
+                               make_optimizer=lambda ps: torch.optim.Adam(ps, lr=OVERFIT_LR),
+                               stop_when_reached=True)
         self.record.record_probe("overfit", result)
         self._overfit_reached = result.details["reached"]
         return result.verdict + " (a pass does not clear the data: see the label-shuffle control)"
@@ -121,7 +126,9 @@ class SetupExplorer(Stepwise):
         """The loop looks healthy but the overfit gate failed. Targets that are partly random
         (a language model's next token) stall it honestly, so only a measured loss floor on
         both seeds changes the finding."""
-        from .floor import loss_floor
+        from .floor import STEPS, loss_floor
+        if not own_skips.affordable("the loss-floor check behind the failed overfit gate", 2 * STEPS):
+            return self.finding
         found = [loss_floor(self.setup, ev.seed, ev.batches) for ev in self.evs]
         return found[0] if all(f is not None for f in found) else self.finding
 
@@ -129,6 +136,7 @@ class SetupExplorer(Stepwise):
         rec, (s0, s1), f = self.record, self.seeds, self.finding or decide(self.evs)
         self.finding = f
         rec.notes.extend(n for n in f.notes if n not in rec.notes)
+        own_skips.note(rec)
         if f.system == "UNKNOWN":
             rec.set_row("conviction", f"UNKNOWN: {f.mechanism}", status=UNKNOWN, by="diagnose")
             rec.notes.append(f"no conviction: {f.mechanism}")
@@ -159,5 +167,6 @@ def diagnose_setup(setup, seeds=(0, 1)) -> TriageRecord:
 
     Returns a filled `TriageRecord`; its conviction is a suggestion for a human to check.
     """
+    own_skips.start()
     return SetupExplorer(setup, seeds=seeds).run_all()
 

@@ -57,7 +57,8 @@ def _inputs_and_labels(batch):
         x = batch.get("x", batch.get("inputs", batch.get("input")))
     else:
         return None
-    if not (torch.is_tensor(x) and torch.is_tensor(y)) or y.dim() != 1 or y.is_floating_point():
+    if not (torch.is_tensor(x) and torch.is_tensor(y)) or y.dim() != 1 or y.is_floating_point() or \
+            len(y) != len(x):  # e.g. a token grid's labels, one per position: not one row per example
         return None
     return x, y
 
@@ -91,7 +92,10 @@ def loss_floor(setup, seed: int, batches) -> OwnFinding | None:
     model.eval()
     with torch.no_grad():
         x, y = xy
-        out = model(x)
+        try:
+            out = model(x)
+        except Exception:  # a model that needs more than the inputs (a hidden state): no answer
+            return None
         if not torch.is_tensor(out) or out.dim() != 2 or out.shape[0] != len(y):
             return None
         mask = out.argmax(-1) == y

@@ -32,7 +32,7 @@ from torch.overrides import TorchFunctionMode
 
 from . import setup as proto
 from ..finding import OwnFinding
-from . import targets
+from . import inner, targets
 
 FLAT = {"round", "floor", "ceil", "trunc", "sign", "argmax", "argmin", "gt", "ge", "lt", "le",
         "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__", "heaviside",
@@ -46,15 +46,7 @@ def _name(func) -> str:
     return name[:-1] if name.endswith("_") and not name.endswith("__") else name  # round_ -> round
 
 
-def _tensors(value) -> list:
-    if torch.is_tensor(value):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    logits = getattr(value, "logits", None)  # model outputs such as transformers' ModelOutput
-    return [logits] if torch.is_tensor(logits) else []
+_tensors = inner.tensors_in
 
 
 class _Audit(TorchFunctionMode):
@@ -135,6 +127,8 @@ def audit(setup, seed: int, batches) -> dict:
     model = copy.deepcopy(model)
     batch = batches[0]
     mode, loss = _follow(setup, model, batch)
+    if not mode.meets:  # the model may compute its loss in its own forward (own_inner)
+        mode.meets = inner.meets(setup, model, batch)
     zero, unpaired = None, None
     if torch.is_tensor(loss) and loss.numel() == 1:
         with warnings.catch_warnings():
@@ -185,7 +179,7 @@ def _first_prediction(setup, model, batch, seed):
     torch.manual_seed(seed)  # dropout draws the same masks on both calls
     with torch.no_grad():
         mode, _ = _follow(setup, model, batch)
-    return mode.meets[0][2][0] if mode.meets else None
+    return mode.meets[0][2][0] if mode.meets else inner.prediction(setup, model, batch, seed)
 
 
 def _same_output(model, batch, n: int) -> bool:

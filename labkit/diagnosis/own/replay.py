@@ -25,6 +25,7 @@ import torch.nn.utils.clip_grad as clip_grad
 import torch.optim.optimizer as optim_hooks
 from torch.nn.modules import module as module_hooks
 
+from . import manual as own_manual
 from .setup import inputs_of
 
 
@@ -90,6 +91,7 @@ class Replay:
         return self
 
     def __exit__(self, *exc):
+        own_manual.settle(self)  # a loop without torch.optim: its last step
         for h in self._handles:
             h.remove()
         torch.Tensor.backward = self._orig["backward"]
@@ -123,6 +125,8 @@ class Replay:
             return
         if self._depth > 0 and torch.is_grad_enabled():
             self.called.add(id(module))
+        elif self._depth == 0 and not self.optimizers:
+            own_manual.settle(self)  # a loop without torch.optim: did the last one step?
         self._depth += 1
 
     def _fwd_post(self, module, args, output):
@@ -170,6 +174,8 @@ class Replay:
         params = self.watched()
         self.ever_grad.update(id(p) for p in params if p.grad is not None)
         self.backwards[-1]["grad_norm_after"] = total_norm([p.grad for p in params])
+        if not self.optimizers:
+            own_manual.after_backward(self)
 
     # ---- optimizer.step() ----------------------------------------------------------
     def _pre_step(self, optimizer, args, kwargs):

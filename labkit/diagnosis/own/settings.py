@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from . import setup as proto
+from . import setup as proto, skips as own_skips
 from ..finding import OwnFinding
 
 SKIP = {"params", "lr", "initial_lr", "foreach", "fused", "capturable", "differentiable",
@@ -55,14 +55,20 @@ def reset_setting(optimizer, key: str):
 
 def settings_rule(ev) -> OwnFinding | None:
     """A finding when resetting exactly one setting makes the plain loop learn."""
+    torch.manual_seed(ev.seed)
+    changed = changed_settings(proto.make_optimizer(ev.setup, proto.make_model(ev.setup, ev.seed)))
+    if not changed:  # every setting at its default: nothing to reset, no arm to train
+        return None
     own, ref = ev.arm("own"), ev.arm("ref")
     start = abs(own.losses[0]) if own.losses and math.isfinite(own.losses[0]) else None
     if start is None or not math.isfinite(ref.level()):
         return None
     if not own.level() > ref.level() + 0.2 * start:  # yours trains about as well as the reference
         return None
-    torch.manual_seed(ev.seed)
-    changed = changed_settings(proto.make_optimizer(ev.setup, proto.make_model(ev.setup, ev.seed)))
+    todo = [k for k in changed if f"default:{k}" not in ev._arms]
+    if todo and not own_skips.affordable(f"the optimizer's settings reset one at a time ({', '.join(sorted(todo))})",
+                                         len(todo) * ev.steps):
+        return None
     best = None
     for key in sorted(changed):
         arm = ev.arm(f"default:{key}")

@@ -7,10 +7,11 @@
         def loss_fn(self, model, batch): ...    # -> scalar loss tensor
         def train(self, seed, epochs): ...      # -> labkit.Run (the learner's loop, via Run.from_log)
         def val_batches(self, seed): ...        # optional: held-out batches
+        def init_state(self, model, batch): ... # optional: a carried state (see own_carry)
 
-A batch may be a tuple or list ``(x, y)`` or a dict; inputs and labels are found by
-position or by their usual names. Nothing here knows labkit's seams or any bug.
-"""
+A batch may be a tuple or list ``(x, y)`` or a dict; inputs and labels are found by position
+or by their usual names; labels may be one per position of a token grid, flattened (own_rows).
+make_optimizer may return None, with update(model) for a loop without torch.optim (own_carry)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ LABEL_KEYS = ("y", "labels", "label", "targets", "target")
 
 
 def _name(setup) -> str:
-    return type(setup).__name__
+    return type(setup).__name__  # an adapted setup (own_carry) carries the learner's class name
 
 
 def check_methods(setup) -> None:
@@ -113,8 +114,9 @@ def make_model(setup, seed: int) -> nn.Module:
 def make_optimizer(setup, model: nn.Module) -> torch.optim.Optimizer:
     opt = call(setup, "make_optimizer", model)
     if not isinstance(opt, torch.optim.Optimizer):
-        raise TypeError(f"{_name(setup)}.make_optimizer(model) returned {type(opt).__name__}; it must "
-                        "return a torch.optim.Optimizer (build the scheduler inside train()).")
+        raise TypeError(f"{_name(setup)}.make_optimizer(model) returned {type(opt).__name__}; it must return a "
+                        "torch.optim.Optimizer (build the scheduler inside train()), or None with a method "
+                        "update(model) for a loop without torch.optim (see own_carry).")
     return opt
 
 
@@ -136,9 +138,8 @@ def batches(setup, seed: int, method: str = "batches") -> list:
             raise TypeError(f"{_name(setup)}.{method}({seed})[{i}] holds inputs of type "
                             f"{type(x).__name__} and labels of type {type(y).__name__}; both must be "
                             "torch.Tensor.")
-        if len(x) == 0 or len(x) != len(y):
-            raise ValueError(f"{_name(setup)}.{method}({seed})[{i}] has {len(x)} inputs and {len(y)} "
-                             "labels; a batch needs at least one example and one label row per input.")
+        from .rows import check_rows  # a token grid's labels may be one per position
+        check_rows(x, y, f"{_name(setup)}.{method}({seed})[{i}]")
     return list(out)
 
 
@@ -147,13 +148,12 @@ def loss(setup, model: nn.Module, batch, index: int = 0) -> torch.Tensor:
         value = setup.loss_fn(model, batch)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(f"{_name(setup)}.loss_fn(model, batch) failed on batch {index} "
-                         f"({describe(batch)}): the model cannot take this batch. "
-                         f"{type(exc).__name__}: {first}") from exc
+        raise ValueError(f"{_name(setup)}.loss_fn(model, batch) failed on batch {index} ({describe(batch)}): the "
+                         f"model cannot take this batch. {type(exc).__name__}: {first}") from exc
     if not isinstance(value, torch.Tensor):
         hint = " (return the tensor, not loss.item())" if isinstance(value, float) else ""
-        raise TypeError(f"{_name(setup)}.loss_fn(model, batch) returned {type(value).__name__}; it "
-                        f"must return a scalar loss tensor{hint}.")
+        raise TypeError(f"{_name(setup)}.loss_fn(model, batch) returned {type(value).__name__}; it must return a "
+                        f"scalar loss tensor{hint}.")
     if value.numel() != 1:
         raise ValueError(f"{_name(setup)}.loss_fn(model, batch) returned a tensor of shape "
                          f"{tuple(value.shape)}; reduce it to one number (e.g. .mean()).")
@@ -178,10 +178,9 @@ def check(setup, seed: int = 0) -> list[str]:
     opt = make_optimizer(setup, model)
     data = batches(setup, seed)
     value = loss(setup, model, data[0])
-    lines = [f"make_model({seed}): {type(model).__name__}, "
-             f"{sum(p.numel() for p in model.parameters())} parameters",
-             f"make_optimizer: {type(opt).__name__}",
-             f"batches({seed}): {len(data)} batches, the first {describe(data[0])}",
+    lines = [f"make_model({seed}): {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters",
+             f"make_optimizer: {type(opt).__name__}", f"batches({seed}): {len(data)} batches, the first "
+             f"{describe(data[0])}",
              f"loss_fn: {value.item():.4g} on batch 0"]
     if callable(getattr(setup, "val_batches", None)):
         val = batches(setup, seed, "val_batches")
@@ -190,8 +189,10 @@ def check(setup, seed: int = 0) -> list[str]:
 
 
 def take(batches: list, n: int = 64):
-    """The first `n` examples of an epoch as one batch of the same structure (the first
-    batch alone when the batches cannot be joined, e.g. sequences of other lengths)."""
+    """The first `n` examples of an epoch as one batch of the same structure (the first batch
+    alone when they cannot be joined: sequences of other lengths, labels per position)."""
+    if len(labels_of(batches[0])) != len(inputs_of(batches[0])):
+        return batches[0]
     need, used = 0, []
     for b in batches:
         used.append(b)
@@ -225,8 +226,7 @@ def load(spec: str):
     path_text, _, name = spec.partition(":")
     path = Path(path_text)
     if path.suffix != ".py":
-        raise ValueError(f"--setup={spec!r} must name a Python file and a class, like "
-                         "path/to/file.py:MySetup.")
+        raise ValueError(f"--setup={spec!r} must name a Python file and a class, like path/to/file.py:MySetup.")
     if not path.exists():
         raise FileNotFoundError(f"--setup file {path} does not exist.")
     module_name = f"labkit_setup_{abs(hash(str(path.resolve())))}"

@@ -17,6 +17,7 @@ import time
 from ...core.run import Run
 from . import refloss as own_refloss
 from . import setup as proto
+from .carry import adapt
 from .loops import plain_loop
 from .onechange import changes, describe
 from .prescribe import CHANGES, LOSS, prescribe, text
@@ -63,7 +64,7 @@ def _checked(record, fixed_setup, triage):
     if record.rows["intervention"]["data"].get("fixed_by") and not record.missing():
         _refuse(f"your fix already signed this conviction ({record.verdict()}); nothing is left "
                 "to test.")
-    if fixed_setup is triage.setup:
+    if fixed_setup in (triage.setup, getattr(triage.setup, "setup", None)):
         raise ValueError("fixed_setup is the setup that was diagnosed, unchanged; pass a new setup "
                          "with the one change made, e.g. class Fixed(MySetup) overriding the one "
                          f"method the prescription names ({', '.join(p['touches'])}).")
@@ -117,6 +118,7 @@ def intervene(record, fixed_setup, triage) -> str:
     """Judge `fixed_setup` against the sealed forecast on both seeds; the signed verdict or
     TriageRefused with the reason (see the module docstring)."""
     triage, p = _checked(record, fixed_setup, triage)
+    fixed_setup = adapt(fixed_setup)  # a carried state or a loop without torch.optim, as diagnosed
     method = _one_change(triage, fixed_setup, p)
     name = type(fixed_setup).__name__
     if not record.missing():

@@ -27,13 +27,17 @@ def _sgd(lr):
 
 
 def overfit_probe(model: nn.Module, batch, *, forward=default_forward, loss_fn=default_loss,
-                  steps: int = 200, lr: float = 0.5, make_optimizer=None) -> ProbeResult:
+                  steps: int = 200, lr: float = 0.5, make_optimizer=None,
+                  stop_when_reached: bool = False) -> ProbeResult:
     """Train a copy of `model` on one fixed batch; verdict: reaches ~0, stalls with ~0 norms,
-    or stalls with healthy norms. The learner's model is not modified."""
+    or stalls with healthy norms. The learner's model is not modified. `stop_when_reached`:
+    end at the first step whose loss is ~0 (the answer is known; the rest would be spent)."""
     check_number("steps", steps, minimum=1, integer=True)
     check_number("lr", lr, minimum=0.0)
     model = copy.deepcopy(model)
-    losses, norms = fit(model, [batch] * steps, forward, loss_fn, make_optimizer or _sgd(lr))
+    batches = _until_reached(batch, steps, loss_fn) if stop_when_reached else ([batch] * steps, loss_fn)
+    losses, norms = fit(model, batches[0], forward, batches[1], make_optimizer or _sgd(lr))
+    steps = len(losses)
     first, last = losses[0], losses[-1]
     tail = [n for n in norms[steps // 2:] if n is not None]
     head = [n for n in norms[:10] if n is not None]
@@ -57,6 +61,23 @@ def overfit_probe(model: nn.Module, batch, *, forward=default_forward, loss_fn=d
         "median_grad_norm": median_norm,
         "reached": last < REACHED * first, "losses": losses, "grad_norms": norms,
         "steps": steps})
+
+
+def _until_reached(batch, steps: int, loss_fn):
+    """(batches, loss_fn) for `fit`: the batch `steps` times, ending once a loss is ~0."""
+    seen = []
+
+    def watched(out, b):
+        loss = loss_fn(out, b)
+        seen.append(float(loss.detach()))
+        return loss
+
+    def batches():
+        for _ in range(steps):
+            if len(seen) > 1 and seen[-1] < REACHED * seen[0]:
+                return
+            yield batch
+    return batches(), watched
 
 
 def shuffle_labels(batch, seed: int = 0):

@@ -1,0 +1,72 @@
+"""The gradient norm `labkit.watch` records is the one backward gave, before any clipping.
+
+While a `Watch` is open, ``torch.nn.utils.clip_grad_norm_`` and ``clip_grad_value_`` (looked
+up as attributes at call time, as ``torch.nn.utils.clip_grad_norm_(...)`` does) first let
+every open watch that holds one of the parameters measure the gradients (`measure_grads`),
+then clip. Without it the norm recorded at ``optimizer.step()`` is the clipped one (exactly
+``max_norm`` at every step that clips), unless the learner adds a line before the clip.
+The wrapper is put in place by the first open watch and taken away by the last one to close,
+unless something else has wrapped the functions since (then it stays, and does nothing).
+A name imported before the watch opened (``from torch.nn.utils import clip_grad_norm_``)
+is the original function, which this cannot see: call ``watch.measure_grads()`` there.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+import torch
+import torch.nn.utils as nn_utils
+import torch.nn.utils.clip_grad as clip_grad
+
+NAMES = ("clip_grad_norm_", "clip_grad_value_")
+_OPEN: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # watch -> ids of its parameters
+_ORIGINAL: dict = {}
+
+
+def _wrapper(name: str):
+    original = getattr(clip_grad, name)
+
+    @functools.wraps(original)
+    def clip(parameters, *args, **kwargs):
+        if _OPEN:
+            parameters = [parameters] if torch.is_tensor(parameters) else list(parameters)
+            ids = {id(p) for p in parameters}
+            for watch, held in list(_OPEN.items()):
+                if not held.isdisjoint(ids):
+                    watch.measure_grads()
+        return original(parameters, *args, **kwargs)
+    clip.__labkit_clip__ = True
+    return clip
+
+
+class _Handle:
+    def __init__(self, watch):
+        self._watch = weakref.ref(watch)
+
+    def remove(self) -> None:
+        watch = self._watch()
+        if watch is not None:
+            _OPEN.pop(watch, None)
+        if not _OPEN:
+            for name, original in list(_ORIGINAL.items()):
+                if getattr(getattr(clip_grad, name), "__labkit_clip__", False):
+                    setattr(clip_grad, name, original)
+                    setattr(nn_utils, name, original)
+                _ORIGINAL.pop(name)
+
+
+def register(watch) -> _Handle:
+    """Measure `watch`'s gradients before each clip of its parameters, until removed."""
+    if not _ORIGINAL:
+        for name in NAMES:
+            current = getattr(clip_grad, name)
+            if getattr(current, "__labkit_clip__", False):
+                continue
+            _ORIGINAL[name] = current
+            wrapped = _wrapper(name)
+            setattr(clip_grad, name, wrapped)
+            setattr(nn_utils, name, wrapped)
+    _OPEN[watch] = frozenset(id(p) for p in watch.params)
+    return _Handle(watch)

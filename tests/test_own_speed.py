@@ -1,0 +1,83 @@
+"""diagnose's time: the held-out check reuses the arm that trained (no second run), and under a
+tight budget_s the checks that only sharpen a finding are skipped and named in the record."""
+
+import time
+import warnings
+
+import pytest
+
+import labkit
+from labkit.diagnosis.own import evidence as own_evidence, skips as own_skips
+from labkit.diagnosis.own.budget import budget
+from labkit.diagnosis.own.evidence import SeedEvidence
+from own_setups.healthy import BlobSetup
+
+
+class SlowBlob(BlobSetup):
+    """A healthy setup whose own loop takes `pause` seconds more: the rate labkit measures."""
+
+    pause = 3.0
+
+    def train(self, seed, epochs):
+        run = super().train(seed, epochs)
+        time.sleep(self.pause)
+        return run
+
+
+class BlobWithVal(BlobSetup):
+    def val_batches(self, seed):
+        return self.batches(seed + 100)[:2]
+
+
+def test_the_held_out_check_reads_the_arm_that_trained(monkeypatch):
+    calls = []
+    original = own_evidence.plain_loop
+    monkeypatch.setattr(own_evidence, "plain_loop", lambda *a, **k: calls.append(k.get("held_out")) or
+                        original(*a, **k))
+    ev = SeedEvidence(BlobWithVal(), 0)
+    own = ev.arm("own")
+    assert ev.held_out() is ev.arm(ev.best_arm())
+    assert len(calls) == len(ev._arms) and calls[0] is not None  # one run per arm, scored as it trained
+    assert own.evals[0][0] == 0 and own.evals[-1][0] == ev.steps and len(own.evals) >= 5
+
+
+def test_a_skipped_check_is_named_with_its_cost():
+    own_skips.start()
+    own_skips.measured(100, 2.0)  # 0.02 s a step
+    with budget(1.0):
+        assert own_skips.affordable("ten steps", 10)
+        assert not own_skips.affordable("the overfit-64 gate", 100)
+    assert own_skips.skipped() == ["the overfit-64 gate (about 2.0 s of training; 1.0 s of budget_s=1 s were left)"]
+    own_skips.start()
+    assert own_skips.affordable("anything", 10 ** 6)  # no budget: nothing is skipped
+
+
+@pytest.mark.slow
+def test_diagnose_under_a_tight_budget_says_what_it_skipped():
+    setup = SlowBlob()
+    started = time.perf_counter()
+    setup.train(0, own_evidence.epochs_for(len(setup.batches(0))))
+    one_run = time.perf_counter() - started  # the learner's loop, as the triage will run it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # room for the two runs of the learner's loop, not for 100 more steps at that rate
+        record = labkit.diagnose(setup, seeds=(0, 1), budget_s=2.5 * one_run)
+    assert record.rows["overfit"]["text"] == "skipped to keep to the time budget"
+    notes = [n for n in record.notes if n.startswith("to keep to the time budget, labkit skipped: ")]
+    assert len(notes) == 1 and "the overfit-64 gate (about" in notes[0]
+    assert record.rows["conviction"]["data"]["system"] == "NONE"  # the rest of the evidence still decides
+
+
+def test_the_overfit_gate_stops_once_it_has_its_answer():
+    import torch
+    from labkit.diagnosis.probes import overfit_probe
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    batch = (torch.randn(64, 8), torch.randint(0, 4, (64,)))
+    adam = lambda ps: torch.optim.Adam(ps, lr=1e-2)  # noqa: E731
+    full = overfit_probe(model, batch, steps=300, make_optimizer=adam)
+    short = overfit_probe(model, batch, steps=300, make_optimizer=adam, stop_when_reached=True)
+    assert full.details["reached"] and short.details["reached"]
+    n = short.details["steps"]
+    assert n < 300 and short.details["losses"] == full.details["losses"][:n]  # the same run, cut short
+    assert short.details["losses"][-1] < 0.1 * short.details["losses"][0] <= short.details["losses"][-2]
