@@ -49,12 +49,17 @@ class _Handle:
         watch = self._watch()
         if watch is not None:
             _OPEN.pop(watch, None)
-        if not _OPEN:
-            for name, original in list(_ORIGINAL.items()):
-                if getattr(getattr(clip_grad, name), "__labkit_clip__", False):
-                    setattr(clip_grad, name, original)
-                    setattr(nn_utils, name, original)
-                _ORIGINAL.pop(name)
+        _restore_if_idle()
+
+
+def _restore_if_idle() -> None:
+    """Put torch's own clip functions back once no watch is open (closed, or collected)."""
+    if not _OPEN:
+        for name, original in list(_ORIGINAL.items()):
+            if getattr(getattr(clip_grad, name), "__labkit_clip__", False):
+                setattr(clip_grad, name, original)
+                setattr(nn_utils, name, original)
+            _ORIGINAL.pop(name)
 
 
 def register(watch) -> _Handle:
@@ -69,4 +74,5 @@ def register(watch) -> _Handle:
             setattr(clip_grad, name, wrapped)
             setattr(nn_utils, name, wrapped)
     _OPEN[watch] = frozenset(id(p) for p in watch.params)
+    weakref.finalize(watch, _restore_if_idle)  # a watch dropped without close() lets go too
     return _Handle(watch)

@@ -20,6 +20,8 @@ can be scored every few steps.
 
 from __future__ import annotations
 
+import inspect
+
 import math
 import time
 from dataclasses import dataclass, field
@@ -76,8 +78,11 @@ def _optimizer(arm: str, setup, model):
             if p.is_floating_point():
                 p.requires_grad_(True)
     params = [p for p in model.parameters() if p.requires_grad]
-    if arm == "rebuilt":
-        settings = {k: v for k, v in learner.param_groups[0].items() if k != "params"}
+    if arm == "rebuilt":  # the settings its constructor takes (AdamW's group also holds
+        # `decoupled_weight_decay`, which AdamW() itself refuses)
+        takes = inspect.signature(type(learner)).parameters
+        settings = {k: v for k, v in learner.param_groups[0].items() if k != "params"
+                    and (k in takes or any(p.kind is p.VAR_KEYWORD for p in takes.values()))}
         return type(learner)(params, **settings)
     return torch.optim.Adam(params, lr=REFERENCE_LR)
 

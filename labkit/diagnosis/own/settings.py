@@ -37,6 +37,9 @@ def changed_settings(optimizer) -> dict:
     defaults, group = defaults_of(optimizer), optimizer.param_groups[0]
     out = {}
     for key, value in group.items():
+        if key == "lr" and isinstance(defaults.get(key), float) and isinstance(value, (int, float)) \
+                and 0 < value < defaults[key] / 100:  # orders of magnitude below: a typo's size
+            out[key] = (value, defaults[key])
         if key in SKIP or key not in defaults or defaults[key] is None:
             continue
         default = defaults[key]
@@ -80,7 +83,9 @@ def settings_rule(ev) -> OwnFinding | None:
         return None
     key, _, level = best
     value, default = changed[key]
-    return OwnFinding("H1", f"setting:{key}", f"the optimizer's {key}={value!r} stops learning: with "
+    what = (f"the learning rate lr={value!r} is too low ({default / value:.0f}x below the default) "
+            "and" if key == "lr" else f"the optimizer's {key}={value!r}")
+    return OwnFinding("H1", f"setting:{key}", f"{what} stops learning: with "
                       f"{key} reset to its default ({default!r}) and nothing else changed, the same plain "
                       f"loop reaches {level:.3g} instead of {own.level():.3g} (a reference Adam(lr=1e-3) "
                       f"reaches {ref.level():.3g})", arm=f"default:{key}",

@@ -1,0 +1,78 @@
+"""Every batch of setups at once: the per-batch and overall scores, for a closing note.
+
+    cd tests && OMP_NUM_THREADS=1 python -m own_setups.score_all [--jobs 2]
+
+Batches: the first to third (report.SETUPS), the fourth to eighth and the blind-spot batch,
+each written before the rules that now pass it; the signing share counts right convictions
+whose verdict the record grants (labkit's own intervention and its second seed).
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+from . import ALL_EXPECTED, ALL_SETUPS
+from .blind import BLIND, BLIND_EXPECTED
+from .eighth import EIGHTH, EIGHTH_EXPECTED
+from .fifth import FIFTH, FIFTH_EXPECTED
+from .fourth import FOURTH, FOURTH_EXPECTED
+from .seventh import SEVENTH, SEVENTH_EXPECTED
+from .sixth import SIXTH, SIXTH_EXPECTED
+
+BATCHES = {"first-third": (ALL_SETUPS, ALL_EXPECTED), "fourth": (FOURTH, FOURTH_EXPECTED),
+           "fifth": (FIFTH, FIFTH_EXPECTED), "sixth": (SIXTH, SIXTH_EXPECTED),
+           "seventh": (SEVENTH, SEVENTH_EXPECTED), "eighth": (EIGHTH, EIGHTH_EXPECTED),
+           "blind": (BLIND, BLIND_EXPECTED)}
+
+
+def _one(item):
+    batch, name = item
+    import torch
+    from . import report
+    torch.set_num_threads(1)
+    setups, expected = BATCHES[batch]
+    report.SETUPS, report.EXPECTED = {**report.SETUPS, **setups}, {**report.EXPECTED, **expected}
+    try:
+        row = report.triage(name)
+    except Exception as exc:  # a crash is a miss, named
+        row = {"name": name, "expected": expected[name][0], "system": "CRASH", "mechanism": repr(exc),
+               "right_system": False, "right_mechanism": False, "granted": False, "seconds": 0.0}
+    return batch, row
+
+
+def main(argv: list[str]) -> int:
+    jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 1
+    items = [(b, n) for b, (setups, _) in BATCHES.items() for n in setups]
+    with ProcessPoolExecutor(jobs) as pool:
+        done = list(pool.map(_one, items))
+    total = {"buggy": 0, "system": 0, "mechanism": 0, "healthy": 0, "convicted": 0, "signed": 0}
+    for batch in BATCHES:
+        rows = [r for b, r in done if b == batch]
+        buggy = [r for r in rows if r["expected"] != "NONE"]
+        healthy = [r for r in rows if r["expected"] == "NONE"]
+        right = [r for r in buggy if r["right_system"]]
+        got = {"buggy": len(buggy), "system": len(right),
+               "mechanism": sum(r["right_mechanism"] for r in buggy), "healthy": len(healthy),
+               "convicted": sum(r["system"] not in ("NONE", "UNKNOWN") for r in healthy),
+               "signed": sum(r["granted"] for r in right)}
+        for k in total:
+            total[k] += got[k]
+        slowest = max(rows, key=lambda r: r["seconds"])
+        print(f"{batch:12s} buggy {got['buggy']:3d}: system {got['system']}, mechanism "
+              f"{got['mechanism']}, signed {got['signed']} of {got['system']}; healthy "
+              f"{got['healthy']}: convicted {got['convicted']}; slowest {slowest['name']} "
+              f"{slowest['seconds']:.1f} s")
+        for r in buggy:
+            if not r["right_mechanism"]:
+                print(f"    miss {r['name']}: {r['system']}: {r['mechanism'][:110]}")
+    b = max(1, total["buggy"])
+    print(f"all batches: {total['system']}/{total['buggy']} right system ({total['system'] / b:.0%}), "
+          f"{total['mechanism']}/{total['buggy']} right mechanism ({total['mechanism'] / b:.0%}), "
+          f"{total['convicted']} of {total['healthy']} healthy convicted, {total['signed']} of "
+          f"{total['system']} right convictions signed by labkit alone")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
