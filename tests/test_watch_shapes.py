@@ -48,9 +48,20 @@ def test_clipping_records_the_norm_before_the_clip():
     assert torch.nn.utils.clip_grad_norm_ is clip_grad.clip_grad_norm_  # put back on close
 
 
-def test_the_clip_wrapper_is_gone_after_the_last_watch_closes_and_ignores_other_models():
-    import gc
-    gc.collect()  # watches other tests dropped without close() let go of the wrapper too
+@pytest.fixture
+def no_other_watch():
+    """This process as a fresh one sees it: no watch open (another test's watch whose model is
+    still alive keeps the wrapper), put back afterwards."""
+    from labkit.core import watch_clip
+    saved = list(watch_clip._OPEN)
+    watch_clip._OPEN.clear()
+    watch_clip._restore_if_idle()
+    yield
+    for other in saved:
+        watch_clip.register(other)
+
+
+def test_the_clip_wrapper_is_gone_after_the_last_watch_closes_and_ignores_other_models(no_other_watch):
     original = clip_grad.clip_grad_norm_
     assert not getattr(original, "__labkit_clip__", False)
     model, other = _mlp(0), _mlp(1)

@@ -155,6 +155,8 @@ def norms_rule(evs) -> OwnFinding | None:
         return None
     rows = found[0]
     blocked = all(r["kind"] == "blocked" for r in rows)
+    if blocked and all(ev.facts.get("blocked") for ev in evs):
+        return None  # no gradient at all (None): the loop's own rule names the cut (flow.h1_rules)
     how = ("gets no gradient: its units never activate (a ReLU whose input stays below 0, from the init "
            "or a bias driven negative) or the path to it is cut" if blocked else
            "gets a gradient orders of magnitude smaller than the other layers': it vanishes on the way "
