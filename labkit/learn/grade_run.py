@@ -23,6 +23,8 @@ from pathlib import Path
 
 DEFAULT_TIMEOUT_S = 120  # per cell; the slowest solution cell (Exercise E's five LM runs,
 # about 11 s) fits ten times over on a slow machine
+STUBS = ("NotImplementedError", "PredictionNotGiven")  # an answer not written yet: a stub's
+# raise, or a prediction form nobody sealed (labkit.widgets.ask_prediction)
 PROBE_S = 5  # after a timeout, how long the kernel has to answer before it counts as stuck
 _READ = ("import json as _j\nfrom labkit.learn.check import _base as _b\n"
          "print(_j.dumps(_b.OUTCOMES[{n}:]))")
@@ -78,7 +80,7 @@ def _run_cells(client, env, run, code_cells, check_cells, timeout, progress) -> 
                         break
                 err = next((o for o in nb.cells[i].get("outputs", [])
                             if o.get("output_type") == "error"), None)
-                stub = stub or bool(err and err["ename"] in ("NotImplementedError", "PredictionNotGiven"))
+                stub = stub or bool(err and err["ename"] in STUBS)
                 run.stub_before[i] = stub
                 if i in check_cells:
                     run.outcomes[i] = _read(client, nb, seen)

@@ -32,7 +32,7 @@ from pathlib import Path
 import anywidget
 import traitlets as t
 
-from ..errors import notebook_box
+from ..errors import notebook_box, suggest
 from ..forecast.carry import carried_prediction, show_prediction
 from ..forecast.gate import wait_for
 from ..learn.check import _predict
@@ -51,15 +51,14 @@ class PredictionNotGiven(NotImplementedError):
         return [f"\x1b[1;34mPredictionNotGiven\x1b[0m: {self}"]
 
 
+EXERCISES = ("ex_a", "ex_b", "ex_c", "ex_d", "ex_e", "ex_f")  # the ones that seal a prediction
+
+
 def forms_of(key: str) -> dict:
     """The exercise's questions: FORMS of `labkit.learn.check.<key>`."""
-    names = ["ex_a", "ex_b", "ex_c", "ex_d", "ex_e", "ex_f"]
-    if key not in names:
-        import difflib
-        close = difflib.get_close_matches(str(key), names, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+    if key not in EXERCISES:
         raise ValueError(f"key={key!r} is not an exercise with a prediction; the keys are "
-                         f"{', '.join(names)}.{hint}")
+                         f"{', '.join(EXERCISES)}.{suggest(key, EXERCISES)}")
     return importlib.import_module(f"labkit.learn.check.{key}").FORMS
 
 

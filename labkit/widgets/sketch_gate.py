@@ -16,6 +16,7 @@ shows the widget, and refuses at once anywhere else (`labkit.forecast.gate`).
 from __future__ import annotations
 
 import time
+import weakref
 
 from ..forecast.carry import payload, show
 from ..forecast.forecast import SHAPES, Forecast
@@ -82,19 +83,17 @@ def restore(sketch) -> bool:
     return True
 
 
-_LIVE: list = []  # weak references to the sketches of this kernel, newest last
+_LIVE: "weakref.WeakSet" = weakref.WeakSet()  # the sketches of this kernel
 
 
 def live(key: str) -> list:
-    """The sketches of this kernel made for exercise `key`, oldest first."""
-    alive = [ref() for ref in _LIVE]
-    return [s for s in alive if s is not None and s.key == key]
+    """The sketches of this kernel made for exercise `key`."""
+    return [s for s in list(_LIVE) if s.key == key]
 
 
 def watch(sketch) -> None:
     """Restore on the first view a front end draws (curves not given in code); Draw again."""
-    import weakref
-    _LIVE[:] = [ref for ref in _LIVE if ref() is not None] + [weakref.ref(sketch)]
+    _LIVE.add(sketch)
     def shown(change):
         if change["old"] == 0 and not sketch._from_code and not sketch.sealed:
             restore(sketch)

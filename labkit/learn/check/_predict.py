@@ -67,10 +67,14 @@ def _check_field(name: str, value, form: tuple):
         form[1](value)
 
 
+def _is_form(prediction) -> bool:
+    """A prediction answered in a form (`labkit.widgets.ask_prediction`), not a dict."""
+    return callable(getattr(prediction, "require", None))
+
+
 def _answers(prediction):
-    """A prediction answered in a form (`labkit.widgets.ask_prediction`): its sealed dict,
-    waiting for the Seal where a front end shows the form."""
-    return prediction.require() if callable(getattr(prediction, "require", None)) else prediction
+    """The form's sealed dict, waiting for the Seal where a front end shows the form."""
+    return prediction.require() if _is_form(prediction) else prediction
 
 
 def seal(key: str, prediction, forms: dict) -> str:
@@ -126,7 +130,7 @@ def review(key: str, prediction, truth: dict, runs, same: dict | None = None) ->
     """Compare a sealed prediction with what `runs` measured; a miss is shown, not failed.
 
     `same` maps a field to its own comparison ``(said, actual) -> bool``."""
-    if hasattr(prediction, "require"):  # a prediction form
+    if _is_form(prediction):
         if prediction.prediction is None:
             raise NotYetAnswered("The prediction form above is not sealed yet: answer it and press "
                                  "Seal, then run the experiment again.")
