@@ -40,6 +40,7 @@ from .seeds import settle
 from .settings import settings_rule
 
 SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
+OWN_LEARNS = 0.75  # the own arm's last fifth below this share of its first loss: it learns
 
 
 
@@ -100,10 +101,24 @@ def _h2(evs) -> OwnFinding | None:
     return None
 
 
+def _label_signal(evs) -> dict:
+    """The label-shuffle control on the learner's own optimizer first when it clearly learns
+    (its real labels beating shuffled ones settles the question, with no reference arm to
+    train); on the plain arm that learns best (`best_arm`) otherwise."""
+    def on(arm):
+        return label_signal([ev.arm(arm) for ev in evs], [ev.shuffled(arm) for ev in evs])
+    sig, own = None, evs[0].arm("own")
+    if math.isfinite(own.mean) and own.level() < OWN_LEARNS * abs(own.losses[0]):
+        sig = on("own")
+        if sig["verdict"] == "signal":
+            return sig
+    arm = evs[0].best_arm()
+    return sig if sig is not None and arm == "own" else on(arm)
+
+
 def _h2_signal(evs) -> OwnFinding | None:
     inputs = evs[0].inputs
-    arm = evs[0].best_arm()
-    sig = label_signal([ev.arm(arm) for ev in evs], [ev.shuffled(arm) for ev in evs])
+    sig = _label_signal(evs)
     for ev in evs:
         ev.results["signal"] = sig
     if sig["verdict"] == "none":
