@@ -35,3 +35,48 @@ def run_solution(name: str, tmp_path, **parameters) -> str:
                                kernel_name="python3", cwd=str(solutions), progress_bar=False)
     nb = nbformat.read(out, as_version=4)
     return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def labkit_cli(*args, stdin: str = "", home=None, process: bool = False, timeout: float = 300,
+               cwd=None):
+    """`labkit ARGS < stdin`, as (returncode, stdout, stderr).
+
+    In this process by default: the CLI's own `main`, with stdin, stdout and stderr swapped and
+    $LABKIT_HOME set for the call (saves a Python start and a torch import, about 2 s a call).
+    As a fresh `python -m labkit.cli` process where a test is about the process itself: exit
+    codes as the shell sees them, no traceback on stderr, a kill, a cold start."""
+    import contextlib
+    import io
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    if process:
+        env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+               **({"LABKIT_HOME": str(home)} if home is not None else {})}
+        done = subprocess.run([sys.executable, "-m", "labkit.cli", *args], input=stdin,
+                              capture_output=True, text=True, env=env, cwd=cwd or root, timeout=timeout)
+        return done.returncode, done.stdout, done.stderr
+    from labkit.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    saved = (sys.stdin, os.environ.get("LABKIT_HOME"), os.getcwd())
+    if home is not None:
+        os.environ["LABKIT_HOME"] = str(home)
+    sys.stdin = io.StringIO(stdin)
+    os.chdir(cwd or root)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(list(args))
+            except SystemExit as exc:  # argparse's own exits (--help, --version, usage errors)
+                rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:
+        sys.stdin = saved[0]
+        os.chdir(saved[2])
+        if home is not None:
+            if saved[1] is None:
+                os.environ.pop("LABKIT_HOME", None)
+            else:
+                os.environ["LABKIT_HOME"] = saved[1]
+    return rc, out.getvalue(), err.getvalue()

@@ -1,8 +1,6 @@
 """The interview drill: mysteries, probes, the rubric, the session, the log, the CLI."""
 
-import contextlib
 import html
-import io
 import json
 import os
 import random
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import labkit_cli
 from labkit.bugs import BUGS
 from labkit.learn.drill.answers import ANSWERS, PARTS
 from labkit.learn.drill.case import Case
@@ -44,29 +43,10 @@ convict H1 the learning rate is too low
 
 
 def cli(stdin: str, *args, home, timeout=180, process=False):
-    """`labkit drill ARGS < stdin`: in this process (the CLI's own `main`, stdin, stdout and
-    stderr swapped, $LABKIT_HOME set for the call), or as a fresh process where a test is
-    about the process itself (a kill, a cold start)."""
-    if process:
-        env = {**os.environ, "LABKIT_HOME": str(home), "OMP_NUM_THREADS": "1"}
-        return subprocess.run([sys.executable, "-m", "labkit.cli", "drill", *args], input=stdin,
-                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
-    from labkit.cli import main
-    out, err, saved = io.StringIO(), io.StringIO(), (sys.stdin, os.environ.get("LABKIT_HOME"))
-    os.environ["LABKIT_HOME"], sys.stdin = str(home), io.StringIO(stdin)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                rc = main(["drill", *args])
-            except SystemExit as exc:  # argparse's own exits
-                rc = exc.code
-    finally:
-        sys.stdin = saved[0]
-        if saved[1] is None:
-            os.environ.pop("LABKIT_HOME", None)
-        else:
-            os.environ["LABKIT_HOME"] = saved[1]
-    return subprocess.CompletedProcess(["labkit", "drill", *args], rc, out.getvalue(), err.getvalue())
+    """`labkit drill ARGS < stdin` (see helpers.labkit_cli: in this process unless the test is
+    about the process itself)."""
+    rc, out, err = labkit_cli("drill", *args, stdin=stdin, home=home, process=process, timeout=timeout)
+    return subprocess.CompletedProcess(["labkit", "drill", *args], rc, out, err)
 
 
 def final_score(out: str) -> int:

@@ -159,8 +159,9 @@ def test_bad_input_is_refused_with_a_sentence(blocked):
 
 
 @pytest.mark.slow
-def test_the_learner_signs_with_the_fix_after_one_that_misses():
-    record = labkit.diagnose(DetachMidModel(), seeds=(0, 1))
+def test_the_learner_signs_with_the_fix_after_one_that_misses(blocked):
+    """The last test to use `blocked` (the file runs in order, on one worker): it signs it."""
+    record = blocked[0]
     with pytest.raises(TriageRefused, match=r"the forecast was not met on seed 0: the fixed run reads"):
         record.intervene(StillDetached())
     with pytest.raises(TriageRefused, match="did not meet its FORECAST"):
