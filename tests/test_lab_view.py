@@ -35,7 +35,7 @@ def _make_lab(tmp_path, **extra):
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws"), **extra}
     env.pop("VIRTUAL_ENV", None)
     # -o: never (re)install from here, even where the stamp looks stale; BIN: this Python's
-    cmd = ["make", "-s", "-o", ".venv/.labkit-installed", "lab",
+    cmd = ["make", "-s", "-o", ".venv/.labkit-lab", "lab",
            f"BIN={Path(sys.executable).parent}"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
