@@ -7,8 +7,6 @@ signature here fails `test_every_registered_bug_has_a_signature`.
 
 import math
 import statistics
-import subprocess
-import sys
 from functools import lru_cache
 
 import pytest
@@ -19,7 +17,7 @@ from labkit.core.config import Config
 from labkit.core.data import make_tokens
 from labkit.core.seams import batch_indices
 
-from helpers import chaotic_cases
+from helpers import chaotic_cases, labkit_cli
 
 SEEDS = (0, 1)
 LN10 = math.log(10)
@@ -249,18 +247,15 @@ def test_unknown_bug_is_refused_with_a_suggestion():
 @pytest.mark.slow
 def test_cli_lists_bugs_and_refuses_unknown_names():
     import json
-    out = subprocess.run([sys.executable, "-m", "labkit.cli", "bugs", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+    rc, out, _ = labkit_cli("bugs", "--json")
     listed = json.loads(out)
     assert [b["name"] for b in listed] == list(BUGS)
     assert set(listed[0]) >= {"name", "system", "stage", "symptom"}
-    text = subprocess.run([sys.executable, "-m", "labkit.cli", "bugs"], capture_output=True,
-                          text=True, check=True).stdout
-    assert "detach" in text and "H3 instrumentation" in text
-    bad = subprocess.run([sys.executable, "-m", "labkit.cli", "run", "--bug", "detatch"],
-                         capture_output=True, text=True)
-    assert bad.returncode == 2 and "did you mean 'detach'" in bad.stderr
-    assert len(bad.stderr.strip().splitlines()) == 1
+    rc, text, _ = labkit_cli("bugs")
+    assert rc == 0 and "detach" in text and "H3 instrumentation" in text
+    rc, _, err = labkit_cli("run", "--bug", "detatch", process=True)  # as a shell sees it
+    assert rc == 2 and "did you mean 'detach'" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_all_masked_guard_catches_what_pytorch_turns_into_nan():

@@ -1,9 +1,6 @@
 """The executable LLM checklist: the healthy LM batch passes every item, each of the three
 masking bugs fails its own, different item, the CLI's exit codes, and a GPT-2 batch."""
 
-import subprocess
-import sys
-
 import pytest
 import torch
 
@@ -11,6 +8,8 @@ import labkit
 from labkit.learn import checklist
 from labkit.learn.checklist import ITEMS, audit
 from labkit.learn.lessons import gpt2
+
+from helpers import labkit_cli
 
 OWN_ITEM = {"double_shift": "shift_once", "padding_in_loss": "padding_excluded",
             "all_masked_labels": "supervised_tokens"}
@@ -89,17 +88,15 @@ def test_a_model_that_sees_the_future_fails_the_causal_item():
     assert audit(Peeking(), kw["batch"]).status()["causal_mask"] == "FAIL"
 
 
-def run_cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "checklist", *args],
-                          capture_output=True, text=True, timeout=120)
-    return proc.returncode, proc.stdout, proc.stderr
+def run_cli(*args, process=False):
+    return labkit_cli("checklist", *args, process=process, timeout=120)
 
 
 @pytest.mark.slow
 def test_cli_exit_codes(capsys):
     """Exit 0 on a healthy batch and 1 on a planted bug (in this process: the checklist's own
     work is what is tested, and a fresh interpreter per run cost 3-5 s each); exit 2 with one
-    line and no traceback on bad input, through a real `python -m labkit.cli` process."""
+    line and no traceback on bad input, once through a real `python -m labkit.cli` process."""
     from labkit.cli import main
     assert main(["checklist"]) == 0
     assert capsys.readouterr().out.count("\nPASS  ") == len(ITEMS)
@@ -111,8 +108,9 @@ def test_cli_exit_codes(capsys):
                         (["--bug", "detach"], "planted in the classifier"),
                         (["--task", "classify"], "task must be 'lm'"),
                         (["--seed", "x"], "invalid int value")):
-        rc, out, err = run_cli(*args)
+        rc, out, err = run_cli(*args, process=args[0] == "--seed")
         assert rc == 2 and words in err and len(err.strip().splitlines()) == 1, err
+        assert "Traceback" not in err
         assert "Traceback" not in err
 
 
