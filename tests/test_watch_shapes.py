@@ -76,6 +76,18 @@ def test_the_clip_wrapper_is_gone_after_the_last_watch_closes_and_ignores_other_
     assert torch.nn.utils.clip_grad_norm_ is original and clip_grad.clip_grad_norm_ is original
 
 
+def test_the_clip_wrapper_is_gone_when_the_last_watch_is_collected_unclosed(no_other_watch):
+    import gc
+    original = clip_grad.clip_grad_norm_
+    model = _mlp(0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    w = labkit.watch(model, opt)
+    assert torch.nn.utils.clip_grad_norm_ is not original
+    del w, model, opt  # never closed: dropped with its model
+    gc.collect()
+    assert torch.nn.utils.clip_grad_norm_ is original and clip_grad.clip_grad_norm_ is original
+
+
 def _word_lm_loop(setup, model, epochs=2, watch=None):
     raw, pre = [], []
     for _ in range(epochs):

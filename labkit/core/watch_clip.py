@@ -73,6 +73,8 @@ def register(watch) -> _Handle:
             wrapped = _wrapper(name)
             setattr(clip_grad, name, wrapped)
             setattr(nn_utils, name, wrapped)
+    # A watch dropped without close() lets go too. Registered before the _OPEN entry: weakref
+    # callbacks run newest first, so _OPEN has dropped the dead watch when this one runs.
+    weakref.finalize(watch, _restore_if_idle)
     _OPEN[watch] = frozenset(id(p) for p in watch.params)
-    weakref.finalize(watch, _restore_if_idle)  # a watch dropped without close() lets go too
     return _Handle(watch)
