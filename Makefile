@@ -71,7 +71,7 @@ PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 # One worker more than the cores: a worker that waits (a kernel starting, a browser page, a
 # grading time-out) leaves its core to the others. Each still runs torch on one thread.
 # Pass 1 on an idle 2-core machine: 479 s with 3 workers, 563 s with 2 (-n auto).
-WORKERS  := $(shell $(PYTHON) -c "import os; print((len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1) + 1)")
+WORKERS   = $(shell $(PYTHON) -c "import os; print((len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1) + 1)")
 XDIST    ?= -n $(WORKERS)
 
 test: $(STAMP)

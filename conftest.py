@@ -54,7 +54,7 @@ def pytest_report_header(config):
             "(under xdist: cores / workers per worker unless set)")
 
 
-# How pytest-xdist shares the work (`make test` runs `-n auto`). A unit of work goes to one
+# How pytest-xdist shares the work (`make test` runs one worker per core and one more). A unit of work goes to one
 # worker, whole, in order:
 # - every cell of one notebook: nbval runs them in order in one kernel;
 # - the browser tests, all of them: each starts JupyterLab and Chromium, and two at once on
@@ -62,7 +62,7 @@ def pytest_report_header(config):
 # - every other test file, whole, so that a module-scoped fixture (one `labkit grade` run,
 #   one set of exercise runs) is built once, on one worker;
 # - except the files below, whose tests are independent and long (two-seed triages, whole
-#   notebook executions): each of their tests is a unit of its own, so that the two workers
+#   notebook executions): each of their tests is a unit of its own, so that the workers
 #   share them.
 # Longest units go first (browser, notebooks, then these), so that no worker is left alone
 # with a long unit at the end.

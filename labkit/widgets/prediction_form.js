@@ -101,19 +101,13 @@ function render({ model, el }) {
     status.textContent = model.get("message");
     root.appendChild(status);
   };
-  const redraw = () => draw();
-  model.on("change:sealed", redraw);
-  model.on("change:message", redraw);
-  model.on("change:spec", redraw);
+  const events = ["change:sealed", "change:message", "change:spec"];
+  events.forEach((e) => model.on(e, draw));
   draw();
   // Tell the kernel a front end shows this form: the cell may then wait for the Seal.
   model.set("rendered", model.get("rendered") + 1);
   model.save_changes();
-  return () => {
-    model.off("change:sealed", redraw);
-    model.off("change:message", redraw);
-    model.off("change:spec", redraw);
-  };
+  return () => events.forEach((e) => model.off(e, draw));
 }
 
 export default { render };

@@ -88,9 +88,14 @@ def _value(form: tuple, raw):
     if kind == "groups":
         return [next((c for c in form[1] if str(c) == r), r) for r in (raw or [])]
     if kind == "roles":
-        keys = {str(k): k for k in form[1]}
-        return {keys.get(k, k): v for k, v in raw.items() if v}
+        return _roles_back(form, raw, drop_empty=True)
     return raw
+
+
+def _roles_back(form, roles: dict, drop_empty: bool = False) -> dict:
+    """A roles answer's keys as the form's own (the front end and JSON give strings)."""
+    keys = {str(k): k for k in form[1]}
+    return {keys.get(k, k): v for k, v in roles.items() if v or not drop_empty}
 
 
 def _text(form: tuple, value):
@@ -214,8 +219,7 @@ def _typed(forms: dict, kept: dict) -> dict:
     out = dict(kept)
     for name, form in forms.items():
         if form[0] == "roles" and isinstance(out.get(name), dict):
-            keys = {str(k): k for k in form[1]}
-            out[name] = {keys.get(k, k): v for k, v in out[name].items()}
+            out[name] = _roles_back(form, out[name])
     return out
 
 
