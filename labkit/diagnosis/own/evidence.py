@@ -68,6 +68,10 @@ class SeedEvidence(OncePerSeed):
         return n // self.epochs if n % self.epochs == 0 and n >= self.epochs else self.n_batches
 
     def hashes(self) -> tuple[str, str]:
+        """The data's and the initial model's hashes (a model built and every batch hashed: once)."""
+        return self.once("hashes", self._hashes)
+
+    def _hashes(self) -> tuple[str, str]:
         data = {f"{i}.{k}": v for i, b in enumerate(self.batches)
                 for k, v in (b.items() if isinstance(b, dict) else enumerate(b))
                 if hasattr(v, "shape")}

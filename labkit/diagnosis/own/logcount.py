@@ -25,7 +25,7 @@ WINDOWS = ("log+epoch", "log", "epoch", "run")
 MAX_WINDOW = 200
 
 
-def _counts(raw, rep, rows, win: Windows):
+def _counts(rep, rows, win: Windows):
     """(window, [(step, true count, divisor used)]) for the first window where every report
     is a sum over it divided by a count within one of the truth, with one off; else None."""
     for window in WINDOWS:
@@ -71,7 +71,7 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
                            f"sliding window; {len(rows)} reports compared)",
                            {**result.details, "agree": True, "mechanism": None, "matches": f"last {k} mean"})
     sizes = [1.0] * len(raw)
-    found = _counts(raw, rep, rows, Windows(raw, per_epoch, set(rows), sizes))
+    found = _counts(rep, rows, Windows(raw, per_epoch, set(rows), sizes))
     if found is None:
         return result
     window, used = found

@@ -199,8 +199,9 @@ class Replay:
         params = [p for g in optimizer.param_groups for p in g["params"]]
         if len(params) == len(self._before):
             deltas = [p.detach().float() - b.float() for p, b in zip(params, self._before)]
-            self.steps[-1]["update_norm"] = total_norm(deltas) or 0.0
-            for p, d, g in zip(params, torch._foreach_norm(deltas) if deltas else [], self._grad_norms):
+            norms = torch._foreach_norm(deltas) if deltas else []  # once: the total and each parameter's
+            self.steps[-1]["update_norm"] = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else 0.0
+            for p, d, g in zip(params, norms, self._grad_norms):
                 acc = self.per_param.setdefault(id(p), [0.0, 0.0, 0])
                 acc[0], acc[1], acc[2] = acc[0] + (g or 0.0), acc[1] + float(d), acc[2] + 1
         self._before = []

@@ -53,38 +53,31 @@ class Evidence(OncePerSeed):
         return self.once("pipeline", self.trainer.pipeline)[1]
 
     def baseline(self):
-        if "base" not in self.results:
-            self.results["base"] = self.trainer.run(BASELINE_STEPS)
-        return self.results["base"]
+        return self.once("base", lambda: self.trainer.run(BASELINE_STEPS))
 
     def raw_vs_reported(self):
-        if "raw_vs_reported" not in self.results:
-            self.results["raw_vs_reported"] = raw_vs_reported(self.baseline())
-        return self.results["raw_vs_reported"]
+        return self.once("raw_vs_reported", lambda: raw_vs_reported(self.baseline()))
 
     def subset(self):
         """(a fresh trainer at init, its first 64 training rows), built once per seed; the
         probes deep-copy the model, so every probe starts from the same init."""
-        if "subset" not in self.results:
+        def make():
             fresh = self.setup.trainer(self.seed)
-            self.results["subset"] = (fresh, make_batch(fresh.ctx.data.train, torch.arange(64),
-                                                        fresh.config, 0))
-        return self.results["subset"]
+            return fresh, make_batch(fresh.ctx.data.train, torch.arange(64), fresh.config, 0)
+        return self.once("subset", make)
 
     def overfit(self):
-        if "overfit" not in self.results:
+        def make():
             fresh, subset = self.subset()
             steps, make_opt = _probe_optimizer(self.task)
-            self.results["overfit"] = overfit_probe(
-                fresh.ctx.model, subset, forward=self.forward, loss_fn=self.loss_fn, steps=steps,
-                make_optimizer=make_opt)
-        return self.results["overfit"]
+            return overfit_probe(fresh.ctx.model, subset, forward=self.forward, loss_fn=self.loss_fn,
+                                 steps=steps, make_optimizer=make_opt)
+        return self.once("overfit", make)
 
     def label_shuffle(self):
-        if "label_shuffle" not in self.results:
+        def make():
             fresh, subset = self.subset()
             steps, make_opt = _probe_optimizer(self.task)
-            self.results["label_shuffle"] = label_shuffle_control(
-                fresh.ctx.model, subset, real=self.overfit(), forward=self.forward,
-                loss_fn=self.loss_fn, steps=steps, make_optimizer=make_opt)
-        return self.results["label_shuffle"]
+            return label_shuffle_control(fresh.ctx.model, subset, real=self.overfit(), forward=self.forward,
+                                         loss_fn=self.loss_fn, steps=steps, make_optimizer=make_opt)
+        return self.once("label_shuffle", make)
