@@ -149,3 +149,19 @@ def test_watch_without_an_optimizer_refuses_a_model_with_nothing_to_train():
         p.requires_grad_(False)
     with pytest.raises(ValueError, match="no trainable parameter"):
         labkit.watch(model)
+
+
+def test_a_wrapper_put_back_by_another_wrapper_after_the_last_watch_is_taken_off(no_other_watch):
+    """Another wrapper sees labkit's (a watch open), the watch closes, then the other puts
+    back what it saw: the next watch to close leaves torch's own function in place."""
+    original = clip_grad.clip_grad_norm_
+    model = _mlp(0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    w = labkit.watch(model, opt)
+    seen = clip_grad.clip_grad_norm_  # what a replay or a monkeypatch saves
+    clip_grad.clip_grad_norm_ = torch.nn.utils.clip_grad_norm_ = lambda *a, **k: seen(*a, **k)
+    w.close()
+    clip_grad.clip_grad_norm_ = torch.nn.utils.clip_grad_norm_ = seen  # put back: labkit's, stale
+    with labkit.watch(model, opt):
+        assert torch.nn.utils.clip_grad_norm_ is not seen  # a fresh wrapper, not the stale one
+    assert torch.nn.utils.clip_grad_norm_ is original and clip_grad.clip_grad_norm_ is original

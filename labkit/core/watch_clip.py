@@ -25,10 +25,8 @@ _OPEN: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # watch -> ids
 _ORIGINAL: dict = {}
 
 
-def _wrapper(name: str):
-    original = getattr(clip_grad, name)
-
-    @functools.wraps(original)
+def _wrapper(original):
+    @functools.wraps(original)  # sets clip.__wrapped__ = original
     def clip(parameters, *args, **kwargs):
         if _OPEN:
             parameters = [parameters] if torch.is_tensor(parameters) else list(parameters)
@@ -52,25 +50,32 @@ class _Handle:
         _restore_if_idle()
 
 
+def _unwrapped(fn):
+    """`fn` without labkit's wrappers on top. One can be left behind by another wrapper that
+    saw ours, outlived the last watch and then put back what it saw (a `with` block around a
+    training run, a test's monkeypatch): it is taken off like our own."""
+    while getattr(fn, "__labkit_clip__", False):
+        fn = fn.__wrapped__
+    return fn
+
+
 def _restore_if_idle() -> None:
     """Put torch's own clip functions back once no watch is open (closed, or collected)."""
     if not _OPEN:
-        for name, original in list(_ORIGINAL.items()):
-            if getattr(getattr(clip_grad, name), "__labkit_clip__", False):
-                setattr(clip_grad, name, original)
-                setattr(nn_utils, name, original)
-            _ORIGINAL.pop(name)
+        for name in NAMES:
+            current = getattr(clip_grad, name)
+            if getattr(current, "__labkit_clip__", False):
+                setattr(clip_grad, name, _unwrapped(current))
+                setattr(nn_utils, name, _unwrapped(current))
+        _ORIGINAL.clear()
 
 
 def register(watch) -> _Handle:
     """Measure `watch`'s gradients before each clip of its parameters, until removed."""
     if not _ORIGINAL:
         for name in NAMES:
-            current = getattr(clip_grad, name)
-            if getattr(current, "__labkit_clip__", False):
-                continue
-            _ORIGINAL[name] = current
-            wrapped = _wrapper(name)
+            _ORIGINAL[name] = _unwrapped(getattr(clip_grad, name))
+            wrapped = _wrapper(_ORIGINAL[name])
             setattr(clip_grad, name, wrapped)
             setattr(nn_utils, name, wrapped)
     # A watch dropped without close() lets go too. Registered before the _OPEN entry: weakref
