@@ -1,0 +1,71 @@
+"""The suite's warm kernels (tests/warm_kernels.py): a forked kernel behaves as a fresh one
+where a notebook could tell, and a launch the zygote cannot serve is started cold."""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+import warm_kernels
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="warm kernels need pidfds (Linux)")
+
+PROBE = ("import json, os, sys, torch\n"
+         "print(json.dumps({'ppid': os.getppid(), 'leader': os.getpgid(0) == os.getpid(),\n"
+         "                  'cwd': os.getcwd(), 'probe': os.environ.get('WARM_PROBE'), 'path': sys.path,\n"
+         "                  'argv': sys.argv[1:2], 'draw': torch.rand(1).item()}))")
+
+
+def _probe(cwd, **env):
+    """Start a kernel in `cwd` with these variables added, run PROBE, and read it back."""
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd), env={**os.environ, **env})
+    out = []
+    try:
+        kc.execute_interactive(PROBE, timeout=60, output_hook=lambda msg: out.append(
+            msg["content"]["text"]) if msg["msg_type"] == "stream" else None)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    return json.loads("".join(out))
+
+
+def test_a_kernel_forked_warm_is_as_a_fresh_one_started_in_its_folder(tmp_path, monkeypatch):
+    warm = [_probe(tmp_path, WARM_PROBE="seen") for _ in range(2)]
+    monkeypatch.setenv("LABKIT_TEST_COLD_KERNELS", "1")
+    cold = _probe(tmp_path, WARM_PROBE="seen")
+    assert cold["ppid"] == os.getpid()  # jupyter_client's own Popen
+    for kernel in warm:
+        assert kernel["ppid"] == warm_kernels.ZYGOTE._proc.pid != os.getpid()  # forked
+        for key in ("leader", "cwd", "probe", "path", "argv"):  # its own session, folder, ...
+            assert kernel[key] == cold[key], key
+    assert cold["leader"] and cold["cwd"] == str(tmp_path) and cold["probe"] == "seen"
+    assert warm[0]["draw"] != warm[1]["draw"]  # torch seeded afresh in each, as in a fresh process
+
+
+def test_a_launch_that_sets_a_thread_count_of_its_own_is_started_cold(tmp_path):
+    threads = "3" if os.environ.get("OMP_NUM_THREADS") != "3" else "2"
+    kernel = _probe(tmp_path, OMP_NUM_THREADS=threads)
+    assert kernel["ppid"] == os.getpid() and kernel["cwd"] == str(tmp_path)  # jupyter_client's Popen
+
+
+def test_a_warm_kernel_is_interrupted_and_killed_through_its_own_process_group():
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        assert isinstance(km.provisioner.process, warm_kernels.ForkedKernel)
+        assert km.provisioner.pgid == km.provisioner.pid != os.getpgid(0)
+        kc.execute("import time; time.sleep(60)")
+        time.sleep(1)
+        km.interrupt_kernel()  # SIGINT to its group only: this process would die of it
+        reply = kc.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        km.provisioner.process.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while km.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not km.is_alive() and km.provisioner.process.returncode == -signal.SIGKILL
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
