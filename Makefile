@@ -51,6 +51,9 @@ $(STAMP): $(LAB_STAMP)
 	@echo "labkit: adding the test tools to $(VENV) (pytest, nbval, papermill, playwright, transformers,"
 	@echo "labkit: tensorboard; about 40 packages, 20 s with a warm pip cache)."
 	$(BIN)/python -m pip install --progress-bar on $(PIP_EXTRA) -c constraints.txt -e '.[lab,test]'
+	@echo "labkit: finishing the byte-compile of $(VENV) before the tests (what the lab's background"
+	@echo "labkit: compile has not done yet; a few seconds when it has): every test process imports torch."
+	@$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null
 	@touch $(STAMP)
 	@echo "labkit: $(VENV) is ready for the tests."
 
@@ -77,7 +80,11 @@ PORTABLE_PATHS = tests/reference solutions $(shell grep -l chaotic tests/test_*.
 WORKERS   = $(shell $(PYTHON) -c "import os; print((len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1) + 1)")
 XDIST    ?= -n $(WORKERS)
 
+# pip compiles what it installs, but not labkit itself (an editable install) nor the tests; with
+# PYTHONDONTWRITEBYTECODE set (as on some CI images) every process, kernels included, would
+# compile them again: about 0.3 s a `labkit` command, 0.1 s a kernel. So they are compiled once.
 test: $(STAMP)
+	@$(BIN)/python -m compileall -q -j 0 labkit tests >/dev/null
 	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
 	  echo "labkit: pass 1 (everything, this machine's CPU path) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \

@@ -2,7 +2,6 @@
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -14,11 +13,6 @@ from labkit.learn.grade import check_names, checks_in, format_table, Row
 ROOT = Path(__file__).resolve().parents[1]
 EX_A = "ex_a_break_the_graph.ipynb"
 
-
-
-def labkit_cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "labkit.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +33,10 @@ def graded(tmp_path_factory):
     answer[0].source = answer[0].source.replace('deeper_null_groups = ["backbone.0"]',
                                                 'deeper_null_groups = ["backbone.2"]')
     nbformat.write(nb, wrong)
-    out = labkit_cli("grade", str(blank), str(solved), str(wrong), "--json", str(tmp / "g.json"))
+    # In this process (its kernels start warm): a grading as a shell runs it, exit code and all,
+    # is tests/test_instructor.py's, through the instructor's workflow step.
+    rc, stdout, stderr = in_process("grade", str(blank), str(solved), str(wrong), "--json", str(tmp / "g.json"))
+    out = subprocess.CompletedProcess(["labkit", "grade"], rc, stdout, stderr)
     return out, json.loads((tmp / "g.json").read_text())
 
 
