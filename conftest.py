@@ -73,7 +73,8 @@ def pytest_report_header(config):
 #   one set of exercise runs) is built once, on one worker;
 # - except the files below, whose tests are independent and long (two-seed triages, whole
 #   notebook executions): each of their tests is a unit of its own, so that the workers
-#   share them.
+#   share them; in test_examples.py the tests of one example are one unit (the GPT-2 pair
+#   then imports transformers once, 3 s).
 # Longest units go first (browser, notebooks, then these), so that no worker is left alone
 # with a long unit at the end.
 SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "browser",
@@ -89,6 +90,8 @@ def work_unit(nodeid: str) -> str:
     name = path.rsplit("/", 1)[-1]
     if name in SERIAL_FILES:
         return SERIAL_FILES[name]
+    if name == "test_examples.py" and "[" in nodeid:
+        return path + "[" + nodeid.split("[", 1)[1]
     if name in SPLIT_FILES:
         return nodeid
     return path
