@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EX_A = "ex_a_break_the_graph.ipynb"
 
 
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """One `labkit grade` over three copies of Exercise A: blank, solved, one wrong answer."""

@@ -11,7 +11,9 @@ from jupyter_client.manager import start_new_kernel
 
 import warm_kernels
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="warm kernels need pidfds (Linux)")
+pytestmark = [pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="warm kernels need pidfds (Linux)"),
+              pytest.mark.skipif(os.environ.get("LABKIT_TEST_COLD_KERNELS") == "1",
+                                 reason="LABKIT_TEST_COLD_KERNELS=1: every kernel starts cold")]
 
 PROBE = ("import json, os, sys, torch\n"
          "print(json.dumps({'ppid': os.getppid(), 'leader': os.getpgid(0) == os.getpid(),\n"

@@ -22,7 +22,7 @@ import torch.nn.utils.clip_grad as clip_grad
 
 NAMES = ("clip_grad_norm_", "clip_grad_value_")
 _OPEN: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # watch -> ids of its parameters
-_ORIGINAL: dict = {}
+_ORIGINAL: dict = {}  # name -> torch's function, while labkit's wrappers are in place
 
 
 def _wrapper(original):
@@ -65,8 +65,9 @@ def _restore_if_idle() -> None:
         for name in NAMES:
             current = getattr(clip_grad, name)
             if getattr(current, "__labkit_clip__", False):
-                setattr(clip_grad, name, _unwrapped(current))
-                setattr(nn_utils, name, _unwrapped(current))
+                original = _unwrapped(current)
+                setattr(clip_grad, name, original)
+                setattr(nn_utils, name, original)
         _ORIGINAL.clear()
 
 
