@@ -137,7 +137,9 @@ class ForkedKernel:
     def _ended(self, timeout: float | None) -> bool:
         if self.returncode is not None:
             return True
-        if select.select([self._fd], [], [], timeout)[0]:
+        poller = select.poll()  # not select(): a worker may hold more than 1,024 descriptors
+        poller.register(self._fd, select.POLLIN)
+        if poller.poll(None if timeout is None else timeout * 1000):
             os.close(self._fd)
             self._fd, self.returncode = None, -self._signal if self._signal else 0
             return True
@@ -189,7 +191,9 @@ class Zygote:
         self._proc = subprocess.Popen([sys.executable, "-c", SCRIPT, self._path], env=self._env,
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       start_new_session=True)  # never in this process's group
-        started = select.select([self._proc.stdout], [], [], 300)[0]
+        poller = select.poll()
+        poller.register(self._proc.stdout, select.POLLIN)
+        started = poller.poll(300_000)
         ready = self._proc.stdout.readline().strip() if started else b""
         if ready != b"1":  # it failed or hung, or an import left a Python thread running
             self._proc.kill()
