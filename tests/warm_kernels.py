@@ -240,8 +240,12 @@ ZYGOTE: Zygote | None = None  # this process's, once `install` ran
 
 def install() -> None:
     """Serve this process's kernel launches from a zygote where it can (see the module's
-    docstring); a no-op where pidfds are missing."""
+    docstring); a no-op where pidfds are missing or refused."""
     if not (hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")):
+        return
+    try:  # a kernel before Linux 5.3, or a sandbox that refuses the call
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
         return
     global ZYGOTE
     from jupyter_client.provisioning import local_provisioner
