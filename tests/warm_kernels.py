@@ -178,6 +178,7 @@ class Zygote:
         self._proc: subprocess.Popen | None = None
         self._path = ""
         self._env: dict = {}
+        self._startup_env: dict = {}  # the zygote's STARTUP_VARS, to compare each launch with
         self.broken = False
 
     @staticmethod
@@ -188,6 +189,7 @@ class Zygote:
         folder = tempfile.mkdtemp(prefix="labkit-zygote-")
         self._path = os.path.join(folder, "socket")
         self._env = dict(os.environ)
+        self._startup_env = self._startup(self._env)
         self._proc = subprocess.Popen([sys.executable, "-c", SCRIPT, self._path], env=self._env,
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       start_new_session=True)  # never in this process's group
@@ -219,7 +221,7 @@ class Zygote:
         with self._lock:
             if self._proc is None:
                 self._start()
-        return not self.broken and self._startup(env) == self._startup(self._env)
+        return not self.broken and self._startup(env) == self._startup_env
 
     def launch(self, cmd: list, env: dict, kw: dict) -> ForkedKernel:
         # as jupyter_client's launcher does: the kernel's poller exits when this parent is gone

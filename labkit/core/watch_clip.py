@@ -22,7 +22,7 @@ import torch.nn.utils.clip_grad as clip_grad
 
 NAMES = ("clip_grad_norm_", "clip_grad_value_")
 _OPEN: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # watch -> ids of its parameters
-_ORIGINAL: dict = {}  # name -> torch's function, while labkit's wrappers are in place
+_INSTALLED = False  # labkit's wrappers are in place (each one's __wrapped__ is torch's function)
 
 
 def _wrapper(original):
@@ -61,6 +61,7 @@ def _unwrapped(fn):
 
 def _restore_if_idle() -> None:
     """Put torch's own clip functions back once no watch is open (closed, or collected)."""
+    global _INSTALLED
     if not _OPEN:
         for name in NAMES:
             current = getattr(clip_grad, name)
@@ -68,17 +69,18 @@ def _restore_if_idle() -> None:
                 original = _unwrapped(current)
                 setattr(clip_grad, name, original)
                 setattr(nn_utils, name, original)
-        _ORIGINAL.clear()
+        _INSTALLED = False
 
 
 def register(watch) -> _Handle:
     """Measure `watch`'s gradients before each clip of its parameters, until removed."""
-    if not _ORIGINAL:
+    global _INSTALLED
+    if not _INSTALLED:
         for name in NAMES:
-            _ORIGINAL[name] = _unwrapped(getattr(clip_grad, name))
-            wrapped = _wrapper(_ORIGINAL[name])
+            wrapped = _wrapper(_unwrapped(getattr(clip_grad, name)))
             setattr(clip_grad, name, wrapped)
             setattr(nn_utils, name, wrapped)
+        _INSTALLED = True
     # A watch dropped without close() lets go too. Registered before the _OPEN entry: weakref
     # callbacks run newest first, so _OPEN has dropped the dead watch when this one runs.
     weakref.finalize(watch, _restore_if_idle)
