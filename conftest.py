@@ -74,7 +74,9 @@ def pytest_report_header(config):
 # - except the files below, whose tests are independent and long (two-seed triages, whole
 #   notebook executions): each of their tests is a unit of its own, so that the workers
 #   share them; in test_examples.py the tests of one example are one unit (the GPT-2 pair
-#   then imports transformers once, 3 s).
+#   then imports transformers once, 3 s);
+# - a held-out setup's triage and the test that signs its fix (test_own_sign.py) are one unit,
+#   so the fix signs a copy of that triage (`own_setups.report.record_of`) instead of a second.
 # Longest units go first (browser, notebooks, then these), so that no worker is left alone
 # with a long unit at the end.
 SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "browser",
@@ -82,6 +84,7 @@ SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "brow
 SPLIT_FILES = {"test_diagnose.py", "test_own_held_out.py", "test_own_triage.py",
                "test_exercise_gate.py", "test_instructor.py", "test_lab15_checks.py",
                "test_naive_strategies.py", "test_examples.py", "test_drill.py", "test_bugs.py"}
+SETUP_FILES = {"test_own_triage.py", "test_own_held_out.py"}  # one test per setup name
 
 
 def work_unit(nodeid: str) -> str:
@@ -92,6 +95,8 @@ def work_unit(nodeid: str) -> str:
         return SERIAL_FILES[name]
     if name == "test_examples.py" and "[" in nodeid:
         return path + "[" + nodeid.split("[", 1)[1]
+    if "[" in nodeid and (name in SETUP_FILES or nodeid.startswith(f"{path}::test_each_fix_signs[")):
+        return "own-setup[" + nodeid.split("[", 1)[1]
     if name in SPLIT_FILES:
         return nodeid
     return path

@@ -40,3 +40,25 @@ def test_a_notebook_and_the_browser_tests_are_each_one_unit_and_the_long_files_a
     gpt2 = "tests/test_examples.py::test_{}[gpt2_finetune]"  # one example's tests: one unit
     assert conftest.work_unit(gpt2.format("bug")) == conftest.work_unit(gpt2.format("fixed")) != \
         conftest.work_unit("tests/test_examples.py::test_bug[cnn_synthetic_images]")
+
+
+def test_a_fix_is_signed_in_the_unit_that_triaged_its_setup():
+    """test_own_sign signs a copy of the triage that its setup's batch test kept: they must run
+    on one worker, as one unit (each fix's setup triaged by exactly one such test)."""
+    import test_own_held_out
+    import test_own_triage
+    from own_setups.fixed import FIXED
+
+    units: dict = {}
+    for module in (test_own_triage, test_own_held_out):
+        path = f"tests/{module.__name__}.py"
+        for fname, fn in vars(module).items():
+            for mark in getattr(fn, "pytestmark", []):
+                if mark.name == "parametrize" and mark.args[0] == "name":
+                    for name in mark.args[1]:
+                        units.setdefault(name, []).append(conftest.work_unit(f"{path}::{fname}[{name}]"))
+    assert len(units) > 60  # 81 today: the first to seventh batches
+    for name in FIXED:
+        sign = conftest.work_unit(f"tests/test_own_sign.py::test_each_fix_signs[{name}]")
+        assert units[name] == [sign], name
+    assert len(set(u for us in units.values() for u in us)) == sum(map(len, units.values()))

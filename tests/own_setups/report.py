@@ -26,15 +26,16 @@ from . import ALL_EXPECTED as EXPECTED, ALL_SETUPS as SETUPS, mechanism_right
 _RECORDS: dict = {}  # setup name -> its record, for the tests that read one after `triage`
 
 
-def record_of(name: str, keep: bool = True):
-    """`labkit.diagnose(SETUPS[name](), seeds=(0, 1))`. With `keep`, the record is kept for this
-    process, so a test that only reads a setup's record reuses the triage that its batch's bar
-    test already ran (same setup, same seeds: the same record)."""
+def record_of(name: str, keep: bool = True, setups: dict | None = None):
+    """`labkit.diagnose(SETUPS[name](), seeds=(0, 1))` (`setups`: where to find `name` instead).
+    With `keep`, the record is kept for this process, so a test that reads a setup's record, or
+    signs a copy of it, reuses the triage that its batch's bar test already ran (same setup,
+    same seeds: the same record). Setup names are unique across the batches."""
     if name in _RECORDS:
         return _RECORDS[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        record = labkit.diagnose(SETUPS[name](), seeds=(0, 1))
+        record = labkit.diagnose((setups or SETUPS)[name](), seeds=(0, 1))
     if keep:
         _RECORDS[name] = record
     return record

@@ -15,16 +15,16 @@ sign. Unsigned: h1_fp16_half_model (no plain loop finishes, float32 included, an
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 import warnings
 
 import torch
 
-import labkit
 from labkit.diagnosis.record.triage import TriageRefused
 
-from . import ALL_EXPECTED, ALL_SETUPS, mechanism_right
+from . import ALL_EXPECTED, ALL_SETUPS, mechanism_right, report
 from .fifth import FIFTH, FIFTH_EXPECTED
 from .fixed import FIXED
 from .fourth import FOURTH, FOURTH_EXPECTED
@@ -43,11 +43,13 @@ def signed(record) -> bool:
         return False
 
 
-def sign(name: str, with_fix: bool = True) -> dict:
+def sign(name: str, with_fix: bool = True, keep: bool = False) -> dict:
+    """One row of the table (see above). With `keep`, the triage is `report.record_of`'s, shared
+    with the batch test that triaged the setup in this process; the fix signs a copy of it."""
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        record = labkit.diagnose(SETUPS[name](), seeds=(0, 1))
+        record = report.record_of(name, keep=keep, setups=SETUPS)
         conv = record.rows["conviction"]["data"]
         expected, terms = EXPECTED[name]
         row = {"name": name, "expected": expected, "system": conv.get("system") or "UNKNOWN",
@@ -56,7 +58,7 @@ def sign(name: str, with_fix: bool = True) -> dict:
                "by_labkit": signed(record), "by_fix": None, "fix": ""}
         if with_fix and name in FIXED and row["right"] and expected != "NONE":
             try:
-                record.intervene(FIXED[name]())
+                copy.deepcopy(record).intervene(FIXED[name]())  # the kept record stays unsigned by it
                 row["by_fix"], row["fix"] = True, "signed"
             except TriageRefused as exc:
                 row["by_fix"], row["fix"] = False, str(exc)
