@@ -13,13 +13,13 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
+import warm_kernels
 from playwright.sync_api import expect, sync_playwright
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -67,15 +67,17 @@ def lab(tmp_path):
     notebook.mkdir(parents=True)
     (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port, token = free_port(), secrets.token_hex(16)
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    # `python -m jupyterlab ...`, its kernels forked from the worker's zygote (tests/warm_kernels.py):
+    # real ipykernels, with torch imported before the fork
+    cmd = warm_kernels.command("jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+                               f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+                               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
+                               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
     if os.getuid() == 0:
         cmd.append("--allow-root")
     log = open(tmp_path / "jupyterlab.log", "wb")
     # os.environ already holds conftest's hermetic JUPYTER_* / IPYTHONDIR folders
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings")}
+    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"), **warm_kernels.client_env()}
     server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -5,14 +5,15 @@ Run All flows through with no redraw and grades the same. Lab 15: three hypothes
 the loss chart and three on the gradient-norm chart. Needs Chromium; without it the tests
 are skipped."""
 
+import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
+import warm_kernels
 from playwright.sync_api import expect
 
 from test_browser import _stroke, lab, lab_page  # noqa: F401,F811 (lab is the fixture)
@@ -42,8 +43,8 @@ def last_output(page, text, seconds=240):
 
 def grade(path):
     """`labkit grade` on the saved notebook: (exit code, output)."""
-    out = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(path)],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(warm_kernels.command("labkit.cli", "grade", str(path)), capture_output=True,
+                         text=True, timeout=600, env={**os.environ, **warm_kernels.client_env()})
     return out.returncode, out.stdout + out.stderr
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import warm_kernels
 
 from helpers import one_sentence
 
@@ -46,8 +47,9 @@ def scratch_left(tmp: Path) -> list[str]:
 
 
 def labkit(tmp: Path, *args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labkit.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, env=env(tmp), timeout=timeout)
+    """`python -m labkit.cli ARGS` in a process of its own (its kernels: the worker's warm ones)."""
+    return subprocess.run(warm_kernels.command("labkit.cli", *args), capture_output=True, text=True,
+                          cwd=ROOT, env={**env(tmp), **warm_kernels.client_env()}, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -71,3 +71,32 @@ def test_a_warm_kernel_is_interrupted_and_killed_through_its_own_process_group()
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+CLIENT = '''
+import json, os, sys
+from jupyter_client.manager import start_new_kernel
+km, kc = start_new_kernel(kernel_name="python3")
+out = []
+kc.execute_interactive("import os; print(os.getpid(), os.getppid())", timeout=60,
+                       output_hook=lambda m: out.append(m["content"].get("text", "")))
+print(json.dumps({"kernel": [int(v) for v in "".join(out).split()], "argv": sys.argv[1:]}), flush=True)
+os._exit(0)  # gone without shutting its kernel down
+'''
+
+
+def test_a_test_subprocess_gets_its_kernels_from_the_worker_zygote_and_they_end_with_it(tmp_path):
+    """`command` + `client_env`: the JupyterLab server of the browser tests, and `labkit grade`
+    where a test reads its rows, start their kernels this way."""
+    import subprocess
+    (tmp_path / "client_probe.py").write_text(CLIENT)
+    out = subprocess.run(warm_kernels.command("client_probe", "--flag"), cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, env={**os.environ, **warm_kernels.client_env()})
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.splitlines()[-1])
+    pid, ppid = seen["kernel"]
+    assert ppid == warm_kernels.ZYGOTE.pid and seen["argv"] == ["--flag"]
+    deadline = time.monotonic() + 10  # the client is gone: its kernel goes too
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}")

@@ -21,8 +21,14 @@ path could differ from a fresh process:
   LD_*, ...) differs from the zygote's: the portable pass starts its own zygote in its
   own workers, with ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1;
 - the platform has no pidfd (not Linux), or LABKIT_TEST_COLD_KERNELS=1 is set.
-Nothing outside the tests uses this: `make lab` and `labkit grade` start kernels as
-Jupyter does.
+
+A test's own subprocess that starts kernels (the JupyterLab server of the browser tests, a
+`labkit grade` whose rows a test reads) can be started with `command(module, args)` and
+`client_env()`: it then asks its worker's zygote for each kernel, under the same rules. Such a
+kernel also ends when the process that asked for it ends, as a fresh kernel does when its
+parent goes. Nothing outside the tests uses this: `make lab` and `labkit grade` start kernels
+as Jupyter does, and so do the tests about those commands themselves (`tools/lab.py`, the
+instructor's workflow step).
 """
 
 from __future__ import annotations
@@ -83,6 +89,17 @@ while True:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
+        if request.get("watch"):  # asked for by another process: go when it goes, as a
+            import select, threading  # fresh kernel goes when its parent does
+
+            def watch(pid=request["watch"]):
+                try:
+                    poller = select.poll()
+                    poller.register(os.pidfd_open(pid), select.POLLIN)
+                    poller.poll()
+                finally:
+                    os._exit(1)
+            threading.Thread(target=watch, daemon=True).start()
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
@@ -170,16 +187,24 @@ class ForkedKernel:
         self.send_signal(signal.SIGKILL)
 
 
-class Zygote:
-    """One per process that starts kernels: started on the first warm launch."""
+SOCKET_VAR = "LABKIT_TEST_ZYGOTE"  # in a client's environment: {"path", "pid", "startup"}
 
-    def __init__(self):
+
+class Zygote:
+    """One per pytest worker: started on the first warm launch. In a client (a subprocess a
+    test started with `command`), the worker's, described by $LABKIT_TEST_ZYGOTE."""
+
+    def __init__(self, client: dict | None = None):
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._path = ""
         self._env: dict = {}
         self._startup_env: dict = {}  # the zygote's STARTUP_VARS, to compare each launch with
         self.broken = False
+        self.pid = 0
+        self._client = client is not None
+        if client is not None:
+            self._path, self.pid, self._startup_env = client["path"], client["pid"], client["startup"]
 
     @staticmethod
     def _startup(env: dict) -> dict:
@@ -200,7 +225,15 @@ class Zygote:
         if ready != b"1":  # it failed or hung, or an import left a Python thread running
             self._proc.kill()
             self.broken = True
+        self.pid = self._proc.pid
         atexit.register(self.close)
+
+    def started(self) -> bool:
+        """Start the zygote now if it is not yet (a client can only use a running one)."""
+        with self._lock:
+            if self._proc is None and not self._client:
+                self._start()
+        return not self.broken
 
     def close(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -218,15 +251,13 @@ class Zygote:
             return False
         if len(cmd) < 3 or cmd[1:3] != ["-m", "ipykernel_launcher"] or cmd[0] != sys.executable:
             return False
-        with self._lock:
-            if self._proc is None:
-                self._start()
-        return not self.broken and self._startup(env) == self._startup_env
+        return self.started() and self._startup(env) == self._startup_env
 
     def launch(self, cmd: list, env: dict, kw: dict) -> ForkedKernel:
         # as jupyter_client's launcher does: the kernel's poller exits when this parent is gone
-        env = {**env, "JPY_PARENT_PID": str(self._proc.pid)}
-        request = {"module": cmd[2], "args": cmd[3:], "env": env, "cwd": str(kw.get("cwd") or os.getcwd())}
+        env = {**env, "JPY_PARENT_PID": str(self.pid)}
+        request = {"module": cmd[2], "args": cmd[3:], "env": env, "cwd": str(kw.get("cwd") or os.getcwd()),
+                   "watch": os.getpid() if self._client else 0}
         with open(os.devnull, "rb+") as devnull, socket.socket(socket.AF_UNIX) as conn:
             fds = [devnull.fileno(), _fd(kw.get("stdout"), 1, devnull.fileno()),
                    _fd(kw.get("stderr"), 2, devnull.fileno())]
@@ -240,9 +271,10 @@ class Zygote:
 ZYGOTE: Zygote | None = None  # this process's, once `install` ran
 
 
-def install() -> None:
+def install(client: bool = False) -> None:
     """Serve this process's kernel launches from a zygote where it can (see the module's
-    docstring); a no-op where pidfds are missing or refused."""
+    docstring); a no-op where pidfds are missing or refused. `client`: from the worker's zygote
+    that $LABKIT_TEST_ZYGOTE describes (a no-op without it)."""
     if not (hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")):
         return
     try:  # a kernel before Linux 5.3, or a sandbox that refuses the call
@@ -253,7 +285,10 @@ def install() -> None:
     from jupyter_client.provisioning import local_provisioner
 
     cold = local_provisioner.launch_kernel
-    zygote = ZYGOTE = Zygote()
+    described = os.environ.get(SOCKET_VAR)
+    if client and not described:
+        return
+    zygote = ZYGOTE = Zygote(json.loads(described) if client else None)
 
     def launch_kernel(cmd, **kw):
         env = kw.get("env")
@@ -266,3 +301,31 @@ def install() -> None:
         return cold(cmd, **kw)
 
     local_provisioner.launch_kernel = launch_kernel
+
+
+# Run as `python -c CLIENT MODULE ARGS...`: `python -m MODULE ARGS...` whose kernels come from
+# the zygote in $LABKIT_TEST_ZYGOTE (this file's folder is appended to sys.path to import it).
+CLIENT = r"""
+import os, runpy, sys
+sys.path.append(os.environ["LABKIT_TEST_WARM_PATH"])
+import warm_kernels
+warm_kernels.install(client=True)
+module = sys.argv[1]
+del sys.argv[1]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def command(module: str, *args: str) -> list[str]:
+    """The command line of `python -m module args...` for a test's subprocess that starts kernels:
+    run with `client_env()`, it asks this worker's zygote for them (see the module's docstring)."""
+    return [sys.executable, "-c", CLIENT, module, *args]
+
+
+def client_env() -> dict:
+    """The variables that let a `command(...)` process use this worker's zygote; none (its
+    kernels then start cold) where this process has no zygote, or it is broken or refused."""
+    if ZYGOTE is None or os.environ.get("LABKIT_TEST_COLD_KERNELS") == "1" or not ZYGOTE.started():
+        return {"LABKIT_TEST_WARM_PATH": os.path.dirname(os.path.abspath(__file__))}
+    return {"LABKIT_TEST_WARM_PATH": os.path.dirname(os.path.abspath(__file__)),
+            SOCKET_VAR: json.dumps({"path": ZYGOTE._path, "pid": ZYGOTE.pid, "startup": ZYGOTE._startup_env})}
