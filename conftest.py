@@ -76,7 +76,9 @@ def pytest_report_header(config):
 #   share them; in test_examples.py the tests of one example are one unit (the GPT-2 pair
 #   then imports transformers once, 3 s);
 # - a held-out setup's triage and the test that signs its fix (test_own_sign.py) are one unit,
-#   so the fix signs a copy of that triage (`own_setups.report.record_of`) instead of a second.
+#   so the fix signs a copy of that triage (`own_setups.report.record_of`) instead of a second;
+# - test_bugs.py's signatures on one seed are one unit: each compares its bug's run with the
+#   healthy run of its task on that seed, trained once per worker (the LM's: 2 s).
 # Longest units go first (browser, notebooks, then these), so that no worker is left alone
 # with a long unit at the end.
 SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "browser",
@@ -95,6 +97,8 @@ def work_unit(nodeid: str) -> str:
         return SERIAL_FILES[name]
     if name == "test_examples.py" and "[" in nodeid:
         return path + "[" + nodeid.split("[", 1)[1]
+    if name == "test_bugs.py" and "::test_bug_reproduces_its_signature[" in nodeid:
+        return f"{path}::signatures on seed {nodeid[:-1].rsplit('-', 1)[1]}"  # one healthy run per task
     if "[" in nodeid and (name in SETUP_FILES or nodeid.startswith(f"{path}::test_each_fix_signs[")):
         return "own-setup[" + nodeid.split("[", 1)[1]
     if name in SPLIT_FILES:
