@@ -254,7 +254,8 @@ class Zygote:
         return self.started() and self._startup(env) == self._startup_env
 
     def launch(self, cmd: list, env: dict, kw: dict) -> ForkedKernel:
-        # as jupyter_client's launcher does: the kernel's poller exits when this parent is gone
+        # as jupyter_client's launcher does (the kernel's own poller watches the zygote, its
+        # parent; a client's kernel also watches the client: see `watch` in SCRIPT)
         env = {**env, "JPY_PARENT_PID": str(self.pid)}
         request = {"module": cmd[2], "args": cmd[3:], "env": env, "cwd": str(kw.get("cwd") or os.getcwd()),
                    "watch": os.getpid() if self._client else 0}
@@ -325,7 +326,7 @@ def command(module: str, *args: str) -> list[str]:
 def client_env() -> dict:
     """The variables that let a `command(...)` process use this worker's zygote; none (its
     kernels then start cold) where this process has no zygote, or it is broken or refused."""
-    if ZYGOTE is None or os.environ.get("LABKIT_TEST_COLD_KERNELS") == "1" or not ZYGOTE.started():
-        return {"LABKIT_TEST_WARM_PATH": os.path.dirname(os.path.abspath(__file__))}
-    return {"LABKIT_TEST_WARM_PATH": os.path.dirname(os.path.abspath(__file__)),
-            SOCKET_VAR: json.dumps({"path": ZYGOTE._path, "pid": ZYGOTE.pid, "startup": ZYGOTE._startup_env})}
+    env = {"LABKIT_TEST_WARM_PATH": os.path.dirname(os.path.abspath(__file__))}
+    if ZYGOTE is not None and os.environ.get("LABKIT_TEST_COLD_KERNELS") != "1" and ZYGOTE.started():
+        env[SOCKET_VAR] = json.dumps({"path": ZYGOTE._path, "pid": ZYGOTE.pid, "startup": ZYGOTE._startup_env})
+    return env
