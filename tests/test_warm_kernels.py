@@ -12,7 +12,7 @@ from jupyter_client.manager import start_new_kernel
 import warm_kernels
 
 pytestmark = [pytest.mark.skipif(warm_kernels.ZYGOTE is None, reason="warm kernels need pidfds (Linux 5.3+)"),
-              pytest.mark.skipif(os.environ.get("LABKIT_TEST_COLD_KERNELS") == "1",
+              pytest.mark.skipif(warm_kernels.cold_asked(),
                                  reason="LABKIT_TEST_COLD_KERNELS=1: every kernel starts cold")]
 
 PROBE = ("import json, os, sys, torch\n"

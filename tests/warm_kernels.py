@@ -190,6 +190,11 @@ class ForkedKernel:
 SOCKET_VAR = "LABKIT_TEST_ZYGOTE"  # in a client's environment: {"path", "pid", "startup"}
 
 
+def cold_asked() -> bool:
+    """LABKIT_TEST_COLD_KERNELS=1: every kernel starts the usual way (a client inherits it too)."""
+    return os.environ.get("LABKIT_TEST_COLD_KERNELS") == "1"
+
+
 class Zygote:
     """One per pytest worker: started on the first warm launch. In a client (a subprocess a
     test started with `command`), the worker's, described by $LABKIT_TEST_ZYGOTE."""
@@ -198,7 +203,6 @@ class Zygote:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._path = ""
-        self._env: dict = {}
         self._startup_env: dict = {}  # the zygote's STARTUP_VARS, to compare each launch with
         self.broken = False
         self.pid = 0
@@ -213,9 +217,9 @@ class Zygote:
     def _start(self) -> None:
         folder = tempfile.mkdtemp(prefix="labkit-zygote-")
         self._path = os.path.join(folder, "socket")
-        self._env = dict(os.environ)
-        self._startup_env = self._startup(self._env)
-        self._proc = subprocess.Popen([sys.executable, "-c", SCRIPT, self._path], env=self._env,
+        env = dict(os.environ)
+        self._startup_env = self._startup(env)
+        self._proc = subprocess.Popen([sys.executable, "-c", SCRIPT, self._path], env=env,
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       start_new_session=True)  # never in this process's group
         poller = select.poll()
@@ -241,7 +245,7 @@ class Zygote:
             self._proc.wait()
 
     def serves(self, cmd: list, env: dict, kw: dict) -> bool:
-        if self.broken or os.environ.get("LABKIT_TEST_COLD_KERNELS") == "1":
+        if self.broken or cold_asked():
             return False
         if kw.get("independent") or kw.get("stdin") is not None:
             return False
@@ -276,6 +280,9 @@ def install(client: bool = False) -> None:
     """Serve this process's kernel launches from a zygote where it can (see the module's
     docstring); a no-op where pidfds are missing or refused. `client`: from the worker's zygote
     that $LABKIT_TEST_ZYGOTE describes (a no-op without it)."""
+    described = os.environ.get(SOCKET_VAR)
+    if client and not described:
+        return
     if not (hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")):
         return
     try:  # a kernel before Linux 5.3, or a sandbox that refuses the call
@@ -286,9 +293,6 @@ def install(client: bool = False) -> None:
     from jupyter_client.provisioning import local_provisioner
 
     cold = local_provisioner.launch_kernel
-    described = os.environ.get(SOCKET_VAR)
-    if client and not described:
-        return
     zygote = ZYGOTE = Zygote(json.loads(described) if client else None)
 
     def launch_kernel(cmd, **kw):
@@ -327,6 +331,6 @@ def client_env() -> dict:
     """The variables that let a `command(...)` process use this worker's zygote; none (its
     kernels then start cold) where this process has no zygote, or it is broken or refused."""
     env = {"LABKIT_TEST_WARM_PATH": os.path.dirname(os.path.abspath(__file__))}
-    if ZYGOTE is not None and os.environ.get("LABKIT_TEST_COLD_KERNELS") != "1" and ZYGOTE.started():
+    if ZYGOTE is not None and not cold_asked() and ZYGOTE.started():
         env[SOCKET_VAR] = json.dumps({"path": ZYGOTE._path, "pid": ZYGOTE.pid, "startup": ZYGOTE._startup_env})
     return env
