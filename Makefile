@@ -43,17 +43,16 @@ $(LAB_STAMP): pyproject.toml constraints.txt
 	@echo "labkit: packages; its bars show the downloads, then one bar counts the installs."
 	$(BIN)/python -m pip install --no-compile --progress-bar on $(PIP_EXTRA) -c constraints.txt -e '.[lab]'
 	@touch $(LAB_STAMP)
-	@echo "labkit: $(VENV) is ready for the lab. Byte-compiling it (pip's last step, moved out of the"
-	@echo "labkit: way) goes on in the background at low priority, about 20 s; imports are faster after."
-	@nohup nice -n 10 $(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1 &
+	@echo "labkit: $(VENV) is ready for the lab."
 
+# The test tools are pyproject's `test` extra, installed on top of the lab's environment by name
+# (labkit itself is already there: pip neither rebuilds nor reinstalls it), without pip's
+# byte-compile: see `test` below.
 $(STAMP): $(LAB_STAMP)
 	@echo "labkit: adding the test tools to $(VENV) (pytest, nbval, papermill, playwright, transformers,"
 	@echo "labkit: tensorboard; about 40 packages, 20 s with a warm pip cache)."
-	$(BIN)/python -m pip install --progress-bar on $(PIP_EXTRA) -c constraints.txt -e '.[lab,test]'
-	@echo "labkit: finishing the byte-compile of $(VENV) before the tests (what the lab's background"
-	@echo "labkit: compile has not done yet; a few seconds when it has): every test process imports torch."
-	@$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1 || true  # as pip: a file for a newer Python is skipped
+	@$(BIN)/python -c "import tomllib; print('\\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['test']))" > $(VENV)/test-requirements.txt
+	$(BIN)/python -m pip install --no-compile --progress-bar on $(PIP_EXTRA) -c constraints.txt -r $(VENV)/test-requirements.txt
 	@touch $(STAMP)
 	@echo "labkit: $(VENV) is ready for the tests."
 
@@ -61,8 +60,14 @@ $(STAMP): $(LAB_STAMP)
 # SOLUTIONS=1 lists solutions/ too. Terminals in the lab find `labkit` (.venv/bin first on PATH).
 SOLUTIONS ?=
 
+# pip's byte-compile is left out of the install (it compiles all 1.4 GB, most of which no
+# process ever imports); Python writes each module's cache the first time it is imported instead.
+# Where PYTHONDONTWRITEBYTECODE is set (as on some CI images and containers) it would not, and
+# every kernel would compile torch again: so the lab and the tests run with it unset.
+NO_DONTWRITE := env -u PYTHONDONTWRITEBYTECODE
+
 lab: $(LAB_STAMP)
-	PORT=$(PORT) SOLUTIONS=$(SOLUTIONS) $(BIN)/python tools/lab.py notebooks/00_start_here.ipynb
+	$(NO_DONTWRITE) PORT=$(PORT) SOLUTIONS=$(SOLUTIONS) $(BIN)/python tools/lab.py notebooks/00_start_here.ipynb
 
 # Two passes, each in parallel on every core (pytest-xdist; conftest.py gives each worker
 # cores / workers torch threads, its own $LABKIT_HOME and its own Jupyter folders, and keeps
@@ -80,19 +85,15 @@ PORTABLE_PATHS = tests/reference solutions $(shell grep -l chaotic tests/test_*.
 WORKERS   = $(shell $(PYTHON) -c "import os; print((len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1) + 1)")
 XDIST    ?= -n $(WORKERS)
 
-# pip compiles what it installs, but not labkit itself (an editable install) nor the tests; with
-# PYTHONDONTWRITEBYTECODE set (as on some CI images) every process, kernels included, would
-# compile them again: about 0.3 s a `labkit` command, 0.1 s a kernel. So they are compiled once.
 test: $(STAMP)
-	@$(BIN)/python -m compileall -q -j 0 labkit tests >/dev/null || true  # a syntax error: pytest says where
-	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
+	@t0=$$(date +%s); $(NO_DONTWRITE) $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
 	  echo "labkit: pass 1 (everything, this machine's CPU path) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
-	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \
+	@t0=$$(date +%s); $(NO_DONTWRITE) $(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \
 	  echo "labkit: pass 2 (notebooks and chaotic tests, portable kernels, one thread) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 # The quick tier: unit tests without notebooks, browsers or the slow batches (<= 90 s).
 check: $(STAMP)
-	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests; \
+	@t0=$$(date +%s); $(NO_DONTWRITE) $(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests; \
 	  rc=$$?; echo "labkit: make check took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 exercises: $(STAMP)
