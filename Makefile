@@ -50,7 +50,7 @@ $(LAB_STAMP): pyproject.toml constraints.txt
 # byte-compile: see `test` below.
 $(STAMP): $(LAB_STAMP)
 	@echo "labkit: adding the test tools to $(VENV) (pytest, nbval, papermill, playwright, transformers,"
-	@echo "labkit: tensorboard; about 40 packages, 20 s with a warm pip cache)."
+	@echo "labkit: tensorboard; about 40 packages, 15 s with a warm pip cache)."
 	@$(BIN)/python -c "import tomllib; print('\\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['test']))" > $(VENV)/test-requirements.txt
 	$(BIN)/python -m pip install --no-compile --progress-bar on $(PIP_EXTRA) -c constraints.txt -r $(VENV)/test-requirements.txt
 	@touch $(STAMP)
