@@ -11,6 +11,11 @@ PORT   ?= 8888
 # Extra pip options, e.g. PIP_EXTRA='--extra-index-url https://download.pytorch.org/whl/cpu'
 # on a machine where PyPI's default torch wheel would be the multi-GB CUDA build.
 PIP_EXTRA ?=
+# pip's byte-compile is left out of the install (it compiles all 1.4 GB, most of which no
+# process ever imports); Python writes each module's cache the first time it is imported instead.
+# Where PYTHONDONTWRITEBYTECODE is set (as on some CI images and containers) it would not, and
+# every kernel would compile torch again: so no recipe here (lab, tests, bench) sees it.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: lab test check exercises references bench env clean-env help
 
@@ -60,14 +65,8 @@ $(STAMP): $(LAB_STAMP)
 # SOLUTIONS=1 lists solutions/ too. Terminals in the lab find `labkit` (.venv/bin first on PATH).
 SOLUTIONS ?=
 
-# pip's byte-compile is left out of the install (it compiles all 1.4 GB, most of which no
-# process ever imports); Python writes each module's cache the first time it is imported instead.
-# Where PYTHONDONTWRITEBYTECODE is set (as on some CI images and containers) it would not, and
-# every kernel would compile torch again: so the lab and the tests run with it unset.
-NO_DONTWRITE := env -u PYTHONDONTWRITEBYTECODE
-
 lab: $(LAB_STAMP)
-	$(NO_DONTWRITE) PORT=$(PORT) SOLUTIONS=$(SOLUTIONS) $(BIN)/python tools/lab.py notebooks/00_start_here.ipynb
+	PORT=$(PORT) SOLUTIONS=$(SOLUTIONS) $(BIN)/python tools/lab.py notebooks/00_start_here.ipynb
 
 # Two passes, each in parallel on every core (pytest-xdist; conftest.py gives each worker
 # cores / workers torch threads, its own $LABKIT_HOME and its own Jupyter folders, and keeps
@@ -86,14 +85,14 @@ WORKERS   = $(shell $(PYTHON) -c "import os; print((len(os.sched_getaffinity(0))
 XDIST    ?= -n $(WORKERS)
 
 test: $(STAMP)
-	@t0=$$(date +%s); $(NO_DONTWRITE) $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
+	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
 	  echo "labkit: pass 1 (everything, this machine's CPU path) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
-	@t0=$$(date +%s); $(NO_DONTWRITE) $(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \
+	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \
 	  echo "labkit: pass 2 (notebooks and chaotic tests, portable kernels, one thread) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 # The quick tier: unit tests without notebooks, browsers or the slow batches (<= 90 s).
 check: $(STAMP)
-	@t0=$$(date +%s); $(NO_DONTWRITE) $(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests; \
+	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests; \
 	  rc=$$?; echo "labkit: make check took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 exercises: $(STAMP)

@@ -10,7 +10,7 @@ import pytest
 from own_setups import ALL_EXPECTED, EXPECTED
 from own_setups.report import triage
 
-from own_setups.fixed import FIXED, SIGNED_BY_FIX_ONLY, UNSIGNED
+from own_setups.fixed import SIGNED_BY_FIX_ONLY, UNSIGNED
 from own_setups.third import THIRD_EXPECTED
 
 # The third batch is checked setup by setup below, its two healthy controls included, so they
@@ -28,7 +28,7 @@ KNOWN_MISSES: dict[str, tuple[str, bool]] = {}  # name -> (system said, right sy
 @pytest.mark.slow
 @pytest.mark.parametrize("name", HEALTHY)
 def test_healthy_setups_are_not_convicted(name):
-    row = triage(name, keep=name in FIXED)  # test_own_sign signs a copy
+    row = triage(name)
     assert row["system"] == "NONE", row["mechanism"]
     assert row["granted"]
 
@@ -38,7 +38,7 @@ def test_healthy_setups_are_not_convicted(name):
 def test_the_reviewers_third_batch_stays_right(name):
     """A regression guard, not a held-out bar: two of these eight were missed before the
     rules lr_tiny and loss_floor were written from them (tests/own_setups/third.py)."""
-    row = triage(name, keep=name in FIXED)  # test_own_sign signs a copy
+    row = triage(name)
     assert row["right_system"] and row["right_mechanism"], (row["system"], row["mechanism"][:80])
     assert row["granted"]  # a right conviction is signed (an intervention met its forecast twice)
 
@@ -46,7 +46,7 @@ def test_the_reviewers_third_batch_stays_right(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in BUGGY if n not in KNOWN_MISSES])
 def test_first_batch_setup_is_convicted_right(name):
-    row = triage(name, keep=name in FIXED)  # test_own_sign signs a copy
+    row = triage(name)
     assert row["right_system"] and row["right_mechanism"], (row["system"], row["mechanism"][:80])
     assert row["granted"] or name in SIGNED_BY_FIX_ONLY | UNSIGNED, "labkit no longer signs it"
 
