@@ -33,8 +33,17 @@ def run_solution(name: str, tmp_path, **parameters) -> str:
     out = tmp_path / f"{name}_run.ipynb"
     papermill.execute_notebook(str(solutions / f"{name}.ipynb"), str(out), parameters=parameters,
                                kernel_name="python3", cwd=str(solutions), progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
-    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    return printed(nbformat.read(out, as_version=4))
+
+
+def printed(nb) -> str:
+    """What an executed notebook printed, one block per code cell.
+
+    A cell's stream outputs are joined as they are, with no separator: the kernel flushes
+    stdout on a timer, so one `print` can arrive as two outputs ("refused:" and the rest of
+    the sentence) when the machine is busy, and a newline between them would split it."""
+    return "\n".join("".join(o.get("text", "") for o in c.get("outputs", []))
+                     for c in nb.cells if c.cell_type == "code")
 
 
 def labkit_cli(*args, stdin: str = "", home=None, process: bool = False, timeout: float = 300,

@@ -10,6 +10,7 @@ import pytest
 import labkit
 from labkit.forecast import SHAPES, Forecast, classify_shape
 from labkit.forecast.history import ForecastHistory
+from helpers import printed
 from labkit.forecast.score import ForecastScore
 from labkit.core.train import config_hash
 
@@ -304,8 +305,7 @@ def test_forecast_notebook_takes_its_forecast_from_papermill(tmp_path):
         str(notebooks / "02_forecast_first.ipynb"), str(out), kernel_name="python3",
         parameters={"forecast_points": "[[0, 2.3], [100, 1.0], [199, 0.4]]", "seed": 1},
         cwd=str(notebooks), progress_bar=False)
-    text = "\n".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
-                     if c.cell_type == "code" for o in c.get("outputs", []))
+    text = printed(nbformat.read(out, as_version=4))
     assert "step 100: forecast loss 1.000" in text
     assert "shape: forecast 'descending', run 'flat'" in text
     assert "you expected 'descending' but the run was 'flat'" in text

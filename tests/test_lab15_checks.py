@@ -6,7 +6,7 @@ import pytest
 from labkit import Forecast, check
 from labkit.diagnosis import lab15
 from labkit.diagnosis.record.triage import TriageRecord
-from helpers import run_solution
+from helpers import printed, run_solution
 
 pytestmark = pytest.mark.lab15
 
@@ -68,7 +68,7 @@ def test_solution_solves_mystery_a_in_the_cells_nbval_checks():
     assert params.source.startswith('mystery = "A"')
     checked = [c for c in nb.cells if c.cell_type == "code"
                and "nbval-check-output" in c.metadata.get("tags", [])]
-    assert_solved("\n".join(o.get("text", "") for c in checked for o in c.outputs))
+    assert_solved(printed(nbformat.v4.new_notebook(cells=checked)))
 
 
 @pytest.mark.slow

@@ -8,6 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from helpers import printed
+
 ROOT = Path(__file__).resolve().parents[1]
 LEARNER = sorted((ROOT / "notebooks").glob("*.ipynb"))  # what a learner opens: no outputs
 NOTEBOOKS = sorted((ROOT / "tests" / "reference").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -68,6 +70,6 @@ def test_start_notebook_runs_under_papermill_with_another_seed(tmp_path):
     nb = nbformat.read(out, as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert injected and "seed = 1" in injected[0].source
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = printed(nb)
     assert "loss at step 0 = 2.30" in text
     assert "step  59: train_eval_loss" in text  # 60 steps: the final evaluation is at step 59
