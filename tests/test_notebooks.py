@@ -73,3 +73,13 @@ def test_start_notebook_runs_under_papermill_with_another_seed(tmp_path):
     text = printed(nb)
     assert "loss at step 0 = 2.30" in text
     assert "step  59: train_eval_loss" in text  # 60 steps: the final evaluation is at step 59
+
+
+def test_printed_text_keeps_a_print_that_arrived_in_two_stream_outputs():
+    """The kernel flushes stdout on a timer: on a busy machine `print("refused:", reason)` can
+    reach the notebook as two outputs. The tests' reader must give back the sentence whole."""
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+    split = new_code_cell(outputs=[new_output("stream", name="stdout", text="refused:"),
+                                   new_output("stream", name="stdout", text=" this run is not it.\n")])
+    nb = new_notebook(cells=[split, new_code_cell(outputs=[new_output("stream", name="stdout", text="next\n")])])
+    assert printed(nb) == "refused: this run is not it.\n\nnext\n"
