@@ -1,7 +1,9 @@
 # labkit: `make lab` (study in JupyterLab) and `make test` (what CI runs).
 # Both create .venv on first use: pip, constraints.txt pins (torch==2.13.0, CPU).
 
-PYTHON ?= python3
+# The Python that makes .venv: unset, tools/venv.sh takes the first of python3, python3.12,
+# python3.11, ... that is 3.11 or newer (make lab PYTHON=python3.12 to choose).
+PYTHON ?=
 VENV   := .venv
 BIN    := $(VENV)/bin
 # What `make lab` needs (torch, JupyterLab, labkit), then the test tools on top for `make test`.
@@ -36,12 +38,12 @@ env: $(STAMP)
 # Two steps, so that `make lab` waits only for what the lab needs; `make test` adds the test
 # tools. pip writes about 1.4 GB here, so its time follows the disk: from a fresh clone with a
 # warm pip cache on an idle 2-core machine, the lab's install took 28-41 s without
-# byte-compiling and 35-78 s with it, so the compile runs after, in the background.
+# byte-compiling and 35-78 s with it, which is why pip does not byte-compile (see above).
 $(LAB_STAMP): pyproject.toml constraints.txt
 	@echo "labkit: setting up $(VENV) for the lab (first time only, and after pyproject.toml or constraints.txt change)."
 	@echo "labkit: installing torch 2.13.0 (CPU), JupyterLab and labkit itself: 1.4 GB, about 30-45 s"
 	@echo "labkit: (measured from a fresh clone, warm pip cache, idle 2-core machine)."
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@sh tools/venv.sh $(VENV) "$(PYTHON)"
 	@$(BIN)/python -c "import pip, sys; sys.exit(int(pip.__version__.split('.')[0]) < 23)" 2>/dev/null \
 	  || $(BIN)/python -m pip install --upgrade pip --progress-bar on
 	@echo "labkit: pip now resolves, fetches (from its cache when warm) and installs about 110"
@@ -81,7 +83,7 @@ PORTABLE_PATHS = tests/reference solutions $(shell grep -l chaotic tests/test_*.
 # One worker more than the cores: a worker that waits (a kernel starting, a browser page, a
 # grading time-out) leaves its core to the others. Each still runs torch on one thread.
 # Pass 1 on an idle 2-core machine: 479 s with 3 workers, 563 s with 2 (-n auto).
-WORKERS   = $(shell $(PYTHON) -c "import os; print((len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1) + 1)")
+WORKERS   = $(shell $(or $(PYTHON),python3) -c "import os; print((len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1) + 1)")
 XDIST    ?= -n $(WORKERS)
 
 test: $(STAMP)

@@ -122,3 +122,84 @@ def test_every_extra_is_pinned_and_torch_stays_2_13():
     # '.[lightning]'` resolves to tested versions and leaves torch alone
     for name in ("lightning", "pytorch-lightning", "torchmetrics", "lightning-utilities"):
         assert name in pins
+
+
+# ---- tools/venv.sh: the Python that makes .venv ------------------------------------------
+
+def _fake_python(folder: Path, name: str, version: str, venv: str = "exit 1") -> None:
+    """An interpreter that answers venv.sh's questions as Python `version` would (pip present),
+    and runs `venv` (a shell line; "$3" is the folder) for `-m venv`."""
+    ok = 0 if tuple(map(int, version.split(".")[:2])) >= (3, 11) else 1
+    script = folder / name
+    script.write_text(f'''#!/bin/sh
+case "$*" in
+  *"sys.version_info < (3, 11)"*) exit {ok} ;;
+  *"%d.%d.%d"*) echo {version}; exit 0 ;;
+  *"%d.%d"*) echo {version.rsplit(".", 1)[0]}; exit 0 ;;
+  *"import pip"*) exit 0 ;;
+  "-m venv "*) {venv} ;;
+esac
+exit 1
+''')
+    script.chmod(0o755)
+
+
+def _venv_sh(tmp_path: Path, python: str = "") -> subprocess.CompletedProcess:
+    """tools/venv.sh with PATH holding only the fake interpreters and `rm`, `mkdir`, `ln`."""
+    for tool in ("rm", "mkdir", "ln"):
+        link = tmp_path / "bin" / tool
+        if not link.exists():
+            link.symlink_to(next(p for p in (Path("/bin") / tool, Path("/usr/bin") / tool) if p.exists()))
+    return subprocess.run(["/bin/sh", str(ROOT / "tools" / "venv.sh"), str(tmp_path / ".venv"), python],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(tmp_path / "bin"), "HOME": str(tmp_path)})
+
+
+def test_venv_refuses_an_old_or_missing_python_in_one_line(tmp_path):
+    (tmp_path / "bin").mkdir()
+    _fake_python(tmp_path / "bin", "python3", "3.10.12")  # Ubuntu 22.04's
+    done = _venv_sh(tmp_path)
+    assert done.returncode == 2 and not (tmp_path / ".venv").exists()
+    assert "needs Python 3.11 or newer, and none is on PATH (python3 is 3.10.12)" in done.stderr
+    assert "make lab PYTHON=" in done.stderr and "Traceback" not in done.stderr
+    old = _venv_sh(tmp_path, "python3")
+    assert old.returncode == 2 and "PYTHON=python3 (from the make command line or your environment) " \
+        "is Python 3.10.12; labkit needs 3.11 or newer" in old.stderr
+    gone = _venv_sh(tmp_path, "python3.99")
+    assert gone.returncode == 2 and "PYTHON=python3.99 (from the make command line or your " \
+        "environment) was not found, or did not run" in gone.stderr
+
+
+def test_venv_takes_a_newer_python_beside_an_old_python3_and_repairs_a_broken_venv(tmp_path):
+    (tmp_path / "bin").mkdir()
+    _fake_python(tmp_path / "bin", "python3", "3.10.12")
+    python311 = tmp_path / "bin" / "python3.11"  # its venv's python is itself, with pip
+    _fake_python(tmp_path / "bin", "python3.11", "3.11.9",
+                 venv=f'mkdir -p "$3/bin" && ln -s {python311} "$3/bin/python"; exit $?')
+    made = _venv_sh(tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == f"labkit: creating {tmp_path / '.venv'} with python3.11 (Python 3.11.9).\n"
+    again = _venv_sh(tmp_path)  # a working .venv is left alone, silently
+    assert again.returncode == 0 and again.stdout == "" and again.stderr == ""
+    (tmp_path / ".venv" / "bin" / "python").unlink()  # its interpreter removed (a brew upgrade)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(tmp_path / "gone" / "python3.11")
+    repaired = _venv_sh(tmp_path)
+    assert repaired.returncode == 0, repaired.stderr
+    assert repaired.stdout.splitlines() == [
+        f"labkit: {tmp_path / '.venv'} has no working Python (its interpreter is missing): making it again.",
+        f"labkit: creating {tmp_path / '.venv'} with python3.11 (Python 3.11.9)."]
+    assert (tmp_path / ".venv" / "bin" / "python").resolve() == python311.resolve()
+
+
+def test_venv_without_ensurepip_is_removed_and_names_the_package(tmp_path):
+    """Debian and Ubuntu ship `venv` without ensurepip: `python3 -m venv` stops half-way, leaving
+    a .venv with no pip that every later `make` would trip over."""
+    (tmp_path / "bin").mkdir()
+    half = ('mkdir -p "$3/bin" && ln -s /bin/false "$3/bin/python"; '
+            'echo "The virtual environment was not created successfully because ensurepip is not '
+            'available." >&2; exit 1')
+    _fake_python(tmp_path / "bin", "python3", "3.12.3", venv=half)
+    done = _venv_sh(tmp_path)
+    assert done.returncode == 2 and not (tmp_path / ".venv").exists()
+    assert "ensurepip is not available" in done.stderr  # venv's own message, then labkit's
+    assert "apt-get install python3.12-venv, then run make again" in done.stderr
