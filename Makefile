@@ -80,10 +80,10 @@ PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 # Pass 2 collects only where its tests are (the notebooks, and the test files that mark a test
 # chaotic, found by name): each worker then imports 7 test files, not 90 (373 items either way).
 PORTABLE_PATHS = tests/reference solutions $(shell grep -l chaotic tests/test_*.py)
-# One worker more than the cores: a worker that waits (a kernel starting, a browser page, a
-# grading time-out) leaves its core to the others. Each still runs torch on one thread.
-# Pass 1 on an idle 2-core machine: 479 s with 3 workers, 563 s with 2 (-n auto).
-WORKERS   = $(shell $(or $(PYTHON),python3) -c "import os; print((len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1) + 1)")
+# One worker more than the cores (a worker that waits, for a kernel, a browser page or a
+# grading time-out, leaves its core to the others), and no more than about 1.5 GB of the
+# available memory each: see tools/workers.py. Each runs torch on cores / workers threads.
+WORKERS   = $(shell $(or $(PYTHON),python3) tools/workers.py)
 XDIST    ?= -n $(WORKERS)
 
 test: $(STAMP)

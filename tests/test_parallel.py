@@ -65,3 +65,25 @@ def test_a_fix_is_signed_in_the_unit_that_triaged_its_setup():
         sign = conftest.work_unit(f"tests/test_own_sign.py::test_each_fix_signs[{name}]")
         assert units[name] == [sign], name
     assert len(set(u for us in units.values() for u in us)) == sum(map(len, units.values()))
+
+
+def test_make_test_starts_a_worker_per_core_and_one_more_within_the_memory(monkeypatch):
+    import subprocess
+    import sys
+    from pathlib import Path
+    tools = Path(__file__).resolve().parents[1] / "tools"
+    monkeypatch.syspath_prepend(str(tools))
+    import workers
+    monkeypatch.setattr(workers, "cores", lambda: 16)
+    monkeypatch.setattr(workers, "available", lambda: None)  # macOS: no MemAvailable, no cap
+    assert workers.workers() == 17
+    monkeypatch.setattr(workers, "available", lambda: 64 * 2 ** 30)
+    assert workers.workers() == 17
+    monkeypatch.setattr(workers, "available", lambda: 12 * 2 ** 30)  # 16 cores, 12 GB free
+    assert workers.workers() == 8
+    monkeypatch.setattr(workers, "available", lambda: 2 ** 29)
+    assert workers.workers() == 1  # never none
+    # the Makefile's own call: the count this machine gets
+    done = subprocess.run([sys.executable, str(tools / "workers.py")], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and 1 <= int(done.stdout) <= conftest._cores() + 1, done
