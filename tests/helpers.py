@@ -39,9 +39,10 @@ def run_solution(name: str, tmp_path, **parameters) -> str:
 def printed(nb) -> str:
     """What an executed notebook printed, one block per code cell.
 
-    A cell's stream outputs are joined as they are, with no separator: the kernel flushes
-    stdout on a timer, so one `print` can arrive as two outputs ("refused:" and the rest of
-    the sentence) when the machine is busy, and a newline between them would split it."""
+    A cell's stream outputs are joined as they are, with no separator: the kernel sends stdout
+    on a timer, so one `print` can arrive as two outputs ("refused:" and the rest of the
+    sentence; seen in one of two papermill runs of Lab 15's mystery B), and a newline between
+    them would split it."""
     return "\n".join("".join(o.get("text", "") for o in c.get("outputs", []))
                      for c in nb.cells if c.cell_type == "code")
 

@@ -10,9 +10,9 @@ import pytest
 import labkit
 from labkit.forecast import SHAPES, Forecast, classify_shape
 from labkit.forecast.history import ForecastHistory
-from helpers import printed
 from labkit.forecast.score import ForecastScore
 from labkit.core.train import config_hash
+from helpers import printed
 
 STEPS = 40  # short runs keep the file fast; the rules do not depend on length
 

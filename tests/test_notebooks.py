@@ -76,8 +76,8 @@ def test_start_notebook_runs_under_papermill_with_another_seed(tmp_path):
 
 
 def test_printed_text_keeps_a_print_that_arrived_in_two_stream_outputs():
-    """The kernel flushes stdout on a timer: on a busy machine `print("refused:", reason)` can
-    reach the notebook as two outputs. The tests' reader must give back the sentence whole."""
+    """The kernel sends stdout on a timer, so `print("refused:", reason)` can reach the notebook
+    as two outputs. The tests' reader must give back the sentence whole."""
     from nbformat.v4 import new_code_cell, new_notebook, new_output
     split = new_code_cell(outputs=[new_output("stream", name="stdout", text="refused:"),
                                    new_output("stream", name="stdout", text=" this run is not it.\n")])
