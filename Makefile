@@ -18,6 +18,13 @@ PIP_EXTRA ?=
 # Where PYTHONDONTWRITEBYTECODE is set (as on some CI images and containers) it would not, and
 # every kernel would compile torch again: so no recipe here (lab, tests, bench) sees it.
 unexport PYTHONDONTWRITEBYTECODE
+# A .venv whose Python no longer runs (the interpreter it links to was removed or upgraded away)
+# loses its stamps here, so the recipes below make it again (tools/venv.sh) and reinstall.
+ifneq ($(wildcard $(VENV)),)
+ifneq ($(shell $(BIN)/python -c "print(1)" 2>/dev/null),1)
+$(shell rm -f $(LAB_STAMP) $(STAMP))
+endif
+endif
 
 .PHONY: lab test check exercises references bench env clean-env help
 

@@ -7,6 +7,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,3 +204,27 @@ def test_venv_without_ensurepip_is_removed_and_names_the_package(tmp_path):
     assert done.returncode == 2 and not (tmp_path / ".venv").exists()
     assert "ensurepip is not available" in done.stderr  # venv's own message, then labkit's
     assert "apt-get install python3.12-venv, then run make again" in done.stderr
+
+
+def test_make_makes_again_a_venv_whose_python_is_gone(tmp_path):
+    """The stamps live in .venv, so without a check make would trust them and every recipe would
+    fail on a .venv/bin/python that no longer runs."""
+    import shutil
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.symlink_to(sys.executable)
+    for stamp in (".labkit-lab", ".labkit-installed"):
+        (tmp_path / ".venv" / stamp).touch()
+
+    def dry_run() -> str:
+        done = subprocess.run(["make", "-n", "env"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60)
+        return done.stdout + done.stderr
+    assert "Nothing to be done" in dry_run()  # a working .venv: the stamps hold
+    python.unlink()
+    python.symlink_to(tmp_path / "gone" / "python3.11")
+    assert "sh tools/venv.sh .venv" in dry_run()
