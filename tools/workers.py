@@ -6,7 +6,9 @@ grading time-out) leaves its core to the others; on an idle 2-core machine pass 
 with 3 workers and 563 s with 2. The memory cap is for machines with many cores and little
 memory each: at its peak a worker holds torch and the tests (about 0.5 GB), a warm kernel
 (0.3 GB, and a forked copy while a notebook runs) and, in a browser test, Chromium and a
-JupyterLab server. Runs on any Python 3, before .venv exists.
+JupyterLab server; in a clean-clone `make test` on a 2-core machine, the machine's memory in
+use peaked 3.6 GB above idle with 3 workers. Runs on any Python 3.7 or newer, before .venv
+exists.
 """
 
 from __future__ import annotations
