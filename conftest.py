@@ -25,11 +25,16 @@ os.environ["MPLBACKEND"] = "Agg"
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+def _load(folder: str, name: str):
+    """FOLDER/NAME.py as the module NAME (tools/ and tests/ are not packages)."""
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(os.path.dirname(os.path.abspath(__file__)), folder, f"{name}.py"))
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_cores = _load("tools", "workers").cores  # what `make test` counts its workers from
 
 
 # Threads. Under pytest-xdist each worker's torch gets cores / workers threads (at least 1),
@@ -50,10 +55,7 @@ if "OMP_NUM_THREADS" in os.environ:
 # Kernels that nbval, papermill and nbclient start in this process are forked from one that
 # has already imported torch, with the environment above (tests/warm_kernels.py): about 3 s
 # of CPU saved per kernel.
-_spec = importlib.util.spec_from_file_location(
-    "warm_kernels", os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "warm_kernels.py"))
-_warm = sys.modules["warm_kernels"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_warm)
+_warm = _load("tests", "warm_kernels")
 _warm.install()
 
 

@@ -16,7 +16,7 @@ from labkit.core.data import EOS, IGNORE, SEP, make_tokens
 from labkit.core.seams import Seams
 from labkit.bugs._lm import rewrite_labels
 from labkit.learn.lm_floor import floor, successor_table, target_entropies
-from helpers import one_sentence, run_solution
+from helpers import one_sentence, printed, run_solution
 
 pytestmark = pytest.mark.ex_e
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,13 +71,11 @@ def test_the_floor_matches_an_empirical_entropy_within_001(big, ahead):
 @pytest.mark.slow
 def test_the_printed_floor_is_the_computed_one(big):
     nb = nbformat.read(ROOT / "solutions" / "ex_e_masking_errors.ipynb", as_version=4)
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                   for o in c.outputs)
-    printed = float(re.search(r"floor of the correct run's targets: train [\d.]+, val ([\d.]+)",
-                              text).group(1))
+    shown = float(re.search(r"floor of the correct run's targets: train [\d.]+, val ([\d.]+)",
+                            printed(nb)).group(1))
     data = make_tokens(seed=0)
-    assert abs(printed - floor(data.val, successor_table(50, 0))) < 0.0006
-    assert abs(printed - empirical_entropy(big[1], 1)) < 0.01
+    assert abs(shown - floor(data.val, successor_table(50, 0))) < 0.0006
+    assert abs(shown - empirical_entropy(big[1], 1)) < 0.01
 
 
 def test_target_entropies_refuse_prompt_targets_two_ahead():

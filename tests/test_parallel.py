@@ -72,8 +72,7 @@ def test_make_test_starts_a_worker_per_core_and_one_more_within_the_memory(monke
     import sys
     from pathlib import Path
     tools = Path(__file__).resolve().parents[1] / "tools"
-    monkeypatch.syspath_prepend(str(tools))
-    import workers
+    import workers  # tools/workers.py, which conftest loads for its own core count
     monkeypatch.setattr(workers, "cores", lambda: 16)
     monkeypatch.setattr(workers, "available", lambda: None)  # macOS: no MemAvailable, no cap
     assert workers.workers() == 17
