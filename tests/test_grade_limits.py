@@ -35,8 +35,9 @@ def notebook(path: Path, *cells: str) -> Path:
 
 
 def env(tmp: Path) -> dict:
-    names = ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_WORKSPACES_DIR",
-             "IPYTHONDIR", "MPLCONFIGDIR")
+    # MPLCONFIGDIR stays the worker's own (conftest): a kernel given another one would start
+    # cold (tests/warm_kernels.py: matplotlib reads it while the zygote imports it)
+    names = ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR")
     (tmp / "tmp").mkdir(exist_ok=True)  # TMPDIR: where grading's scratch homes go
     return {**os.environ, "LABKIT_HOME": str(tmp / "home"), "OMP_NUM_THREADS": "1",
             "TMPDIR": str(tmp / "tmp"), **{n: str(tmp / n.lower()) for n in names}}

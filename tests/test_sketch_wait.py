@@ -23,7 +23,7 @@ AFTER = "print('AFTER')"
 @pytest.fixture
 def kernel(tmp_path):
     env = {**os.environ, "LABKIT_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1",
-           "IPYTHONDIR": str(tmp_path / "ipython"), "MPLCONFIGDIR": str(tmp_path / "mpl"),
+           "IPYTHONDIR": str(tmp_path / "ipython"),  # MPLCONFIGDIR: the worker's (conftest)
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
     env.pop("LABKIT_SKETCHES", None)
     env.pop("LABKIT_NO_WAIT", None)

@@ -15,10 +15,12 @@ pytestmark = [pytest.mark.skipif(warm_kernels.ZYGOTE is None, reason="warm kerne
               pytest.mark.skipif(warm_kernels.cold_asked(),
                                  reason="LABKIT_TEST_COLD_KERNELS=1: every kernel starts cold")]
 
-PROBE = ("import json, os, sys, torch\n"
+PROBE = ("import json, os, sys, torch, matplotlib, matplotlib.pyplot as plt\n"
          "print(json.dumps({'ppid': os.getppid(), 'leader': os.getpgid(0) == os.getpid(),\n"
          "                  'cwd': os.getcwd(), 'probe': os.environ.get('WARM_PROBE'), 'path': sys.path,\n"
-         "                  'argv': sys.argv[1:2], 'draw': torch.rand(1).item()}))")
+         "                  'argv': sys.argv[1:2], 'draw': torch.rand(1).item(),\n"
+         "                  'backend': matplotlib.get_backend(), 'mplconfig': matplotlib.get_configdir(),\n"
+         "                  'figures': plt.get_fignums()}))")
 
 
 def _probe(cwd, **env):
@@ -41,7 +43,8 @@ def test_a_kernel_forked_warm_is_as_a_fresh_one_started_in_its_folder(tmp_path, 
     assert cold["ppid"] == os.getpid()  # jupyter_client's own Popen
     for kernel in warm:
         assert kernel["ppid"] == warm_kernels.ZYGOTE._proc.pid != os.getpid()  # forked
-        for key in ("leader", "cwd", "probe", "path", "argv"):  # its own session, folder, ...
+        # its own session, folder, ..., and the matplotlib the zygote imported, as a fresh import
+        for key in ("leader", "cwd", "probe", "path", "argv", "backend", "mplconfig", "figures"):
             assert kernel[key] == cold[key], key
     assert cold["leader"] and cold["cwd"] == str(tmp_path) and cold["probe"] == "seen"
     assert warm[0]["draw"] != warm[1]["draw"]  # torch seeded afresh in each, as in a fresh process
@@ -51,6 +54,24 @@ def test_a_launch_that_sets_a_thread_count_of_its_own_is_started_cold(tmp_path):
     threads = "3" if os.environ.get("OMP_NUM_THREADS") != "3" else "2"
     kernel = _probe(tmp_path, OMP_NUM_THREADS=threads)
     assert kernel["ppid"] == os.getpid() and kernel["cwd"] == str(tmp_path)  # jupyter_client's Popen
+
+
+def test_a_launch_that_reads_matplotlib_settings_of_its_own_is_started_cold(tmp_path):
+    """matplotlib reads MPL* while it is imported, and the zygote imported it: a kernel given
+    another MPLCONFIGDIR or MPLBACKEND is not served warm (asked without starting one)."""
+    zygote, cmd = warm_kernels.ZYGOTE, [warm_kernels.sys.executable, "-m", "ipykernel_launcher", "-f", "x.json"]
+    assert zygote.serves(cmd, dict(os.environ), {})
+    assert not zygote.serves(cmd, {**os.environ, "MPLCONFIGDIR": str(tmp_path)}, {})
+    assert not zygote.serves(cmd, {**os.environ, "MPLBACKEND": "svg"}, {})
+
+
+def test_a_closed_zygote_leaves_no_folder_behind():
+    zygote = warm_kernels.Zygote()
+    assert zygote.started()
+    folder = os.path.dirname(zygote._path)
+    assert os.path.exists(os.path.join(folder, "socket"))
+    zygote.close()
+    assert not os.path.exists(folder) and zygote._proc.returncode is not None
 
 
 def test_a_warm_kernel_is_interrupted_and_killed_through_its_own_process_group():

@@ -2,11 +2,14 @@
 
 Every notebook the suite executes (nbval, papermill, nbclient) starts a real ipykernel, and
 each fresh kernel spends about 3 s of CPU importing torch, then torch._dynamo (which the
-first `optimizer.step()` imports): over a third of a kernel's work in
-the short notebooks here, and `make test` starts some 70 such kernels in its own processes
-(50 in pass 1, seen; the rest in pass 2). So each pytest worker keeps one
+first `optimizer.step()` imports), and about 0.5 s more importing matplotlib: over a third of
+a kernel's work in the short notebooks here, and `make test` starts some 90 such kernels in
+its own processes (69 in pass 1, seen; 21 in pass 2). So each pytest worker keeps one
 *zygote*: a process that made those imports once, started on the worker's first kernel
-(ipykernel is imported after the fork: it reads $JPY_PARENT_PID while it is imported). A
+(ipykernel is imported after the fork: it reads $JPY_PARENT_PID while it is imported). The
+zygote then freezes what it imported out of the garbage collector's sight (`gc.freeze`): a
+kernel's collections would otherwise walk those objects and copy every page they touch
+(a trivial kernel: 0.36 s of CPU with matplotlib imported unfrozen, 0.19 s frozen). A
 kernel launch that the zygote can serve is forked from it; the child becomes a new session,
 takes the launch's environment, working folder and standard streams, and runs
 `python -m ipykernel_launcher -f <connection file>` as a fresh process would. nbval,
@@ -17,9 +20,9 @@ A launch is served cold (jupyter_client's own `launch_kernel`, unchanged) whenev
 path could differ from a fresh process:
 - the command is not `<this Python> -m ipykernel_launcher ...`, or wants a pipe to its
   standard streams, or stdin, or to outlive this process (`independent`);
-- a variable read while torch or Python starts (OMP_*, MKL_*, ATEN_*, TORCH*, PYTHON*,
-  LD_*, ...) differs from the zygote's: the portable pass starts its own zygote in its
-  own workers, with ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1;
+- a variable read while torch, matplotlib or Python start (OMP_*, MKL_*, ATEN_*, TORCH*,
+  MPL*, PYTHON*, LD_*, ...) differs from the zygote's: the portable pass starts its own
+  zygote in its own workers, with ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1;
 - the platform has no pidfd (not Linux), or LABKIT_TEST_COLD_KERNELS=1 is set.
 
 A test's own subprocess that starts kernels (the JupyterLab server of the browser tests, a
@@ -37,6 +40,7 @@ import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -47,7 +51,7 @@ import threading
 # Variables that a process reads while Python, torch or OpenMP start: a kernel that sets one
 # differently from the zygote is started cold.
 STARTUP_VARS = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "ATEN_", "TORCH", "PYTORCH",
-                "PYTHON", "LD_", "CUDA", "NVIDIA", "MALLOC")
+                "PYTHON", "LD_", "CUDA", "NVIDIA", "MALLOC", "MPL")
 # ... except one that torch writes into os.environ itself when it first needs it, and reads
 # only when it compiles (torch._inductor's cache folder, derived from the user's name).
 LATER_VARS = {"TORCHINDUCTOR_CACHE_DIR"}
@@ -58,11 +62,14 @@ import ctypes, json, os, runpy, signal, socket, sys, traceback
 ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG: go when the pytest worker goes
 path = sys.argv[1]
 import torch, torch._dynamo  # what every kernel here imports: torch, and optimizer.step()'s dynamo
+import matplotlib.pyplot  # and most notebooks' plots (reads MPL* while it is imported: see STARTUP_VARS)
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 server.bind(path)
 server.listen(64)
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps each exited child
 import threading
+import gc
+gc.freeze()
 print(threading.active_count(), flush=True)  # ready; no Python thread but this one (OpenBLAS's
 # idle pool, started by numpy, is shut down and restarted around a fork by OpenBLAS itself)
 while True:
@@ -243,6 +250,8 @@ class Zygote:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
+        if self._proc is not None:  # its socket's folder (a client's belongs to the worker)
+            shutil.rmtree(os.path.dirname(self._path), ignore_errors=True)
 
     def serves(self, cmd: list, env: dict, kw: dict) -> bool:
         if self.broken or cold_asked():
