@@ -75,7 +75,8 @@ def pytest_report_header(config):
 #   one set of exercise runs) is built once, on one worker;
 # - except the files below, whose tests are independent and long (two-seed triages, whole
 #   notebook executions): each of their tests is a unit of its own, so that the workers
-#   share them; in test_examples.py the tests of one example are one unit (the GPT-2 pair
+#   share them (test_own_eighth.py as one unit ran 71 s, last, on one worker while the others
+#   had finished); in test_examples.py the tests of one example are one unit (the GPT-2 pair
 #   then imports transformers once, 3 s);
 # - a held-out setup's triage and the test that signs its fix (test_own_sign.py) are one unit,
 #   so the fix signs a copy of that triage (`own_setups.report.record_of`) instead of a second;
@@ -87,7 +88,8 @@ SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "brow
                 "test_drill_browser.py": "browser", "test_lab.py": "browser"}
 SPLIT_FILES = {"test_diagnose.py", "test_own_held_out.py", "test_own_triage.py",
                "test_exercise_gate.py", "test_instructor.py", "test_lab15_checks.py",
-               "test_naive_strategies.py", "test_examples.py", "test_drill.py", "test_bugs.py"}
+               "test_naive_strategies.py", "test_examples.py", "test_drill.py", "test_bugs.py",
+               "test_own_eighth.py"}
 SETUP_FILES = {"test_own_triage.py", "test_own_held_out.py"}  # one test per setup name
 
 

@@ -40,6 +40,8 @@ def test_a_notebook_and_the_browser_tests_are_each_one_unit_and_the_long_files_a
     sig = "tests/test_bugs.py::test_bug_reproduces_its_signature[{}]"  # one seed's signatures: one unit
     assert conftest.work_unit(sig.format("double_shift-0")) == conftest.work_unit(sig.format("zero_lr:per_batch_scheduler-0")) \
         != conftest.work_unit(sig.format("double_shift-1"))
+    eighth = "tests/test_own_eighth.py::test_eighth_setups_stay_right[{}]"  # 71 s as one unit: split
+    assert conftest.work_unit(eighth.format("a")) == eighth.format("a") != conftest.work_unit(eighth.format("b"))
     gpt2 = "tests/test_examples.py::test_{}[gpt2_finetune]"  # one example's tests: one unit
     assert conftest.work_unit(gpt2.format("bug")) == conftest.work_unit(gpt2.format("fixed")) != \
         conftest.work_unit("tests/test_examples.py::test_bug[cnn_synthetic_images]")
