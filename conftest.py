@@ -82,8 +82,8 @@ def pytest_report_header(config):
 #   so the fix signs a copy of that triage (`own_setups.report.record_of`) instead of a second;
 # - test_bugs.py's signatures on one seed are one unit: each compares its bug's run with the
 #   healthy run of its task on that seed, trained once per worker (the LM's: 2 s).
-# Longest units go first (browser, notebooks, then these), so that no worker is left alone
-# with a long unit at the end.
+# Longest units go first (browser, notebooks, then these, round robin over their files: see
+# `_order`), so that no worker is left alone with a long unit at the end.
 SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "browser",
                 "test_drill_browser.py": "browser", "test_lab.py": "browser"}
 SPLIT_FILES = {"test_diagnose.py", "test_own_held_out.py", "test_own_triage.py",
@@ -91,6 +91,12 @@ SPLIT_FILES = {"test_diagnose.py", "test_own_held_out.py", "test_own_triage.py",
                "test_naive_strategies.py", "test_examples.py", "test_drill.py", "test_bugs.py",
                "test_own_eighth.py"}
 SETUP_FILES = {"test_own_triage.py", "test_own_held_out.py"}  # one test per setup name
+# Whole files that are long units (9-30 s each in a pass-1 timeline), several of them mostly
+# waiting (a grading time-out, a sleeping loop, a killed kernel): they go out with the split
+# files' units, not last, where one of them kept a single worker busy for the run's last 10 s.
+LONG_FILES = {"test_grade_limits.py", "test_own_blind_spots.py", "test_check_ex_e.py",
+              "test_grade_formats.py", "test_curves.py", "test_own_speed.py",
+              "test_warm_kernels.py", "test_own_shapes.py"}
 
 
 def work_unit(nodeid: str) -> str:
@@ -113,7 +119,7 @@ def work_unit(nodeid: str) -> str:
 def _rank(item) -> int:
     name = item.path.name
     return 0 if name in SERIAL_FILES else 1 if item.path.suffix == ".ipynb" else \
-        2 if name in SPLIT_FILES else 3
+        2 if name in SPLIT_FILES or name in LONG_FILES else 3
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -142,4 +148,19 @@ def pytest_collection_modifyitems(config, items):
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.nbval)
     if _WORKERS:  # an xdist worker: the controller schedules units in this order
-        items.sort(key=_rank)
+        items.sort(key=_order(items))
+
+
+def _order(items):
+    """The sort key of `pytest_collection_modifyitems`: by `_rank`, and among the split files'
+    units, round robin over the files (the first unit of each file, then the second of each,
+    ...). In file order, the files whose tests wait on kernels (the exercise gate's two-second
+    look for a view, the instructor's workflow, Lab 15's mysteries) ran on all three workers
+    at once, and the two cores idled a third of the time for some 15 s."""
+    ordinal: dict = {}
+    seen: dict = {}
+    for item in items:
+        if _rank(item) == 2 and item.nodeid not in ordinal:
+            units = seen.setdefault(item.path.name, {})
+            ordinal[item.nodeid] = units.setdefault(work_unit(item.nodeid), len(units))
+    return lambda item: (_rank(item), ordinal.get(item.nodeid, 0))

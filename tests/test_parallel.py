@@ -47,6 +47,32 @@ def test_a_notebook_and_the_browser_tests_are_each_one_unit_and_the_long_files_a
         conftest.work_unit("tests/test_examples.py::test_bug[cnn_synthetic_images]")
 
 
+def test_the_split_files_units_and_the_long_files_are_handed_out_round_robin_over_the_files():
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    def item(nodeid):
+        return SimpleNamespace(nodeid=nodeid, path=Path(nodeid.split("::")[0]))
+    ids = ["tests/test_reference.py::t",  # a whole file: after the split ones
+           "tests/test_exercise_gate.py::t[a]", "tests/test_exercise_gate.py::t[b]",
+           "tests/test_exercise_gate.py::t[c]", "tests/test_own_eighth.py::t[x]",
+           "tests/test_own_eighth.py::t[y]", "tests/reference/00_start_here.ipynb::Cell 0",
+           "tests/reference/00_start_here.ipynb::Cell 1", "tests/test_browser.py::t"]
+    sig = "tests/test_bugs.py::test_bug_reproduces_its_signature[{}]"
+    ids += [sig.format("detach-0"), sig.format("zero_lr-0"), sig.format("detach-1")]  # two units
+    ids += ["tests/test_grade_limits.py::a", "tests/test_grade_limits.py::b"]  # a long whole file
+    items = [item(i) for i in ids]
+    order = [i.nodeid for i in sorted(items, key=conftest._order(items))]
+    assert order == ["tests/test_browser.py::t", "tests/reference/00_start_here.ipynb::Cell 0",
+                     "tests/reference/00_start_here.ipynb::Cell 1",
+                     "tests/test_exercise_gate.py::t[a]", "tests/test_own_eighth.py::t[x]",
+                     sig.format("detach-0"), sig.format("zero_lr-0"),  # one unit, kept together
+                     "tests/test_grade_limits.py::a", "tests/test_grade_limits.py::b",
+                     "tests/test_exercise_gate.py::t[b]", "tests/test_own_eighth.py::t[y]",
+                     sig.format("detach-1"), "tests/test_exercise_gate.py::t[c]",
+                     "tests/test_reference.py::t"]
+
+
 def test_a_fix_is_signed_in_the_unit_that_triaged_its_setup():
     """test_own_sign signs a copy of the triage that its setup's batch test kept: they must run
     on one worker, as one unit (each fix's setup triaged by exactly one such test)."""
