@@ -4,6 +4,7 @@ where a notebook could tell, and a launch the zygote cannot serve is started col
 import json
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -59,7 +60,7 @@ def test_a_launch_that_sets_a_thread_count_of_its_own_is_started_cold(tmp_path):
 def test_a_launch_that_reads_matplotlib_settings_of_its_own_is_started_cold(tmp_path):
     """matplotlib reads MPL* while it is imported, and the zygote imported it: a kernel given
     another MPLCONFIGDIR or MPLBACKEND is not served warm (asked without starting one)."""
-    zygote, cmd = warm_kernels.ZYGOTE, [warm_kernels.sys.executable, "-m", "ipykernel_launcher", "-f", "x.json"]
+    zygote, cmd = warm_kernels.ZYGOTE, [sys.executable, "-m", "ipykernel_launcher", "-f", "x.json"]
     assert zygote.serves(cmd, dict(os.environ), {})
     assert not zygote.serves(cmd, {**os.environ, "MPLCONFIGDIR": str(tmp_path)}, {})
     assert not zygote.serves(cmd, {**os.environ, "MPLBACKEND": "svg"}, {})

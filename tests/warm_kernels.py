@@ -48,8 +48,8 @@ import sys
 import tempfile
 import threading
 
-# Variables that a process reads while Python, torch or OpenMP start: a kernel that sets one
-# differently from the zygote is started cold.
+# Variables that a process reads while Python, torch or OpenMP start, or while matplotlib is
+# imported: a kernel that sets one differently from the zygote is started cold.
 STARTUP_VARS = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "ATEN_", "TORCH", "PYTORCH",
                 "PYTHON", "LD_", "CUDA", "NVIDIA", "MALLOC", "MPL")
 # ... except one that torch writes into os.environ itself when it first needs it, and reads
