@@ -154,9 +154,10 @@ def pytest_collection_modifyitems(config, items):
 def _order(items):
     """The sort key of `pytest_collection_modifyitems`: by `_rank`, and among the units of
     rank 2 (the split files' and the long whole files'), round robin over the files (the first
-    unit of each file, then the second of each, ...). In file order, the files whose tests wait on kernels (the exercise gate's two-second
-    look for a view, the instructor's workflow, Lab 15's mysteries) ran on all three workers
-    at once, and the two cores idled a third of the time for some 15 s."""
+    unit of each file, then the second of each, ...). In file order, the files whose tests
+    wait on kernels (the exercise gate's two-second look for a view, the instructor's
+    workflow, Lab 15's mysteries) ran on all three workers at once, and the two cores idled a
+    third of the time for some 15 s."""
     ordinal: dict = {}
     seen: dict = {}
     for item in items:
