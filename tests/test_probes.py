@@ -138,6 +138,41 @@ def test_overfit_probe_three_verdicts():
     assert "healthy gradient norms" in noise.verdict  # random labels: no signal, norms healthy
 
 
+@pytest.mark.parametrize("case", ["all_ignored_sgd", "all_ignored_adam", "nan_inputs", "adamw_decay"])
+def test_a_stuck_probe_is_not_computed_to_its_end_and_logs_what_computing_would(case):
+    """A run at a non-finite fixed point (zero gradients, or weights already NaN) repeats its
+    last step without computing it; the log equals the one computed step by step (distinct
+    copies of the batch are never taken for a repeat). Decoupled weight decay moves the
+    weights on a NaN loss: nothing is skipped there."""
+    from labkit.diagnosis.probes._common import default_loss, fit
+    x, y = batch(16)
+    if case.startswith("all_ignored") or case == "adamw_decay":
+        y = torch.full_like(y, -100)  # no supervised row: 0/0 = NaN, zero gradients
+    if case == "nan_inputs":
+        x = x.clone()
+        x[0, 0] = math.nan  # NaN gradients, then NaN weights
+    make = {"all_ignored_sgd": lambda ps: torch.optim.SGD(ps, lr=0.5, momentum=0.9),
+            "all_ignored_adam": lambda ps: torch.optim.Adam(ps, lr=1e-2),
+            "nan_inputs": lambda ps: torch.optim.SGD(ps, lr=0.5),
+            "adamw_decay": lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)}[case]
+    calls = []
+
+    def forward(model, b):
+        calls.append(1)
+        return model(b[0])
+
+    def run(batches):
+        calls.clear()
+        losses, norms = fit(tiny(), batches, forward, default_loss, make)
+        return [repr(v) for v in losses], [repr(v) for v in norms], len(calls)
+
+    same_batch = run([(x, y)] * 30)
+    computed = run([(x.clone(), y.clone()) for _ in range(30)])
+    assert same_batch[:2] == computed[:2] and computed[2] == 30
+    assert not math.isfinite(float(same_batch[0][-1]))
+    assert same_batch[2] == (30 if case == "adamw_decay" else 2), same_batch[2]
+
+
 def test_label_shuffle_control_separates_signal_from_none():
     torch.manual_seed(0)
     x = torch.randn(64, 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -114,16 +115,25 @@ def run_forward(model, batch, forward=default_forward):
 def fit(model: nn.Module, batches, forward, loss_fn, make_optimizer) -> tuple[list, list]:
     """Plain training on `batches` in order: (loss per step, total gradient norm per step).
 
-    A loss with no graph is logged with a None gradient norm and no step is taken.
+    A loss with no graph is logged with a None gradient norm and no step is taken. A run that
+    is stuck is not computed to its end: once two steps in a row gave the same non-finite loss
+    and gradient norm and the second left every weight as it was (zero gradients, or weights
+    already NaN), the same batch again can only give that step again, so it is logged as such.
     """
     params = [p for _, p in trainable(model)]
     opt = make_optimizer(params)
     losses, norms = [], []
     model.train()
+    previous, unmoved = None, False
     for batch in batches:
+        if unmoved and batch is previous and _repeats(losses, norms):
+            losses.append(losses[-1])
+            norms.append(norms[-1])
+            continue
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(run_forward(model, batch, forward), batch)
         losses.append(loss.item())
+        previous, unmoved = batch, False
         if loss.grad_fn is None:
             norms.append(None)
             continue
@@ -131,8 +141,23 @@ def fit(model: nn.Module, batches, forward, loss_fn, make_optimizer) -> tuple[li
         grads = [p.grad for p in params if p.grad is not None]
         norms.append(float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
                      if grads else None)
+        before = None if math.isfinite(losses[-1]) else [p.detach().clone() for p in params]
         opt.step()
+        if before is not None:
+            with torch.no_grad():
+                unmoved = all(bool(((p == b) | (p.isnan() & b.isnan())).all())
+                              for p, b in zip(params, before))
     return losses, norms
+
+
+def _repeats(losses: list, norms: list) -> bool:
+    """The last two steps gave the same non-finite loss and the same gradient norm."""
+    if len(losses) < 2 or math.isfinite(losses[-1]) or math.isfinite(losses[-2]):
+        return False
+    a, b = norms[-1], norms[-2]
+    same_loss = math.isnan(losses[-1]) == math.isnan(losses[-2]) and (
+        math.isnan(losses[-1]) or losses[-1] == losses[-2])
+    return same_loss and (a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b)))
 
 
 def grad_total(params) -> float | None:
