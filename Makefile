@@ -14,7 +14,8 @@ PORT   ?= 8888
 # on a machine where PyPI's default torch wheel would be the multi-GB CUDA build.
 PIP_EXTRA ?=
 # pip's byte-compile is left out of the install (it compiles all 1.4 GB, most of which no
-# process ever imports); Python writes each module's cache the first time it is imported instead.
+# process ever imports); tools/warm_bytecode.py then compiles what the lab and the tests import,
+# once, instead of in every test worker and kernel that starts at the same moment.
 # Where PYTHONDONTWRITEBYTECODE is set (as on some CI images and containers) it would not, and
 # every kernel would compile torch again: so no recipe here (lab, tests, bench) sees it.
 unexport PYTHONDONTWRITEBYTECODE
@@ -56,6 +57,8 @@ $(LAB_STAMP): pyproject.toml constraints.txt
 	@echo "labkit: pip now resolves, fetches (from its cache when warm) and installs about 110"
 	@echo "labkit: packages; its bars show the downloads, then one bar counts the installs."
 	$(BIN)/python -m pip install --no-compile --progress-bar on $(PIP_EXTRA) -c constraints.txt -e '.[lab]'
+	@echo "labkit: compiling what the lab imports (torch, JupyterLab, a kernel, labkit), once: about 8 s."
+	@$(BIN)/python tools/warm_bytecode.py lab
 	@touch $(LAB_STAMP)
 	@echo "labkit: $(VENV) is ready for the lab."
 
@@ -67,6 +70,7 @@ $(STAMP): $(LAB_STAMP)
 	@echo "labkit: tensorboard; about 40 packages, 15 s with a warm pip cache)."
 	@$(BIN)/python -c "import tomllib; print('\\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['test']))" > $(VENV)/test-requirements.txt
 	$(BIN)/python -m pip install --no-compile --progress-bar on $(PIP_EXTRA) -c constraints.txt -r $(VENV)/test-requirements.txt
+	@$(BIN)/python tools/warm_bytecode.py test
 	@touch $(STAMP)
 	@echo "labkit: $(VENV) is ready for the tests."
 
