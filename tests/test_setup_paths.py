@@ -228,3 +228,22 @@ def test_make_makes_again_a_venv_whose_python_is_gone(tmp_path):
     python.unlink()
     python.symlink_to(tmp_path / "gone" / "python3.11")
     assert "sh tools/venv.sh .venv" in dry_run()
+
+
+def test_the_install_compiles_what_the_workers_import_and_refuses_a_wrong_word(tmp_path):
+    """tools/warm_bytecode.py, which both install steps of the Makefile run after pip: the
+    bytecode of what it imports is written (here under a cache prefix of the test's own), and
+    an unknown group is a usage line and exit 2, not a traceback."""
+    make = (ROOT / "Makefile").read_text()
+    for group, after in (("lab", "-e '.[lab]'"), ("test", "test-requirements.txt\n")):
+        assert make.index(f"tools/warm_bytecode.py {group}") > make.index(after)
+    tool = [sys.executable, str(ROOT / "tools" / "warm_bytecode.py")]
+    env = {**__import__("os").environ, "PYTHONPYCACHEPREFIX": str(tmp_path)}
+    done = subprocess.run(tool + ["test"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and "compiled the 12 modules the test imports" in done.stdout, done
+    written = {"/".join(p.parts[-3:-1] + (p.name.split(".")[0],)) for p in tmp_path.rglob("*.pyc")}
+    wanted = {"site-packages/nbval/plugin", "site-packages/papermill/iorw",
+              "playwright/sync_api/__init__", "site-packages/xdist/remote"}
+    assert wanted <= written, sorted(wanted - written)
+    wrong = subprocess.run(tool + ["tests"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "usage:" in wrong.stderr and "Traceback" not in wrong.stderr
