@@ -94,13 +94,16 @@ PORTABLE_PATHS = tests/reference solutions $(shell grep -l chaotic tests/test_*.
 # One worker more than the cores (a worker that waits, for a kernel, a browser page or a
 # grading time-out, leaves its core to the others), and no more than about 1.5 GB of the
 # available memory each: see tools/workers.py. Each runs torch on cores / workers threads.
+# Pass 2 waits on no browser or time-out: one worker per core (tools/workers.py --no-spare).
 WORKERS   = $(shell $(or $(PYTHON),python3) tools/workers.py)
+WORKERS2  = $(shell $(or $(PYTHON),python3) tools/workers.py --no-spare)
 XDIST    ?= -n $(WORKERS)
+XDIST2   ?= $(if $(filter file,$(origin XDIST)),-n $(WORKERS2),$(XDIST))
 
 test: $(STAMP)
 	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
 	  echo "labkit: pass 1 (everything, this machine's CPU path) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
-	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \
+	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST2) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \
 	  echo "labkit: pass 2 (notebooks and chaotic tests, portable kernels, one thread) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 # The quick tier: unit tests without notebooks, browsers or the slow batches (<= 90 s).

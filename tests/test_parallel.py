@@ -114,3 +114,11 @@ def test_make_test_starts_a_worker_per_core_and_one_more_within_the_memory(monke
     done = subprocess.run([sys.executable, str(tools / "workers.py")], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and 1 <= int(done.stdout) <= conftest._cores() + 1, done
+    # pass 2 (no browser, no time-out to wait on): one worker per core, within the memory too
+    monkeypatch.setattr(workers, "available", lambda: None)
+    assert workers.workers(0) == 16
+    monkeypatch.setattr(workers, "available", lambda: 12 * 2 ** 30)
+    assert workers.workers(0) == 8
+    second = subprocess.run([sys.executable, str(tools / "workers.py"), "--no-spare"],
+                            capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0 and int(second.stdout) == min(int(done.stdout), conftest._cores())
