@@ -66,7 +66,8 @@ def main(argv: list[str]) -> int:
     done, skipped = warm(names)
     print(f"labkit: compiled the {done} modules the {argv[0]} imports, and what they import, "
           f"in {time.perf_counter() - started:.0f} s"
-          + (f"; skipped, as they need what is not installed: {', '.join(skipped)}" if skipped else ""))
+          + (f"; skipped, as they need what is not installed: {', '.join(skipped)}"
+             if skipped else ""))
     return 0
 
 

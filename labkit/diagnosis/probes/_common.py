@@ -157,7 +157,8 @@ def _repeats(losses: list, norms: list) -> bool:
     a, b = norms[-1], norms[-2]
     same_loss = math.isnan(losses[-1]) == math.isnan(losses[-2]) and (
         math.isnan(losses[-1]) or losses[-1] == losses[-2])
-    return same_loss and (a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b)))
+    both_nan = a is not None and b is not None and math.isnan(a) and math.isnan(b)
+    return same_loss and (a == b or both_nan)
 
 
 def grad_total(params) -> float | None:
