@@ -128,6 +128,41 @@ def test_folders_without_exercises_and_damaged_notebooks_get_a_sentence(tmp_path
     assert out.returncode == 2 and "--timeout=0.0 is out of range" in out.stderr
 
 
+STUCK_CLEANUP = """import asyncio, sys
+import nbclient.client as c
+from jupyter_core.utils import run_sync
+
+async def stuck(self):
+    await asyncio.sleep(1000)
+c.NotebookClient._cleanup_kernel = run_sync(stuck)  # nbclient's clean-up never returns
+from labkit.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_ends_grading_even_when_the_kernels_clean_up_hangs(tmp_path):
+    """Seen in `make test` under load: after Ctrl-C, `labkit grade` had not ended in 30 s.
+    With nbclient's clean-up made to hang, grading still ends in about 10 s (CTRL_C_EXIT_S):
+    exit 130, the usual line, the kernel killed and its scratch home removed."""
+    from labkit.learn.grade_run import CTRL_C_EXIT_S
+    running = tmp_path / "running"
+    nb = notebook(tmp_path / "slow.ipynb", IMPORT, f"import time\nopen({str(running)!r}, 'w').close()"
+                  "\ntime.sleep(120)", "check.ex_a_mechanism('x')")
+    proc = subprocess.Popen([sys.executable, "-c", STUCK_CLEANUP, "grade", str(nb)], cwd=ROOT,
+                            env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not running.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    started = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and CTRL_C_EXIT_S <= time.monotonic() - started < 30
+    assert err.strip().endswith("labkit: interrupted; the notebooks were not changed, and the "
+                                "grading so far was not kept."), err
+    assert scratch_left(tmp_path) == [] and list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_ctrl_c_stops_grading_with_one_line_and_exit_130(tmp_path):
     running = tmp_path / "running"
     nb = notebook(tmp_path / "slow.ipynb", IMPORT, f"import time\nopen({str(running)!r}, 'w').close()"

@@ -210,7 +210,7 @@ COMMANDS = [_add_run, _add_bugs, _add_triage, add_grade, _add_checklist, _add_fo
             add_export, add_import, add_store]
 
 
-_INTERRUPTED = {"grade": "the notebooks were not changed, and the grading so far was not kept"}
+_INTERRUPTED = {"grade": "the notebooks were not changed, and the grading so far was not kept"}  # = learn.grade_run.INTERRUPTED
 
 
 def build_parser() -> argparse.ArgumentParser:
