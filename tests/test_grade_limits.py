@@ -140,41 +140,39 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+def interrupted_grading(tmp_path, python_args: list) -> tuple:
+    """Run `python PYTHON_ARGS grade NB` on a notebook whose second cell sleeps 120 s, and
+    Ctrl-C its process group once the kernel is in that cell: (the process, its stderr, the
+    seconds from Ctrl-C to its end)."""
+    running = tmp_path / "running"
+    nb = notebook(tmp_path / "slow.ipynb", IMPORT, f"import time\nopen({str(running)!r}, 'w').close()"
+                  "\ntime.sleep(120)", "check.ex_a_mechanism('x')")
+    proc = subprocess.Popen([sys.executable, *python_args, "grade", str(nb)], cwd=ROOT,
+                            env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not running.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # until the kernel is in the middle of the notebook
+    started = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+    _, err = proc.communicate(timeout=60 if "-c" in python_args else 30)
+    return proc, err, time.monotonic() - started
+
+
 def test_ctrl_c_ends_grading_even_when_the_kernels_clean_up_hangs(tmp_path):
     """Seen in `make test` under load: after Ctrl-C, `labkit grade` had not ended in 30 s.
     With nbclient's clean-up made to hang, grading still ends in about 10 s (CTRL_C_EXIT_S):
     exit 130, the usual line, the kernel killed and its scratch home removed."""
     from labkit.learn.grade_run import CTRL_C_EXIT_S
-    running = tmp_path / "running"
-    nb = notebook(tmp_path / "slow.ipynb", IMPORT, f"import time\nopen({str(running)!r}, 'w').close()"
-                  "\ntime.sleep(120)", "check.ex_a_mechanism('x')")
-    proc = subprocess.Popen([sys.executable, "-c", STUCK_CLEANUP, "grade", str(nb)], cwd=ROOT,
-                            env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not running.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    started = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and CTRL_C_EXIT_S <= time.monotonic() - started < 30
+    proc, err, seconds = interrupted_grading(tmp_path, ["-c", STUCK_CLEANUP])
+    assert proc.returncode == 130 and CTRL_C_EXIT_S <= seconds < 30
     assert err.strip().endswith("labkit: interrupted; the notebooks were not changed, and the "
                                 "grading so far was not kept."), err
     assert scratch_left(tmp_path) == [] and list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_ctrl_c_stops_grading_with_one_line_and_exit_130(tmp_path):
-    running = tmp_path / "running"
-    nb = notebook(tmp_path / "slow.ipynb", IMPORT, f"import time\nopen({str(running)!r}, 'w').close()"
-                  "\ntime.sleep(120)", "check.ex_a_mechanism('x')")
-    proc = subprocess.Popen([sys.executable, "-m", "labkit.cli", "grade", str(nb)], cwd=ROOT,
-                            env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not running.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)  # until the kernel is in the middle of the notebook
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
-    out, err = proc.communicate(timeout=30)
+    proc, err, _ = interrupted_grading(tmp_path, ["-m", "labkit.cli"])
     assert proc.returncode == 130
     assert scratch_left(tmp_path) == []  # the kernel's scratch home went with it
     assert err.strip() == ("labkit: interrupted; the notebooks were not changed, and the "

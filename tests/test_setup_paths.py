@@ -1,6 +1,7 @@
 """Every documented setup path works: conda's pip section, the Python claimed, Binder, the
 license and the version, `python -m labkit`."""
 
+import os
 import re
 import subprocess
 import sys
@@ -238,7 +239,7 @@ def test_the_install_compiles_what_the_workers_import_and_refuses_a_wrong_word(t
     for group, after in (("lab", "-e '.[lab]'"), ("test", "test-requirements.txt\n")):
         assert make.index(f"tools/warm_bytecode.py {group}") > make.index(after)
     tool = [sys.executable, str(ROOT / "tools" / "warm_bytecode.py")]
-    env = {**__import__("os").environ, "PYTHONPYCACHEPREFIX": str(tmp_path)}
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path)}
     done = subprocess.run(tool + ["test"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and "compiled the 12 modules the test imports" in done.stdout, done
     written = {"/".join(p.parts[-3:-1] + (p.name.split(".")[0],)) for p in tmp_path.rglob("*.pyc")}

@@ -210,9 +210,6 @@ COMMANDS = [_add_run, _add_bugs, _add_triage, add_grade, _add_checklist, _add_fo
             add_export, add_import, add_store]
 
 
-_INTERRUPTED = {"grade": "the notebooks were not changed, and the grading so far was not kept"}  # = learn.grade_run.INTERRUPTED
-
-
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
     parser = _Parser(prog="labkit", description="labkit: train, break and diagnose toy "
@@ -241,7 +238,9 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        why = _INTERRUPTED.get(getattr(args, "command", None), "nothing more was done")
+        why = "nothing more was done"
+        if getattr(args, "command", None) == "grade":
+            from ..learn.grade_run import INTERRUPTED as why  # the same line as a forced end
         print(f"labkit: interrupted; {why}.", file=sys.stderr)
         return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder

@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,8 +78,6 @@ def _bounded_ctrl_c(client, env: dict):
     printed and the process ends with 130. Seen in `make test` under load: nbclient's clean-up
     after a KeyboardInterrupt inside its event loop did not return in 30 s. Returns the
     function that puts the previous SIGINT handler back (a no-op off the main thread)."""
-    import signal
-    import threading
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 

@@ -152,13 +152,14 @@ def fit(model: nn.Module, batches, forward, loss_fn, make_optimizer) -> tuple[li
 
 def _repeats(losses: list, norms: list) -> bool:
     """The last two steps gave the same non-finite loss and the same gradient norm."""
-    if len(losses) < 2 or math.isfinite(losses[-1]) or math.isfinite(losses[-2]):
+    if len(losses) < 2 or math.isfinite(losses[-1]):
         return False
-    a, b = norms[-1], norms[-2]
-    same_loss = math.isnan(losses[-1]) == math.isnan(losses[-2]) and (
-        math.isnan(losses[-1]) or losses[-1] == losses[-2])
-    both_nan = a is not None and b is not None and math.isnan(a) and math.isnan(b)
-    return same_loss and (a == b or both_nan)
+    return _same(losses[-1], losses[-2]) and _same(norms[-1], norms[-2])
+
+
+def _same(a, b) -> bool:
+    """Equal, counting NaN equal to NaN (and None to None)."""
+    return a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b))
 
 
 def grad_total(params) -> float | None:
