@@ -3,12 +3,11 @@ memory lets each of them have about 1.5 GB.
 
 One more than the cores, because a worker that waits (a kernel starting, a browser page, a
 grading time-out) leaves its core to the others; on an idle 2-core machine pass 1 took 479 s
-with 3 workers and 563 s with 2. Measured again on 2026-12-05 at `046658f`, one after another on one
-idle 2-core machine (`pytest -n N -q`, pass 1 only): 2 workers 355.5 s and 594 CPU-s, 3 workers
-323.0 s and 336.6 s (the second with a timing plugin), 4 workers 356.7 s and 703 CPU-s. The memory cap is for machines with many cores and little
-memory each: at its peak a worker holds torch and the tests (about 0.5 GB), a warm kernel
-(0.3 GB, and a forked copy while a notebook runs) and, in a browser test, Chromium and a
-JupyterLab server; in a clean-clone `make test` on a 2-core machine, the machine's memory in
+with 3 workers and 563 s with 2; measured again on 2026-12-05, 3 workers still beat 2 and 4
+(the figures are in the README, "Tests and speed"). The memory cap is for machines with many
+cores and little memory each: at its peak a worker holds torch and the tests (about 0.5 GB), a
+warm kernel (0.3 GB, and a forked copy while a notebook runs) and, in a browser test, Chromium
+and a JupyterLab server; in a clean-clone `make test` on a 2-core machine, the machine's memory in
 use peaked 3.6 GB above idle with 3 workers. Runs on any Python 3.7 or newer, before .venv
 exists.
 """
