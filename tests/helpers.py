@@ -1,5 +1,6 @@
 """Small helpers shared by the tests."""
 
+import os
 import re
 
 import pytest
@@ -90,3 +91,16 @@ def labkit_cli(*args, stdin: str = "", home=None, process: bool = False, timeout
             else:
                 os.environ["LABKIT_HOME"] = saved[1]
     return rc, out.getvalue(), err.getvalue()
+
+
+# What a `make` that runs the tests passes to the makes they start: `make -s check` puts `s` in
+# MAKEFLAGS, and an inner `make -n` would then print nothing. A test that runs make clears them.
+MAKE_VARS = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "GNUMAKEFLAGS")
+
+
+def make_env(base=None, **extra) -> dict:
+    """The environment for a `make` a test starts: `base` (os.environ) without the caller's
+    make flags, plus `extra`."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in MAKE_VARS}
+    env.update(extra)
+    return env

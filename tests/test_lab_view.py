@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import make_env
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
@@ -28,7 +30,7 @@ def _free_port() -> int:
 def _make_lab(tmp_path, **extra):
     """`make lab` in a shell without .venv on PATH; returns (process, base URL, token)."""
     port, token = _free_port(), "labkit-view-" + os.urandom(8).hex()
-    env = {**os.environ, "PORT": str(port), "LABKIT_TOKEN": token, "BROWSER": "true",
+    env = {**make_env(), "PORT": str(port), "LABKIT_TOKEN": token, "BROWSER": "true",
            "PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                                    if Path(p).resolve() != Path(sys.executable).parent.resolve()),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import make_env
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -223,7 +225,7 @@ def test_make_makes_again_a_venv_whose_python_is_gone(tmp_path):
 
     def dry_run() -> str:
         done = subprocess.run(["make", "-n", "env"], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=60)
+                              timeout=60, env=make_env())
         return done.stdout + done.stderr
     assert "Nothing to be done" in dry_run()  # a working .venv: the stamps hold
     python.unlink()
