@@ -59,6 +59,7 @@ def triage(name: str, keep: bool | None = None) -> dict:
     expected, terms = EXPECTED[name]
     right = system == expected
     return {"name": name, "expected": expected, "system": system, "mechanism": mechanism,
+            "key": record.finding_key, "margins": record.margins,
             "right_system": right, "right_mechanism": right and mechanism_right(mechanism, terms),
             "granted": granted, "seconds": time.perf_counter() - started}
 

@@ -1,6 +1,9 @@
 """Every batch of setups at once: the per-batch and overall scores, for a closing note.
 
-    cd tests && OMP_NUM_THREADS=1 python -m own_setups.score_all [--jobs 2]
+    cd tests && OMP_NUM_THREADS=1 python -m own_setups.score_all [--jobs 2] [--json ROWS.json]
+
+Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes every row
+(batch, setup, system, mechanism, ...): `tools/portability.py` compares them across CPU paths.
 
 Batches: the first to third (report.SETUPS), the fourth to eighth and the blind-spot batch,
 each written before the rules that now pass it; the signing share counts right convictions
@@ -9,6 +12,8 @@ whose verdict the record grants (labkit's own intervention and its second seed).
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
@@ -30,7 +35,7 @@ def _one(item):
     batch, name = item
     import torch
     from . import report
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 1))
     setups, expected = BATCHES[batch]
     report.SETUPS, report.EXPECTED = {**report.SETUPS, **setups}, {**report.EXPECTED, **expected}
     try:
@@ -46,6 +51,9 @@ def main(argv: list[str]) -> int:
     items = [(b, n) for b, (setups, _) in BATCHES.items() for n in setups]
     with ProcessPoolExecutor(jobs) as pool:
         done = list(pool.map(_one, items))
+    if "--json" in argv:
+        with open(argv[argv.index("--json") + 1], "w") as out:
+            json.dump([{"batch": b, **r} for b, r in done], out, indent=1)
     total = {"buggy": 0, "system": 0, "mechanism": 0, "healthy": 0, "convicted": 0, "signed": 0}
     for batch in BATCHES:
         rows = [r for b, r in done if b == batch]

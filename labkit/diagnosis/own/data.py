@@ -19,6 +19,7 @@ import math
 import torch
 
 from . import setup as proto
+from .margins import above, below
 
 WHITE = 1.2  # largest correlation eigenvalue / Marchenko-Pastur edge below this: noise-like
 CONSTANT_SHARE = 0.99  # this share of identical input rows counts as constant inputs
@@ -125,9 +126,9 @@ def label_signal(real: list, shuffled: list) -> dict:
     gaps = [s - r for r, s in zip(means_r, means_s)]
     floor = 0.02 * abs(start)
     out.update(gaps=gaps, spread=spread, floor=floor)
-    if all(g > max(3 * spread, floor) for g in gaps):
+    if all([above("signal.gap_over_spread", g, max(3 * spread, floor), seed=i) for i, g in enumerate(gaps)]):
         out["verdict"] = "signal"
-    elif all(abs(g) <= max(2 * spread, floor) for g in gaps):
+    elif all([not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i) for i, g in enumerate(gaps)]):
         out["verdict"] = "none"
     return out
 
@@ -139,8 +140,8 @@ def held_out_verdict(result) -> dict:
         return {"verdict": "unclear", "evals": evals}
     first, best = evals[0][1], min(v for _, v in evals[1:])
     start, level = result.losses[0], result.level()
-    trained = level < 0.7 * start
-    stuck = best >= first - 0.02 * abs(first)
+    trained = below("held_out.trained", level, 0.7 * start)
+    stuck = not below("held_out.improved", best, first - 0.02 * abs(first))
     verdict = "mismatch" if trained and stuck else "ok" if trained else "unclear"
     return {"verdict": verdict, "evals": evals, "train": [start, level], "held_out": [first, best]}
 

@@ -14,7 +14,7 @@ import functools
 
 import torch
 
-from . import setup as proto, skips as own_skips
+from . import margins, setup as proto, skips as own_skips
 from .carry import adapt
 from .data import describe_signal
 from .entropy import explain_model_stall, explain_stall
@@ -43,6 +43,8 @@ class SetupExplorer(Stepwise):
         seeds = two_seeds(seeds)
         self.setup, self.seeds = adapt(setup), seeds  # a carried state, a loop without torch.optim
         self.record = TriageRecord(f"setup {type(setup).__name__}")
+        self.record.finding_key = None  # the mechanism's key once suggested ('unsettled', 'unknown', ...)
+        self.record.margins = []  # the threshold comparisons of `diagnose_setup` (own.margins)
         # what record.intervene(fixed_setup) judges a fix against: this triage's evidence
         self.record.intervener = functools.partial(intervene, self.record, triage=self)
         self.done: list[str] = []
@@ -135,6 +137,7 @@ class SetupExplorer(Stepwise):
     def _step_suggest(self) -> str:
         rec, (s0, s1), f = self.record, self.seeds, self.finding or decide(self.evs)
         self.finding = f
+        rec.finding_key = f.key
         rec.notes.extend(n for n in f.notes if n not in rec.notes)
         own_skips.note(rec)
         if f.system == "UNKNOWN":
@@ -168,5 +171,8 @@ def diagnose_setup(setup, seeds=(0, 1)) -> TriageRecord:
     Returns a filled `TriageRecord`; its conviction is a suggestion for a human to check.
     """
     own_skips.start()
-    return SetupExplorer(setup, seeds=seeds).run_all()
+    with margins.recording() as log:
+        record = SetupExplorer(setup, seeds=seeds).run_all()
+    record.margins = log
+    return record
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..finding import OwnFinding
+from .margins import above, below
 
 STALE = 0.5  # at least this share of steps start from the gradients of an earlier step
 COLLAPSE = 1e-3  # an LR below this fraction of its start, before half of the run: collapsed
@@ -158,14 +159,15 @@ TINY = 1e-6  # an update below this fraction of the weights' norm, at every step
 def _tiny_steps(ev, f, own) -> OwnFinding | None:
     """Updates that exist but are far too small to matter: the LR is off by orders of magnitude."""
     lr, model = f["lr_first"], own.model
-    if not lr or model is None or not own.update_norms or own.level() < 0.9 * own.losses[0]:
+    if not lr or model is None or not own.update_norms or below("tiny.own_learns", own.level(), 0.9 * own.losses[0],
+                                                                seed=ev.seed):
         return None
     weights = math.sqrt(sum(float(p.detach().float().pow(2).sum()) for p in model.parameters()))
     moved = [u for u in own.update_norms if u is not None and math.isfinite(u)]
-    if not weights or not moved or max(moved) / weights >= TINY:
+    if not weights or not moved or not below("tiny.relative_update", max(moved) / weights, TINY, seed=ev.seed):
         return None
     ref = ev.arm("ref")
-    if not ref.level() < 0.8 * own.level():
+    if not below("tiny.ref_learns", ref.level(), 0.8 * own.level(), seed=ev.seed):
         return None
     return OwnFinding("H1", "lr_tiny", f"the learning rate is far too small: at LR {lr:g} every step "
                       f"moves the weights by at most {max(moved) / weights:.0e} of their norm, so the "
@@ -181,11 +183,13 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
                              f"{f['nonfinite_at']}) comes under float16 while the gradient norm before it "
                              f"stayed within x{f['grad_growth'] or 1:.1f} of its start, a range problem, "
                              "not divergence", in_loop)
-    grew = (f["grad_growth"] or 1) >= 100 or (f["loss_growth"] or 1) >= 10
-    if grew and (f["nonfinite_at"] is not None or (f["loss_growth"] or 1) >= 10):
+    loss_grew = not below("diverge.loss_growth", f["loss_growth"] or 1, 10, seed=ev.seed)
+    grew = not below("diverge.grad_growth", f["grad_growth"] or 1, 100, seed=ev.seed) or loss_grew
+    if grew and (f["nonfinite_at"] is not None or loss_grew):
         for k in (10, 100):
             low = ev.arm(f"lr/{k}")
-            if low.level() < 0.8 * min(own.level(), own.losses[0]) and max(low.losses) < 10 * low.losses[0]:
+            if below(f"diverge.lr/{k}_descends", low.level(), 0.8 * min(own.level(), own.losses[0]), seed=ev.seed) \
+                    and below(f"diverge.lr/{k}_stays", max(low.losses), 10 * low.losses[0], seed=ev.seed):
                 return OwnFinding("H1", "divergence", f"the loss diverged: it rose x{f['loss_growth'] or math.inf:.3g} "
                                   f"(gradient norm x{f['grad_growth'] or math.inf:.3g}) at LR {f['lr_first']:g}; "
                                   f"the LR is too high, and at LR/{k} the same plain loop descends",
@@ -197,9 +201,53 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
     tiny = _tiny_steps(ev, f, own)
     if tiny is not None:
         return tiny
-    if f["lr_collapse_step"] is not None and f["own_level"] > own.level() + 0.02 * abs(own.losses[0]):
+    if f["lr_collapse_step"] is not None and above("collapse.own_behind_plain", f["own_level"],
+                                                   own.level() + 0.02 * abs(own.losses[0]), seed=ev.seed):
         return _loop_finding("lr_collapse", f"the LR schedule collapses: the LR falls from "
                              f"{f['lr_first']:g} to {f['lr_last']:.1e}, below {COLLAPSE:g}x its start by "
                              f"step {f['lr_collapse_step']} of {f['steps']} (a per-epoch scheduler stepped "
                              "every batch?), so learning stops early")
-    return None
+    return _unsettled(ev, f, own)
+
+
+UNSETTLED = 2.0  # the smoothed loss climbs back to this multiple of its best so far: it never settles
+LOWER_LR = 0.2  # at LR/10 the same plain loop ends below this share of its level at the learner's LR
+WINDOW = 10  # steps in the moving mean that the rebound is read on (one noisy batch is no rebound)
+
+
+def rebound(losses: list[float], window: int = WINDOW) -> float:
+    """The largest factor by which the moving mean of the loss climbs back above its best so far
+    (1.0 for a loss that only falls; inf once it is not finite)."""
+    best, worst, total = math.inf, 1.0, 0.0
+    for i, v in enumerate(losses):
+        if v is None or not math.isfinite(v):
+            return math.inf
+        total += v - (losses[i - window] if i >= window else 0.0)
+        mean = total / min(i + 1, window)
+        if best < math.inf and best > 0:
+            worst = max(worst, mean / best)
+        best = min(best, mean)
+    return worst
+
+
+def _unsettled(ev, f, own) -> OwnFinding | None:
+    """An LR on the edge of stability. Whether such a run blows up depends on the init, the batch
+    order and the CPU's rounding, so a rule that waits for a non-finite loss convicts on some
+    machines and seeds only. What holds on all of them: the loss climbs far back above its best
+    (it never settles), and a tenth of the LR, nothing else changed, ends far lower."""
+    lr, level = f["lr_first"], own.level()
+    if not lr or not own.losses or not math.isfinite(level) or level <= 0:
+        return None
+    climbs = rebound(own.losses)
+    if not above("unsettled.rebound", climbs, UNSETTLED, seed=ev.seed):
+        return None
+    low = ev.arm("lr/10")
+    if not math.isfinite(low.level()) or not below("unsettled.lr/10_over_lr", low.level() / level, LOWER_LR,
+                                                   seed=ev.seed):
+        return None
+    return OwnFinding("H1", "unsettled", f"the LR is too high for this model: at LR {lr:g} the loss never "
+                      f"settles (a plain loop's loss, averaged over {WINDOW} steps, climbs back to "
+                      f"x{climbs:.3g} its best so far and ends at {level:.3g}), while at LR/10 the same loop "
+                      f"reaches {low.level():.3g}; the LR sits at the edge of stability, where whether the run "
+                      "diverges outright depends on the init, the batch order and the CPU",
+                      arm="lr/10", variable=("lr", f"{lr:g}", f"{lr / 10:g}"))

@@ -19,6 +19,7 @@ import torch
 
 from . import setup as proto
 from ..finding import OwnFinding
+from .margins import below
 from .flow import param_names
 
 MARGIN = 0.05  # the unfrozen loop's loss below the frozen one's by this share of the start loss
@@ -123,7 +124,8 @@ def frozen_rule(evs) -> OwnFinding | None:
     for ev in evs:
         start = abs(ev.arm("ref").losses[0])
         levels.append((ev.arm("unfrozen").level(), ev.arm("ref").level(), start))
-    if not all(free < ref - MARGIN * start for free, ref, start in levels):
+    if not all([below("frozen.unfrozen_learns", free, ref - MARGIN * start, seed=i)
+                for i, (free, ref, start) in enumerate(levels)]):
         return None
     shape = _shape_of_mistake(evs, found[0])
     stuck = all(ref > 0.8 * start and free < 0.5 * start for free, ref, start in levels)

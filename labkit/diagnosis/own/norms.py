@@ -18,6 +18,7 @@ import torch
 
 from . import setup as proto
 from ..finding import OwnFinding
+from .margins import below
 from .flow import param_names
 
 RATIO = 1e-3  # a layer whose relative update is below this fraction of the others' median
@@ -70,7 +71,7 @@ def stalled_layers(ev) -> list[dict]:
     for row in rows:
         others = sorted(r["rel_update"] for r in rows if r is not row)
         median = others[len(others) // 2]
-        if median > 0 and row["rel_update"] < RATIO * median:
+        if median > 0 and below(f"norms.rel_update:{row.get('name')}", row["rel_update"], RATIO * median):
             out.append({**row, "median_others": median,
                         "kind": "blocked" if row["grad"] == 0 or row["update"] == 0 else "vanishing"})
     return out

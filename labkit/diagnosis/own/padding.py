@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from . import setup as proto
 from ..finding import OwnFinding
+from .margins import below
 
 ENDS = 0.3  # the pad id ends at least this share of the rows, in runs of two or more
 COUNTED = 1e-3  # per-position gradient at pad positions above this share of the real ones'
@@ -100,7 +101,8 @@ def padding_rule(evs) -> OwnFinding | None:
         return None
     pad, runs, share = found
     measured = [_counted(ev, pad) for ev in evs]
-    if any(m is None or not m[1] > 0 or m[0] < COUNTED * m[1] for m in measured):
+    if any([m is None or not m[1] > 0 or below("padding.counted", m[0], COUNTED * m[1], seed=i)
+            for i, m in enumerate(measured)]):
         return None
     at_pad, at_real, loss, kept = measured[0]
     line = "" if kept is None else (f" Your loss on a batch is {loss:.3g}; with the pad id ignored it is "

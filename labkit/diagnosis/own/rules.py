@@ -30,6 +30,7 @@ from .data import REPEATED, WHITE, describe_signal, held_out_verdict, label_sign
 from .evidence import SeedEvidence
 from ..finding import OwnFinding
 from .logger import check_logger
+from .margins import above, below
 from .losspath import loss_path
 from .flow import h1_rules
 from .frozen import frozen_rule
@@ -108,7 +109,7 @@ def _label_signal(evs) -> dict:
     def on(arm):
         return label_signal([ev.arm(arm) for ev in evs], [ev.shuffled(arm) for ev in evs])
     sig, own = None, evs[0].arm("own")
-    if math.isfinite(own.mean) and own.level() < OWN_LEARNS * abs(own.losses[0]):
+    if math.isfinite(own.mean) and below("signal.own_learns", own.level(), OWN_LEARNS * abs(own.losses[0])):
         sig = on("own")
         if sig["verdict"] == "signal":
             return sig
@@ -123,14 +124,14 @@ def _h2_signal(evs) -> OwnFinding | None:
         ev.results["signal"] = sig
     if sig["verdict"] == "none":
         white = inputs.get("white_ratio")
-        if white is not None and white < WHITE:
+        if white is not None and below("inputs.white_ratio", white, WHITE):
             return OwnFinding("H2", "noise_inputs", f"the inputs are drowned in noise: real and shuffled "
                               f"labels train alike, and the inputs' feature correlations are no stronger "
                               f"than pure noise of this shape gives (top eigenvalue {white:.2f}x the "
                               "noise edge)", arm="shuffled",
                               variable=("labels", "as given", "permuted across the epoch"), expect="same")
         ratio = inputs.get("scale_ratio")
-        if ratio is not None and ratio >= SCALE_RATIO:
+        if ratio is not None and not below("inputs.scale_ratio", ratio, SCALE_RATIO):
             return OwnFinding("H2", "feature_scale", f"one input feature swamps the others: feature "
                               f"{inputs['scale_feature']} varies {ratio:.2g} times more than the median "
                               "feature (another unit, or left out of the normalisation), and a plain loop "
@@ -170,14 +171,15 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     plain = [ev.arm("own").level() for ev in evs]
     start = evs[0].run.table["loss_raw"][0]
     margin = max(0.05 * abs(start), 3 * abs(plain[0] - plain[1]))
-    if all(o > p + margin for o, p in zip(own, plain)):
+    if all([above("healthy.own_above_plain", o, p + margin, seed=ev.seed)
+            for o, p, ev in zip(own, plain, evs)]):
         return _unknown(f"your loop ends at a loss of {own[0]:.3g} / {own[1]:.3g} where a plain loop with "
                         f"the same model, data, loss and optimizer reaches {plain[0]:.3g} / {plain[1]:.3g}, "
                         "but the replay measured no mechanism; compare your loop with the plain one line "
                         "by line")
-    stuck = all(o > 0.9 * abs(start) for o in own)
+    stuck = all([above("healthy.stuck", o, 0.9 * abs(start), seed=ev.seed) for o, ev in zip(own, evs)])
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
-    if stuck and all(r < 0.8 * abs(start) for r in refs):
+    if stuck and all([below("healthy.ref_learns", r, 0.8 * abs(start), seed=ev.seed) for r, ev in zip(refs, evs)]):
         return _unknown(f"your run does not learn (loss {start:.3g} -> {own[0]:.3g} / {own[1]:.3g}) while "
                         f"a plain loop with a reference optimizer, Adam(lr=1e-3), reaches {refs[0]:.3g} / "
                         f"{refs[1]:.3g}; the replay measured no single cause, so check the optimizer's "

@@ -17,6 +17,7 @@ import torch
 
 from . import setup as proto, skips as own_skips
 from ..finding import OwnFinding
+from .margins import above
 
 SKIP = {"params", "lr", "initial_lr", "foreach", "fused", "capturable", "differentiable",
         "decoupled_weight_decay"}
@@ -66,7 +67,8 @@ def settings_rule(ev) -> OwnFinding | None:
     start = abs(own.losses[0]) if own.losses and math.isfinite(own.losses[0]) else None
     if start is None or not math.isfinite(ref.level()):
         return None
-    if not own.level() > ref.level() + 0.2 * start:  # yours trains about as well as the reference
+    if not above("settings.own_behind_ref", own.level(), ref.level() + 0.2 * start, seed=ev.seed):
+        # yours trains about as well as the reference
         return None
     todo = [k for k in changed if f"default:{k}" not in ev._arms]
     if todo and not own_skips.affordable(f"the optimizer's settings reset one at a time ({', '.join(sorted(todo))})",
@@ -76,7 +78,8 @@ def settings_rule(ev) -> OwnFinding | None:
     for key in sorted(changed):
         arm = ev.arm(f"default:{key}")
         gain = own.level() - arm.level()
-        if math.isfinite(arm.level()) and gain > 0.5 * (own.level() - ref.level()) and (
+        if math.isfinite(arm.level()) and above(f"settings.reset_gain:{key}", gain, 0.5 * (own.level() - ref.level()),
+                                                 seed=ev.seed) and (
                 best is None or gain > best[1]):
             best = (key, gain, arm.level())
     if best is None:

@@ -20,6 +20,7 @@ import torch
 
 from . import setup as proto
 from ..finding import OwnFinding
+from .margins import below
 
 FLOOR = 0.8  # best reachable loss / loss of a uniform guess at or above this: nothing to learn
 MARGINS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # logit margins tried for the confident right answer
@@ -96,7 +97,8 @@ def finding(found: list[dict]) -> OwnFinding | None:
                           "does, measured), so it learns to copy its input and the loss falls toward 0 "
                           "without learning the next token; shift by one, logits[:, :-1] against "
                           "labels[:, 1:]")
-    if all(f.get("floor") and f["floor"]["best"] >= FLOOR * f["floor"]["chance"] for f in found):
+    if all([bool(f.get("floor")) and not below("targets.floor", f["floor"]["best"], FLOOR * f["floor"]["chance"], seed=i)
+            for i, f in enumerate(found)]):
         fl = found[0]["floor"]
         ls, c = fl["label_smoothing"], fl["classes"]
         cause = (f"label_smoothing={ls:g} spreads the target over all {c} classes: the true class "
