@@ -27,7 +27,7 @@ $(shell rm -f $(LAB_STAMP) $(STAMP))
 endif
 endif
 
-.PHONY: lab test check exercises references bench env clean-env help
+.PHONY: lab test check portability exercises references bench env clean-env help
 
 help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"
@@ -37,6 +37,8 @@ help:
 	@echo "                in parallel (pytest-xdist, one worker per core and one more). CI runs this."
 	@echo "make check      the quick tier for the loop of a change (no notebooks, no browser, <= 90 s);"
 	@echo "                not a replacement for make test"
+	@echo "make portability  the numeric tests and the triage's verdicts under four CPU paths"
+	@echo "                (tools/cpu_paths.py), with the margins of its thresholds; not part of make test"
 	@echo "make exercises  regenerate exercises/ from solutions/"
 	@echo "make references re-execute the study notebooks into tests/reference/, clear notebooks/"
 	@echo "make bench      speed against plain PyTorch (loop, labkit.watch), triage, the learner store, drill probes, own-code triage"
@@ -85,9 +87,10 @@ lab: $(LAB_STAMP)
 # cores / workers torch threads, its own $LABKIT_HOME and its own Jupyter folders, and keeps
 # each notebook's cells, and the browser tests, on one worker):
 # 1. everything, on this machine's own CPU path;
-# 2. the notebooks and the `chaotic` tests again on the portable kernels with one thread, the
-#    cheapest way to see another machine's rounding. Checked outputs must agree on both.
-PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
+# 2. the notebooks and the `chaotic` tests again on the portable path, the same bits on every
+#    x86 CPU: ATen's portable kernels, MKL's COMPATIBLE mode, oneDNN capped at SSE4.1, one
+#    thread (tools/cpu_paths.py). Checked outputs must agree on both.
+PORTABLE := $(shell $(or $(PYTHON),python3) tools/cpu_paths.py portable)
 # Pass 2 collects only where its tests are (the notebooks, and the test files that mark a test
 # chaotic, found by name): each worker then imports 7 test files, not 90 (373 items either way).
 PORTABLE_PATHS = tests/reference solutions $(shell grep -l chaotic tests/test_*.py)
@@ -104,12 +107,18 @@ test: $(STAMP)
 	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
 	  echo "labkit: pass 1 (everything, this machine's CPU path) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST2) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \
-	  echo "labkit: pass 2 (notebooks and chaotic tests, portable kernels, one thread) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
+	  echo "labkit: pass 2 (notebooks and chaotic tests, portable path: $(PORTABLE)) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 # The quick tier: unit tests without notebooks, browsers or the slow batches (<= 90 s).
 check: $(STAMP)
 	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests; \
 	  rc=$$?; echo "labkit: make check took $$(( $$(date +%s) - t0 )) s"; exit $$rc
+
+# Not part of make test (about N minutes on 2 cores): the numeric tests, the notebooks and the
+# own-code setups under four CPU paths (tools/cpu_paths.py), one after another, then the table
+# and the margins. PATHS=native,avx2 runs fewer.
+portability: $(STAMP)
+	$(BIN)/python tools/portability.py $(if $(PATHS),--paths $(PATHS))
 
 exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py
