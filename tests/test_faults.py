@@ -19,7 +19,7 @@ from labkit.cli import main
 from labkit.errors import OutputPathError
 from labkit.forecast import Forecast
 from labkit.store import atomic_write_json
-from labkit.store.guard import check_output_path
+from labkit.store.outputs import check_output as check_output_path
 from labkit.store.learner import StoreError, default_store
 from labkit.diagnosis.record.triage import TriageRecord
 
@@ -315,7 +315,7 @@ def test_import_of_a_store_file_and_grade_over_its_notebook_are_refused(home, ca
     notebook.write_text((__import__("pathlib").Path(__file__).parents[1] / "exercises" /
                          "ex_a_break_the_graph.ipynb").read_text())
     before = digest(notebook)
-    assert "is one of the notebooks to grade" in cli_error(capsys, "grade", str(notebook),
+    assert f"is also NOTEBOOK={str(notebook)!r}, an input of this command" in cli_error(capsys, "grade", str(notebook),
                                                            "--json", str(notebook))
     assert digest(notebook) == before and default_store().count() == 3
 

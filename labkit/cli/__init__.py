@@ -7,7 +7,7 @@ import json
 import sys
 
 from .grade import add_grade
-from .output import BARE, add_json, deprecated, document, human, write_json
+from .output import BARE, add_json, deprecated, document, human, refuse_outputs, write_json
 from .store import add_export, add_import, add_store
 
 
@@ -126,8 +126,7 @@ def _print_record(record, args) -> int:
     if args.json == "-":
         write_json(record.to_dict(), "-")
     elif args.json:
-        from ..store.guard import check_output_path
-        record.save(check_output_path(args.json, "--json"))
+        record.save(args.json)  # checked in main() before the triage
     out = human(args.json)
     print(record.to_text(), file=out)
     try:
@@ -228,9 +227,7 @@ def main(argv=None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
-        if isinstance(getattr(args, "json", None), str) and args.json != "-":
-            from ..store.guard import check_output_path
-            check_output_path(args.json, "--json")  # refused before any work is done
+        refuse_outputs(args)  # before any work is done
         return args.func(args)
     except _Usage as exc:
         print(exc, file=sys.stderr)

@@ -197,15 +197,6 @@ def _stopped_rows(path, plan, run, rows) -> list[Row]:
     return out
 
 
-def refuse_notebook_outputs(notebooks, outputs: dict) -> None:
-    """Refuse an output path (parameter -> path or None) that is one of the `notebooks`."""
-    graded = {Path(p).resolve() for p in notebooks}
-    for name, target in outputs.items():
-        if target and target != "-" and Path(target).resolve() in graded:
-            raise GradeError(f"{name}={str(target)!r} is one of the notebooks to grade; give "
-                             "another file name, such as 'grades.json', so the notebook is kept.")
-
-
 def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=None,
           err=None) -> int:
     """Grade several notebooks (or the exercise notebooks of a folder) into one table;
@@ -214,7 +205,8 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
     out, err = out or sys.stdout, err or sys.stderr
     rows: list[Row] = []
     notebooks = notebooks_in(paths)
-    refuse_notebook_outputs(notebooks, {"json_path": json_path})
+    from ..store.outputs import check_command
+    check_command({"json_path": json_path}, {"notebook": notebooks})
     for path in notebooks:
         started = time.perf_counter()
         tty = err.isatty()
@@ -231,9 +223,9 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
                   f"passed in {time.perf_counter() - started:.1f} s\n")
     out.write(format_table(rows))
     if json_path:
-        from ..store import atomic_write_json
+        from ..store.outputs import write_json
         from .grade_formats import grades_document
-        atomic_write_json(json_path, grades_document(rows, summary(rows)), backup=False)
+        write_json(json_path, grades_document(rows, summary(rows)), parameter="json_path")
     if write is not None:
         write(rows)
     return 0 if all(r.status == "passed" for r in rows) else 1

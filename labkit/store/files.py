@@ -82,10 +82,8 @@ def _keep_backup(path: Path) -> None:
     os.replace(side, path.with_name(path.name + ".bak"))
 
 
-def atomic_write_text(path, text: str, *, backup: bool = True, parameter: str = "path") -> Path:
-    """Write `text` to `path` atomically; a path that would harm a store is refused first."""
-    from .guard import check_output_path
-    check_output_path(path, parameter)
+def replace_atomically(path, text: str, *, backup: bool = True) -> Path:
+    """Write `text` to the regular file `path` through a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_tmp(path.parent)
@@ -112,11 +110,6 @@ def atomic_write_text(path, text: str, *, backup: bool = True, parameter: str = 
             raise err from None
         raise
     return path
-
-
-def atomic_write_json(path, obj, *, backup: bool = True, parameter: str = "path") -> Path:
-    text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=False)
-    return atomic_write_text(path, text + "\n", backup=backup, parameter=parameter)
 
 
 def read_text(path, *, what: str = "file") -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ...errors import suggest
-from ...store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
+from ...store import decode_nonfinite, outputs, read_json
 from ...store.exchange import CHECKS, READERS
 from . import kept, triage_text
 from .strict_rows import StrictRows
@@ -239,7 +239,7 @@ class TriageRecord(StrictRows):
 
     def save(self, path) -> None:
         """Write this record as a JSON file of its own (NaN written as "NaN")."""
-        atomic_write_json(path, encode_nonfinite(self.to_dict()))
+        outputs.write_json(path, self.to_dict(), backup=True)
 
     @classmethod
     def load(cls, path) -> "TriageRecord":
