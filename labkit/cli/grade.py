@@ -37,8 +37,8 @@ def add_grade(sub):
 def cmd_grade(args) -> int:
     from ..learn import grade_formats as formats
     from ..learn.grade import grade, summary
-    from ..errors import check_number
-    check_number("--timeout", args.timeout, minimum=0, strict_min=True, allow_none=True)
+    from ..learn.grade_run import check_timeout
+    check_timeout("--timeout", args.timeout)
     outputs = {f"--{n}": getattr(args, n) for n in ("json", "gradescope", "csv")}
     if list(outputs.values()).count("-") > 1:
         raise ValueError("only one of --json, --gradescope and --csv can write to stdout (-).")

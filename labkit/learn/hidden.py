@@ -53,6 +53,14 @@ class Hidden:
     points: dict[str, int] = field(default_factory=dict)  # check -> points
     files: list[Path] = field(default_factory=list)  # the .py files they were read from
 
+    def refuse_unmatched(self, exercises) -> None:
+        """Refuse hidden checks of which none belongs to one of `exercises` (those graded)."""
+        if self.sources and not set(self.sources) & set(exercises):
+            raise ValueError(f"--hidden holds checks for {', '.join(sorted(self.sources))}, and "
+                             "none of the notebooks to grade is that exercise (they are "
+                             f"{', '.join(sorted(exercises)) or 'none'}), so no hidden check "
+                             "would run; nothing was graded.")
+
     def cells_for(self, checks) -> list[str]:
         """The hidden cells for a notebook that calls `checks`."""
         exercises = dict.fromkeys(exercise_of(c) for c in checks)
