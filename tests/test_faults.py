@@ -343,3 +343,19 @@ def test_a_damaged_store_with_a_journal_left_by_a_crash_is_left_as_it_was(tmp_pa
         message = cli_error(capsys, *argv)
         assert "is damaged" in message or "not a labkit store" in message, message
     assert {p.name: digest(p) for p in new.iterdir() if p.name in before} == before
+
+
+def test_a_record_that_is_not_utf8_is_listed_skipped_left_out_and_removable(home, capsys, monkeypatch):
+    conn = default_store()._connect()  # another program writes bytes that are not UTF-8
+    conn.execute("INSERT INTO records (kind, key, body, created_at, updated_at) VALUES "
+                 "('drill', 'attempt/latin1', CAST(? AS TEXT), 1, 1)", ('{"note": "caf\xe9"}'.encode("latin-1"),))
+    assert main(["store", "check"]) == 1
+    out = capsys.readouterr().out
+    assert "drill  attempt/latin1  field 'body' is not UTF-8 text (byte 13 cannot be read)" in out
+    with pytest.warns(UserWarning, match="Skipped the drill record 'attempt/latin1'"):
+        assert main(["export", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["records"]) == 3
+    assert "left out 1 malformed record(s)" in captured.err
+    assert main(["store", "remove", "drill", "attempt/latin1", "--yes"]) == 0
+    assert main(["store", "check"]) == 0

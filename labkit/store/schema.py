@@ -68,9 +68,34 @@ def as_time(value, field: str = "created_at") -> float | None:
     return float(value)
 
 
+class Undecodable(bytes):
+    """A text column of the store that is not UTF-8 (another program wrote it): its bytes."""
+
+    def __str__(self) -> str:
+        return self.decode("utf-8", "backslashreplace")
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+
+def text_of(raw: bytes):
+    """The store's text columns as str, or Undecodable where they are not UTF-8, so one bad
+    record is named and skipped instead of failing every read."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Undecodable(raw)
+
+
 def problem(record: dict) -> str | None:
     """What is wrong with `record` ({"kind", "key", "body", ...}), in words, or None."""
     kind, key, body = record.get("kind"), record.get("key"), record.get("body")
+    if isinstance(body, bytes):
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return (f"field 'body' is not UTF-8 text (byte {exc.start} cannot be read), so "
+                    "another program wrote it")
     if kind not in KINDS:
         close = suggest(kind, KINDS).strip()
         hint = f"{close[:1].lower()}{close[1:]} " if close else ""
