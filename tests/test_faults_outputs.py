@@ -169,3 +169,42 @@ def test_a_file_labkit_did_not_write_is_kept(home, capsys):
     empty = home / "empty.json"
     empty.touch()
     assert main(["bugs", "--json", str(empty)]) == 0 and json.loads(empty.read_text())
+
+
+def test_triage_json_to_stdout_is_one_document_when_the_setup_prints(home, capsys):
+    setup = home / "chatty.py"
+    setup.write_text(SETUP.replace("def train(self, seed, epochs): pass", """def train(self, seed, epochs):
+        print('epoch 1 done')
+        import labkit
+        return labkit.Run.from_log({'step': [0, 1], 'loss_raw': [1.0, 0.9]}, seed=seed, started_at=0.0)"""))
+    main(["triage", "--setup", f"{setup}:Tiny", "--json", "-", "--budget", "60"])
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["format"] == "labkit.triage/1"
+    assert "epoch 1 done" in captured.err
+
+
+@pytest.mark.parametrize("logdir, error, expected", [
+    ("", ValueError, "logdir='' is an empty path"),
+    (None, TypeError, "logdir must be a folder path"),
+    ("home/labkit.sqlite3", ValueError, "is a file, not a folder, and it was left as it was"),
+])
+def test_to_tensorboard_takes_a_folder(home, logdir, error, expected):
+    run = Run.from_log({"step": [0, 1], "loss_raw": [2.3, 2.0]}, seed=0, started_at=1.0)
+    target = str(home / logdir) if logdir else logdir
+    with pytest.raises(error, match=expected) as info:
+        run.to_tensorboard(target)
+    assert one_sentence(str(info.value)) and default_store().count() == 1
+
+
+def test_logs_that_cannot_be_read_are_named(home):
+    empty = home / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match=f"The CSV log {str(empty)!r} is empty"):
+        Run.from_csv(empty, raw="loss")
+    folder = home / "runs"
+    folder.mkdir()
+    with pytest.raises(ValueError, match=f"The TensorBoard log {str(folder)!r} holds no scalars"):
+        Run.from_tensorboard(folder, raw="loss")
+    Run.from_log({"step": [0, 1], "loss_raw": [2.3, 2.0]}, seed=0, started_at=1.0).to_tensorboard(folder)
+    with pytest.raises(TypeError, match=f"raw must name a scalar tag of {str(folder)!r}, as text; got None"):
+        Run.from_tensorboard(folder, raw=None)

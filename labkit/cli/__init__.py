@@ -103,9 +103,11 @@ def cmd_triage(args) -> int:
     if args.setup is not None:
         if args.bug or args.task:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
+        from contextlib import redirect_stdout
         from ..diagnosis.own.setup import load
-        try:
-            record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
+        try:  # with --json -, stdout holds one JSON document: what the setup prints goes to stderr
+            with redirect_stdout(human(args.json)):
+                record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
         except TypeError as exc:  # a method of the setup returned the wrong kind of thing
             raise ValueError(str(exc)) from exc
         return _print_record(record, args)

@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -112,12 +113,22 @@ def replace_atomically(path, text: str, *, backup: bool = True) -> Path:
     return path
 
 
-def read_text(path, *, what: str = "file") -> str:
+READ_LIMIT = 256 << 20  # 256 MiB: far above any labkit document, far below a machine's memory
+
+
+def read_text(path, *, what: str = "file", limit: int = READ_LIMIT) -> str:
+    """A regular file's UTF-8 text, at most `limit` bytes; a FIFO or a device is never opened."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No {what} at {str(path)!r}.")
     if path.is_dir():
         raise IsADirectoryError(f"The {what} {str(path)!r} is a folder; give a file.")
+    if not path.is_file():
+        raise ValueError(f"The {what} {str(path)!r} is not a regular file (a FIFO, a device or a "
+                         "socket), so it was not read; give a file saved on disk.")
+    if path.stat().st_size > limit:
+        raise ValueError(f"The {what} {str(path)!r} is {path.stat().st_size:,} bytes, more than "
+                         f"labkit reads ({limit:,} bytes, {limit >> 20} MiB); it was not read.")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -134,11 +145,18 @@ def read_json(path, *, what: str = "file"):
     except RecursionError:
         raise ValueError(f"The {what} at {str(path)!r} nests lists and objects too deeply to "
                          "be a labkit document; it was left untouched.") from None
-    except json.JSONDecodeError as exc:
-        bak = Path(str(path) + ".bak")
-        hint = f" The last good copy is at {str(bak)!r}." if bak.exists() else ""
-        raise ValueError(f"The {what} at {str(path)!r} is not valid JSON ({exc.msg} at line "
-                         f"{exc.lineno}); it was left untouched.{hint}") from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise _not_json(path, what, exc) from None
+        raise ValueError(f"The {what} at {str(path)!r} holds a number too long to read (more "
+                         f"than {sys.get_int_max_str_digits()} digits); it was left untouched.") from None
+
+
+def _not_json(path, what: str, exc) -> ValueError:
+    bak = Path(str(path) + ".bak")
+    hint = f" The last good copy is at {str(bak)!r}." if bak.exists() else ""
+    return ValueError(f"The {what} at {str(path)!r} is not valid JSON ({exc.msg} at line "
+                      f"{exc.lineno}); it was left untouched.{hint}")
 
 
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}

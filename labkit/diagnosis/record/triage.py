@@ -144,12 +144,12 @@ class TriageRecord(StrictRows):
             self.seeds.append(run.meta["seed"])
         return met
 
-    def intervene(self, fixed_setup) -> str:
-        """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed
-        forecast (`diagnosis.own.sign`): returns the signed verdict, or raises TriageRefused saying why."""
+    def intervene(self, fixed_setup, *, budget_s: float | None = None) -> str:
+        """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed forecast
+        (`diagnosis.own.sign`) within `budget_s` (default: the diagnose budget): the signed verdict, or TriageRefused."""
         if self.intervener is None:
             raise TriageRefused(NO_EVIDENCE)
-        return self.intervener(fixed_setup)
+        return self.intervener(fixed_setup, budget_s=budget_s)
 
     def not_needed(self, row: str, reason: str) -> None:
         """Mark the intervention/confirmation rows n/a (only a NONE conviction may)."""
