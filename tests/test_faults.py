@@ -19,7 +19,7 @@ from labkit.cli import main
 from labkit.errors import OutputPathError
 from labkit.forecast import Forecast
 from labkit.store import atomic_write_json
-from labkit.store.guard import check_output_path
+from labkit.store.outputs import check_output as check_output_path
 from labkit.store.learner import StoreError, default_store
 from labkit.diagnosis.record.triage import TriageRecord
 
@@ -168,6 +168,34 @@ def test_import_of_an_unreadable_file_names_it(home, capsys, content, expected):
     assert default_store().count() == 3
 
 
+@pytest.mark.parametrize("case, expected", [
+    ("fifo", "is not a regular file (a FIFO, a device or a socket), so it was not read"),
+    ("device", "is not a regular file (a FIFO, a device or a socket), so it was not read"),
+    ("5000 digits", "holds a number too long to read (more than 4300 digits)"),
+    ("400 digits", "field 'created_at' is a number of 400 digits, which is not a time"),
+    ("lone surrogate", "holds a lone surrogate ('\\ud800' at position 3), which is not text"),
+])
+def test_import_of_what_is_not_a_document_is_refused_naming_it(home, capsys, case, expected):
+    import os
+    import stat
+    path = home / "in.json"
+    if case == "fifo":  # nobody writes it: reading would wait for ever
+        os.mkfifo(path)
+    elif case == "device":  # a private /dev/zero: reading would fill the memory
+        if os.geteuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 5))
+    else:
+        created = {"5000 digits": "1" * 5000, "400 digits": "1" * 400}.get(case, "1")
+        key = '"key\\ud800"' if case == "lone surrogate" else '"good"'
+        path.write_text('{"format": "labkit.store/1", "records": [{"kind": "grade", "key": '
+                        f'{key}, "body": {{"notebook": "a", "rows": []}}, "created_at": {created}}}]}}')
+    started = time.monotonic()
+    message = cli_error(capsys, "import", str(path))
+    assert time.monotonic() - started < 5 and str(path) in message and expected in message, message
+    assert default_store().count() == 3
+
+
 def test_an_iso_time_is_imported_as_seconds(home, capsys):
     path = home / "in.json"
     path.write_text(json.dumps(export_doc({**GOOD, "created_at": "2026-01-31T09:30:00Z"})))
@@ -306,6 +334,48 @@ def test_budget_must_be_a_positive_number():
         labkit.diagnose("stale_log", budget_s=5)
     with pytest.raises(ValueError, match="budget_s=nan is not allowed"):
         labkit.diagnose(Forever(False), budget_s=float("nan"))
+    with pytest.raises(ValueError, match=r"budget_s=1000000000000.0 is more than labkit's own "
+                                         r"timer can hold \(at most 1e\+07 s") as info:
+        labkit.diagnose(Forever(False), budget_s=1e12)
+    assert one_sentence(str(info.value))
+
+
+class Stuck(Forever):
+    """A setup one of whose methods never returns (and swallows every Exception)."""
+
+    def __init__(self, method: str):
+        super().__init__(torch_loop=False)
+        self.method = method
+
+    def _hang(self):
+        while True:
+            try:
+                time.sleep(0.01)
+            except Exception:
+                pass
+
+    def make_model(self, seed):
+        return self._hang() if self.method == "make_model" else super().make_model(seed)
+
+    def batches(self, seed):
+        return self._hang() if self.method == "batches" else super().batches(seed)
+
+    def loss_fn(self, model, batch):
+        return self._hang() if self.method == "loss_fn" else super().loss_fn(model, batch)
+
+
+@pytest.mark.parametrize("method, call", [("make_model", r"make_model\(0\)"),
+                                          ("batches", r"batches\(0\)"),
+                                          ("loss_fn", r"loss_fn\(model, batch\)")])
+def test_every_call_into_the_setup_is_stopped_within_the_budget(method, call):
+    import labkit
+    setup = Stuck(method)
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=f"Stuck.{call} was still running when the triage's "
+                                         "time budget of budget_s=1 s ran out") as info:
+        labkit.diagnose(setup, budget_s=1)
+    assert time.monotonic() - started < 6  # the budget plus 5 s
+    assert one_sentence(str(info.value)) and "loss_fn" not in vars(setup)  # put back as it was
 
 
 def test_import_of_a_store_file_and_grade_over_its_notebook_are_refused(home, capsys):
@@ -315,7 +385,7 @@ def test_import_of_a_store_file_and_grade_over_its_notebook_are_refused(home, ca
     notebook.write_text((__import__("pathlib").Path(__file__).parents[1] / "exercises" /
                          "ex_a_break_the_graph.ipynb").read_text())
     before = digest(notebook)
-    assert "is one of the notebooks to grade" in cli_error(capsys, "grade", str(notebook),
+    assert f"is also NOTEBOOK={str(notebook)!r}, an input of this command" in cli_error(capsys, "grade", str(notebook),
                                                            "--json", str(notebook))
     assert digest(notebook) == before and default_store().count() == 3
 
@@ -343,3 +413,19 @@ def test_a_damaged_store_with_a_journal_left_by_a_crash_is_left_as_it_was(tmp_pa
         message = cli_error(capsys, *argv)
         assert "is damaged" in message or "not a labkit store" in message, message
     assert {p.name: digest(p) for p in new.iterdir() if p.name in before} == before
+
+
+def test_a_record_that_is_not_utf8_is_listed_skipped_left_out_and_removable(home, capsys, monkeypatch):
+    conn = default_store()._connect()  # another program writes bytes that are not UTF-8
+    conn.execute("INSERT INTO records (kind, key, body, created_at, updated_at) VALUES "
+                 "('drill', 'attempt/latin1', CAST(? AS TEXT), 1, 1)", ('{"note": "caf\xe9"}'.encode("latin-1"),))
+    assert main(["store", "check"]) == 1
+    out = capsys.readouterr().out
+    assert "drill  attempt/latin1  field 'body' is not UTF-8 text (byte 13 cannot be read)" in out
+    with pytest.warns(UserWarning, match="Skipped the drill record 'attempt/latin1'"):
+        assert main(["export", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["records"]) == 3
+    assert "left out 1 malformed record(s)" in captured.err
+    assert main(["store", "remove", "drill", "attempt/latin1", "--yes"]) == 0
+    assert main(["store", "check"]) == 0

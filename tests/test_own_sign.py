@@ -8,6 +8,7 @@ The setups are the held-out ones of tests/own_setups; their fixes are in own_set
 import importlib.util
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,30 @@ def test_bad_input_is_refused_with_a_sentence(blocked):
         record.intervene(DetachMidModel())
     with pytest.raises(TriageRefused, match="this record holds none"):
         TriageRecord("by hand").intervene(DetachRemoved())
+    with pytest.raises(TypeError, match=r"fixed_setup is None; pass an instance of your fixed setup"):
+        record.intervene(None)
+    with pytest.raises(TypeError, match=r"fixed_setup is the class DetachRemoved; pass an instance"):
+        record.intervene(DetachRemoved)
+
+
+class NeverBuilt(DetachRemoved):
+    """The right fix, but its make_model never returns."""
+
+    def make_model(self, seed):
+        while True:
+            time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_a_fix_that_never_returns_is_stopped_within_its_budget(blocked):
+    record = blocked[0]
+    assert record.budget_s == 600.0  # what intervene gets by default: the diagnose budget
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"NeverBuilt.make_model\(0\) was still running when "
+                                         r"the triage's time budget of budget_s=1 s ran out"):
+        record.intervene(NeverBuilt(), budget_s=1)
+    assert time.monotonic() - started < 6
+    assert record.rows["intervention"]["status"] == "UNKNOWN"
 
 
 @pytest.mark.slow

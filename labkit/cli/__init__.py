@@ -7,7 +7,7 @@ import json
 import sys
 
 from .grade import add_grade
-from .output import BARE, add_json, deprecated, document, human, write_json
+from .output import BARE, add_json, deprecated, document, human, refuse_outputs, write_json
 from .store import add_export, add_import, add_store
 
 
@@ -103,9 +103,11 @@ def cmd_triage(args) -> int:
     if args.setup is not None:
         if args.bug or args.task:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
+        from contextlib import redirect_stdout
         from ..diagnosis.own.setup import load
-        try:
-            record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
+        try:  # with --json -, stdout holds one JSON document: what the setup prints goes to stderr
+            with redirect_stdout(human(args.json)):
+                record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
         except TypeError as exc:  # a method of the setup returned the wrong kind of thing
             raise ValueError(str(exc)) from exc
         return _print_record(record, args)
@@ -126,8 +128,7 @@ def _print_record(record, args) -> int:
     if args.json == "-":
         write_json(record.to_dict(), "-")
     elif args.json:
-        from ..store.guard import check_output_path
-        record.save(check_output_path(args.json, "--json"))
+        record.save(args.json)  # checked in main() before the triage
     out = human(args.json)
     print(record.to_text(), file=out)
     try:
@@ -228,9 +229,7 @@ def main(argv=None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
-        if isinstance(getattr(args, "json", None), str) and args.json != "-":
-            from ..store.guard import check_output_path
-            check_output_path(args.json, "--json")  # refused before any work is done
+        refuse_outputs(args)  # before any work is done
         return args.func(args)
     except _Usage as exc:
         print(exc, file=sys.stderr)

@@ -37,37 +37,33 @@ def add_grade(sub):
 def cmd_grade(args) -> int:
     from ..learn import grade_formats as formats
     from ..learn.grade import grade, summary
-    from ..store.guard import check_output_path
-    from ..errors import check_number
-    check_number("--timeout", args.timeout, minimum=0, strict_min=True, allow_none=True)
-    targets = [t for t in (args.json, args.gradescope, args.csv) if t]
-    if targets.count("-") > 1:
+    from ..learn.grade_run import check_timeout
+    check_timeout("--timeout", args.timeout)
+    outputs = {f"--{n}": getattr(args, n) for n in ("json", "gradescope", "csv")}
+    if list(outputs.values()).count("-") > 1:
         raise ValueError("only one of --json, --gradescope and --csv can write to stdout (-).")
     formats.gradescope([], visibility=args.visibility)  # a bad --visibility fails before grading
     hidden = None
     if args.hidden:
         from ..learn.hidden import read_hidden
         hidden = read_hidden(args.hidden)
-    from ..learn.grade import notebooks_in, refuse_notebook_outputs
+    from ..learn.grade import notebooks_in
+    from ..store.outputs import check_command
     notebooks = notebooks_in(args.notebooks)  # a folder stands for its exercise notebooks
-    refuse_notebook_outputs(notebooks, {f"--{n}": getattr(args, n) for n in ("json", "gradescope", "csv")})
-    for name in ("json", "gradescope", "csv"):  # a refused path fails before grading, too
-        target = getattr(args, name)
-        if target and target != "-":
-            check_output_path(target, f"--{name}")
+    check_command(outputs, {"NOTEBOOK": notebooks, "--hidden": hidden.files if hidden else None})
 
     def write(rows):
-        if args.json:
+        if args.json is not None:
             write_json(formats.grades_document(rows, summary(rows), hidden), args.json)
-        if args.gradescope:
+        if args.gradescope is not None:
             doc = formats.gradescope(rows, visibility=args.visibility, hidden=hidden)
             write_json(doc, args.gradescope, "--gradescope", foreign=True)
-        if args.csv:
+        if args.csv is not None:
             text = formats.csv_text(rows, learner=args.learner, hidden=hidden)
             if args.csv == "-":
                 print(text, end="")
             else:
                 formats.write_csv(args.csv, text)
-    out = human("-" if "-" in targets else None)
+    out = human("-" if "-" in outputs.values() else None)
     return grade(notebooks, timeout=args.timeout, write=write, hidden=hidden, out=out)
 

@@ -55,16 +55,37 @@ def human(target):
 def write_json(doc: dict, target, parameter: str = "--json", *, text: str | None = None,
                foreign: bool = False) -> None:
     """Write `doc` where `target` says: "-" is stdout, anything else a file path, checked by
-    `labkit.store.guard.check_output_path` inside `atomic_write_text`. `text`: the JSON
+    labkit's output rule (`labkit.store.outputs.write_output`). `text`: the JSON
     already serialised.
     `foreign`: a document in another tool's format (Gradescope's), with no labkit format."""
     if "format" not in doc and not foreign:
         raise ValueError("every labkit JSON document carries a format string.")
-    from ..store import atomic_write_text, encode_nonfinite
+    from ..store import encode_nonfinite
+    from ..store.outputs import write_output
     if text is None:  # NaN and infinity as the strings "NaN", "Infinity": strict JSON
         text = json.dumps(encode_nonfinite(doc), indent=2, sort_keys=True, allow_nan=False)
     if to_stdout(target):
         sys.stdout.write(text + "\n")
         return
-    atomic_write_text(target, text + "\n", backup=False, parameter=parameter)  # guarded there
+    write_output(target, text + "\n", parameter=parameter)
     print(f"wrote {target}", file=sys.stderr)
+
+
+def _inputs(args) -> dict:
+    """The files a command reads that its outputs must not replace (a folder: the files of
+    the kind it reads there)."""
+    from pathlib import Path
+    setup = getattr(args, "setup", None)
+    given = {("--setup", ""): [setup.partition(":")[0]] if setup else [],
+             ("NOTEBOOK", "*.ipynb"): getattr(args, "notebooks", None) or [],
+             ("--hidden", "*.py"): [args.hidden] if getattr(args, "hidden", None) else []}
+    return {name: [f for p in paths for f in (sorted(Path(p).glob(kind)) if Path(p).is_dir() else [p])]
+            for (name, kind), paths in given.items()}
+
+
+def refuse_outputs(args) -> None:
+    """labkit's output rule (`labkit.store.outputs`) for a command's outputs and inputs,
+    before any work is done."""
+    from ..store.outputs import check_command
+    outputs = {f"--{n}": getattr(args, n, None) for n in ("json", "gradescope", "csv")}
+    check_command({n: p for n, p in outputs.items() if isinstance(p, str)}, _inputs(args))

@@ -35,6 +35,10 @@ def cmd_export(args) -> int:
     if target != "-":
         print(f"wrote {len(doc['records'])} record(s) from {store.path} to {target}",
               file=sys.stderr)
+    if doc["left_out"]:
+        print(f"labkit: left out {doc['left_out']} malformed record(s) that cannot be read; "
+              "`labkit store check` lists them and `labkit store remove KIND KEY` removes one.",
+              file=sys.stderr)
     return 0
 
 

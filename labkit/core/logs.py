@@ -34,9 +34,11 @@ def _role(column: str) -> str:
     return {"loss_raw": "raw", "loss_reported": "reported"}.get(column, column)
 
 
-def _pick(name: str, available: list[str], role: str, what: str) -> str:
+def _pick(name: str, available: list[str], role: str, what: str, source="this log") -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"{role} must name a {what} of {source}, as text; got {name!r}.")
     if name not in available:
-        raise ValueError(f"{role}={name!r} is not a {what} of this log; it has "
+        raise ValueError(f"{role}={name!r} is not a {what} of {source}; it has "
                          f"{', '.join(map(repr, available)) or 'none'}.{suggest(name, available)}")
     return name
 
@@ -50,10 +52,14 @@ def read_csv(path, *, raw: str, reported: str | None = None, step: str | None = 
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         header = list(reader.fieldnames or [])
+        if not header:
+            raise ValueError(f"The CSV log {str(path)!r} is empty: it has no header row naming "
+                             "its columns, so there is no run to read.")
         wanted = {"loss_raw": raw, "loss_reported": reported, **(extra or {})}
-        wanted = {k: _pick(v, header, _role(k), "column") for k, v in wanted.items() if v is not None}
+        wanted = {k: _pick(v, header, _role(k), "column", repr(str(path)))
+                  for k, v in wanted.items() if v is not None or k == "loss_raw"}
         if step is not None:
-            _pick(step, header, "step", "column")
+            _pick(step, header, "step", "column", repr(str(path)))
         merged: dict[float, dict] = {}
         for i, row in enumerate(reader, start=2):
             key = _number(row[step], f"{path.name} line {i}, column {step!r}") if step else i - 2
@@ -89,14 +95,21 @@ def read_tensorboard(logdir, *, raw: str, reported: str | None = None,
     if not logdir.exists():
         raise FileNotFoundError(f"No TensorBoard log directory at {logdir}.")
     acc = EventAccumulator(str(logdir), size_guidance={SCALARS: 0})
-    acc.Reload()
+    try:
+        acc.Reload()
+    except Exception as exc:  # a damaged or truncated events file: TensorBoard's own errors
+        raise ValueError(f"The TensorBoard log {str(logdir)!r} could not be read: an events file "
+                         f"in it is damaged ({type(exc).__name__}).") from None
     tags = list(acc.Tags().get("scalars", []))
+    if not tags:
+        raise ValueError(f"The TensorBoard log {str(logdir)!r} holds no scalars: no events file "
+                         "with add_scalar values is in it (an empty folder, or the wrong one).")
     wanted = {"loss_raw": raw, "loss_reported": reported, **(extra or {})}
     series = {}
     for name, tag in wanted.items():
-        if tag is None:
+        if tag is None and name != "loss_raw":
             continue
-        _pick(tag, tags, _role(name), "scalar tag")
+        _pick(tag, tags, _role(name), "scalar tag", repr(str(logdir)))
         series[name] = {e.step: float(e.value) for e in acc.Scalars(tag)}  # the last value wins
     steps = sorted(series["loss_raw"])
     for name, values in series.items():
@@ -119,7 +132,7 @@ def write_tensorboard(table: dict[str, list], evals: dict[str, list], logdir) ->
     except ImportError:
         raise ImportError("Run.to_tensorboard needs the tensorboard package: "
                           "pip install 'labkit[logs]'.") from None
-    logdir = Path(logdir)
+    logdir = Path(_folder(logdir))
     writer = SummaryWriter(log_dir=str(logdir))
     try:
         for columns, prefix in ((table, ""), (evals, "evals/")):
@@ -132,4 +145,20 @@ def write_tensorboard(table: dict[str, list], evals: dict[str, list], logdir) ->
                         writer.add_scalar(prefix + name, float(value), int(step))
     finally:
         writer.close()
+    return logdir
+
+
+def _folder(logdir):
+    """`Run.to_tensorboard`'s folder: a path, never '' or None (SummaryWriter would pick one
+    itself), and never a file (the store, a report) that the events file would go beside."""
+    import os
+    if logdir is None or not isinstance(logdir, (str, os.PathLike)):
+        raise TypeError(f"logdir must be a folder path, such as 'runs/exp1'; got {logdir!r}.")
+    if not os.fspath(logdir):
+        raise ValueError("logdir='' is an empty path; give a folder, such as 'runs/exp1', where "
+                         "TensorBoard's events file goes.")
+    if os.path.exists(logdir) and not os.path.isdir(logdir):
+        raise ValueError(f"logdir={os.fspath(logdir)!r} is a file, not a folder, and it was left "
+                         "as it was; give a folder, such as 'runs/exp1', where TensorBoard's "
+                         "events file goes.")
     return logdir

@@ -203,8 +203,8 @@ class Run:
         text = json.dumps(self.to_dict(timing), indent=None, separators=(",", ":"),
                           allow_nan=False)
         if path is not None:
-            from ..store import atomic_write_text
-            atomic_write_text(path, text)
+            from ..store.outputs import write_output
+            write_output(path, text, backup=True)
         return text
 
     @classmethod

@@ -22,11 +22,11 @@ import time
 import torch
 import torch.nn as nn
 
-from . import watch_clip, watch_manual, watch_table, watch_writer
+from . import watch_clip, watch_follow, watch_manual, watch_scaler, watch_table, watch_writer
 from .watch_table import lr_value as _lr
-from .budget import Plan, default_budget, dense_values, nbytes
+from .budget import default_budget, dense_values, nbytes
 from .record import group_name
-from .watch_checks import check_arguments as _check, findings as _findings
+from .watch_checks import check_arguments as _check
 
 CHUNK = 256  # steps of 0-d norms kept as tensors before one stack folds them into a block
 
@@ -50,15 +50,11 @@ class Watch:
         self.groups: dict[str, list[int]] = {}
         for i, n in enumerate(self.names):
             self.groups.setdefault(group_name(n), []).append(i)
-        self.findings = _findings(model, named, owned)
         self.param_bytes = sum(nbytes(p) for p in self.params)
         self.budget = default_budget(self.param_bytes) if budget is None else int(budget)
-        in_opt = [id(p) in owned for p in self.params]
-        self.plan = Plan(self.params, in_opt, self.budget, seed)
-        # gradient norms from the fused call: every parameter the plan does not sample
-        self._dense = [i for i in range(len(self.params)) if i not in self.plan.samples]
         self._norm_dtype = (None if all(p.dtype in (torch.float32, torch.float64)
                                         for p in self.params) else torch.float32)
+        watch_follow.start(self, model, named, owned, seed)  # the plan; findings
         self._zero = torch.zeros((), device=self.params[0].device)
         self._multi_device = len({p.device for p in self.params}) > 1
         self._all_present = (True,) * len(self.params)
@@ -68,7 +64,6 @@ class Watch:
         self._lrs: list = []  # per step: the lr (one param group) or a tuple of lrs
         self._scales: list = []  # with a scaler, per step: its scale (0-d tensor), or None
         self._skipped: list[bool] = []  # per step: True where optimizer.step() did not run
-        self._fast = self.plan.all_exact and self._norm_dtype is None
         self._pending = None  # (grad norms, present) measured early, e.g. before clipping
         self._marked = 0  # rows when mark_step() was last called
         self._scale_now = None
@@ -76,7 +71,7 @@ class Watch:
         self._handles = [optimizer.register_step_pre_hook(self._pre), optimizer.register_step_post_hook(self._post),
                          watch_clip.register(self)]  # the norm before clipping (labkit/core/watch_clip.py)
         if scaler is not None:
-            self._wrap_scaler(scaler)
+            watch_scaler.wrap(self, scaler)
 
     @property
     def steps(self) -> int:
@@ -97,6 +92,7 @@ class Watch:
         self._marked = self.steps
 
     def _pre(self, optimizer, args, kwargs) -> None:
+        watch_follow.follow(self)  # a param group added since the last step joins here
         self.plan.keep()
 
     def _post(self, optimizer, args, kwargs) -> None:
@@ -139,7 +135,7 @@ class Watch:
             gnorms = self._fill(self._norms([g for g in grads if g is not None]), grads)
         width = self.plan.width
         if self.scaler is not None and self._scale_now is None:
-            self._scale_now = self._read_scale()
+            self._scale_now = watch_scaler.read_scale(self)
         self._add(gnorms + [self._zero] * width, present, skipped=skipped)
 
     def _add(self, row, present: tuple, skipped: bool) -> None:
@@ -154,8 +150,7 @@ class Watch:
         if len(self._rows) == CHUNK:  # fold 0-d tensors into one block: bounded host memory
             self._blocks.append(self._stack(self._rows))
             self._rows = []
-        if self._writer is not None:  # TensorBoard: every `every` steps, one host read
-            self._writer.step_done(self)
+        watch_writer.guarded(self, flush=False)  # TensorBoard: every `every` steps, one host read
 
     def _norms(self, tensors: list) -> list:
         if not tensors:
@@ -174,31 +169,6 @@ class Watch:
         if self._multi_device:
             flat = [n.to(self._zero.device) for n in flat]
         return torch.stack(flat).view(len(rows), -1)  # (steps, P + updates)
-
-    # ---- GradScaler ---------------------------------------------------------------
-    def _wrap_scaler(self, scaler) -> None:
-        original = scaler.step
-
-        def step(optimizer, *args, **kwargs):  # records the scale, and the steps it skips
-            if optimizer is not self.optimizer:
-                return original(optimizer, *args, **kwargs)
-            self._scale_now = self._read_scale()
-            before = self.steps
-            try:
-                out = original(optimizer, *args, **kwargs)
-                if self.steps == before:  # inf/NaN gradients: optimizer.step() never ran
-                    self._no_step_row(skipped=True)
-                return out
-            finally:
-                self._scale_now = None
-        step.__wrapped_by_labkit__ = True
-        scaler.step = step
-
-    def _read_scale(self):
-        scale = getattr(self.scaler, "_scale", None)
-        if isinstance(scale, torch.Tensor):
-            return scale.detach().clone()  # stays on the device: no host sync
-        return float(self.scaler.get_scale())
 
     # ---- reading (labkit/watch_table.py; the writer: labkit/watch_writer.py) -------
     def columns(self) -> dict[str, list]:
@@ -219,18 +189,18 @@ class Watch:
 
     def flush(self) -> None:
         """Write the steps not yet written to the `writer` given to `labkit.watch`, if any."""
-        if self._writer is not None:
-            self._writer.flush(self)
+        watch_writer.guarded(self, flush=True)
 
     def close(self) -> None:
-        """Remove the hooks (and the scaler's wrapper); the rows stay readable."""
-        self.flush()
-        for h in self._handles:
-            h.remove()
-        self._handles = []
-        if self.scaler is not None and getattr(self.scaler.__dict__.get("step"),
-                                               "__wrapped_by_labkit__", False):
-            del self.scaler.step
+        """Remove the hooks (and the scaler's wrapper), whatever the writer does; the rows
+        stay readable."""
+        try:
+            self.flush()
+        finally:
+            for h in self._handles:
+                h.remove()
+            self._handles = []
+            watch_scaler.unwrap(self.scaler)
 
     def __enter__(self) -> "Watch":
         return self

@@ -13,6 +13,7 @@ import math
 import torch
 
 from ..errors import choice_error
+from . import watch_follow
 from .run import Run
 
 
@@ -21,10 +22,11 @@ def columns(w) -> dict[str, list]:
     S, P = w.steps, len(w.params)
     out: dict[str, list] = {"grad_norm": [], "update_norm": []}
     if S:
-        blocks = w._blocks + ([w._stack(w._rows)] if w._rows else [])
-        both = torch.cat(blocks).cpu().double()  # (S, P + updates): the one host read
-        grads = both[:, :P]
-        updates = w.plan.combine(both[:, P:], P)  # (S, P); not in the optimizer: 0
+        parts = [(plan, torch.cat(blocks).cpu().double())  # (steps, P + updates): one host
+                 for plan, blocks in watch_follow.segments(w) if blocks]  # read per segment
+        grads = torch.cat([both[:, :P] for _, both in parts])
+        # (S, P) update norms, each segment by the plan that measured it; not held: 0
+        updates = torch.cat([plan.combine(both[:, P:], P) for plan, both in parts])
         present = torch.tensor(w._present, dtype=torch.bool)  # (S, P)
 
         def norms(idx: list[int]) -> tuple[list, list]:

@@ -16,6 +16,8 @@ so a writer does not add a host sync per step. W&B takes the same columns:
 
 from __future__ import annotations
 
+import warnings
+
 EVERY = 50  # steps between writes: TensorBoard stays at most this far behind the loop
 
 
@@ -47,3 +49,20 @@ class ScalarWriter:
         self.written = watch.steps
         if callable(getattr(self.writer, "flush", None)):
             self.writer.flush()
+
+
+def guarded(watch, *, flush: bool) -> None:
+    """Write through the watch's writer; a writer that fails (a full disk, a wrong
+    ``add_scalar`` signature) is detached after its first error, with one warning, so the
+    learner's ``optimizer.step()`` never raises because of it and no step is lost."""
+    scalar = watch._writer
+    if scalar is None:
+        return
+    try:
+        scalar.flush(watch) if flush else scalar.step_done(watch)
+    except Exception as exc:
+        watch._writer = None
+        warnings.warn(f"labkit.watch: the writer {type(scalar.writer).__name__} failed "
+                      f"({type(exc).__name__}: {exc}) and was detached; every step is still "
+                      "in the watch (watch.run(), watch.columns()), and nothing more is "
+                      "written to the writer.", RuntimeWarning, stacklevel=2)

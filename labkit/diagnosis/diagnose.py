@@ -9,6 +9,7 @@ knows of the other: the choice is made here, once.
 from __future__ import annotations
 
 from ..core.config import Config
+from .own.bounded import bounded
 from .own.budget import DEFAULT_BUDGET_S, budget
 from .own.explorer import diagnose_setup
 from .record.triage import TriageRecord
@@ -26,17 +27,22 @@ def diagnose(bug=None, seeds=(0, 1), config: Config | None = None, *,
     The same steps, one button at a time, are `zoo.explorer.Explorer` and
     `own.explorer.SetupExplorer`.
 
-    `budget_s` bounds the time your setup's ``train()`` calls take together (default
-    ``own.budget.DEFAULT_BUDGET_S``, 600 s); one still running when it runs out is stopped
-    with a `BudgetExceeded` sentence, even a loop that never ends.
+    `budget_s` bounds the time every call into your setup takes together (make_model,
+    make_optimizer, batches, val_batches, loss_fn, train; default
+    ``own.budget.DEFAULT_BUDGET_S``, 600 s, at most ``MAX_BUDGET_S``); one still running
+    when it runs out is stopped with a `BudgetExceeded` sentence naming it, even a loop that
+    never ends. ``record.intervene(fix)`` gets the same budget unless given its own.
     """
     if bug is None or isinstance(bug, str):
         return _zoo(bug, seeds, config, budget_s)
     if config is not None:
         raise ValueError("config= applies to zoo bugs only; a setup object brings its own model, "
                          "data and loop.")
-    with budget(DEFAULT_BUDGET_S if budget_s is None else budget_s):  # from here on
-        return diagnose_setup(bug, seeds=seeds)
+    seconds = DEFAULT_BUDGET_S if budget_s is None else budget_s
+    with budget(seconds), bounded(bug):  # every call into the setup, from here on
+        record = diagnose_setup(bug, seeds=seeds)
+    record.budget_s = seconds  # what record.intervene(fix) gets unless given its own
+    return record
 
 
 def _zoo(bug: str | None, seeds, config: Config | None, budget_s) -> TriageRecord:

@@ -21,7 +21,8 @@ import math
 import time
 
 from ..errors import check_choice, check_number
-from ..store import atomic_write_json, read_json
+from ..store import read_json
+from ..store.outputs import write_json
 from .points import check_fields, check_points  # noqa: F401 (check_points re-exported)
 from .shapes import SHAPES, classify_shape
 
@@ -217,7 +218,7 @@ class Forecast:
 
     def to_json(self, path=None) -> str:
         if path is not None:
-            atomic_write_json(path, self.to_dict())
+            write_json(path, self.to_dict(), backup=True)
         return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)
 
     @classmethod

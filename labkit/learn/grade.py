@@ -20,14 +20,16 @@ forecast history. A notebook with no answer check is not an exercise: `GradeErro
 
 from __future__ import annotations
 
-import ast
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .grade_formats import STATUSES, format_table, summary  # noqa: F401 (the table is a format too)
-from .grade_run import DEFAULT_TIMEOUT_S, STUBS, GradeError, execute
+from .grade_read import Unreadable, check_names, checks_in, exercises_in, notebooks_in, read_notebook
+from .grade_run import DEFAULT_TIMEOUT_S, STUBS, GradeError, check_timeout, execute
+from .grade_store import keep_grading
+from .hidden import exercise_of
 
 NOT_ANSWERED = ("NameError", "SketchNotSealed", *STUBS)
 
@@ -43,92 +45,15 @@ class Row:
     cell: int  # index of the cell that calls the check
 
 
-def check_names() -> dict[str, str]:
-    """name -> first docstring line of every public answer check."""
-    from . import check
-    out = {}
-    for name in check.__all__:
-        fn = getattr(check, name)
-        if getattr(fn, "is_answer_check", False):
-            out[name] = (fn.__doc__ or "").strip().splitlines()[0]
-    return out
-
-
-def checks_in(source: str, names) -> list[str]:
-    """The answer checks a cell's source calls, in order of appearance."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:  # IPython magics or a learner's typo: fall back to the plain text
-        return [n for n in names if f"{n}(" in source]
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
-    called = []
-    for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
-        f = call.func
-        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-        if name in names:
-            called.append(name)
-    return called
-
-
-def _read_notebook(path: Path):
-    import nbformat
-    if path.is_dir():
-        raise GradeError(f"notebook={str(path)!r} is a folder; `labkit grade` wants notebook "
-                         "files (.ipynb), or a folder that holds exercise notebooks.")
-    if not path.is_file():
-        raise GradeError(f"notebook={str(path)!r} does not exist; pass the path of an exercise "
-                         "notebook, e.g. exercises/ex_a_break_the_graph.ipynb.")
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as exc:  # nbformat raises several kinds for a file that is not a notebook
-        raise GradeError(f"notebook={str(path)!r} is not a readable Jupyter notebook "
-                         f"({type(exc).__name__}).") from None
-    for i, cell in enumerate(nb.get("cells") or []):
-        source = cell.get("source")
-        if isinstance(source, list) and all(isinstance(x, str) for x in source):
-            cell["source"] = "".join(source)
-        elif not isinstance(source, str) or not isinstance(cell.get("cell_type"), str):
-            raise GradeError(f"notebook={str(path)!r} is damaged: cell {i}'s source is "
-                             f"{type(source).__name__}, not text; open it in Jupyter and save "
-                             "it again, or restore it from the exercises folder.")
-    return nb
-
-
-def notebooks_in(paths) -> list[Path]:
-    """The notebooks to grade: files as given, and the exercise notebooks of each folder."""
-    out = []
-    for path in map(Path, paths):
-        if not path.is_dir():
-            out.append(path)
-            continue
-        found = [p for p in sorted(path.glob("*.ipynb")) if _is_exercise(p)]
-        if not found:
-            raise GradeError(f"notebook={str(path)!r} is a folder with no exercise notebook in "
-                             "it (a .ipynb file that calls a check from labkit.check); pass "
-                             "notebook files, e.g. exercises/ex_a_break_the_graph.ipynb.")
-        out += found
-    return out
-
-
-def _is_exercise(path: Path) -> bool:
-    try:
-        nb = _read_notebook(path)
-    except GradeError:
-        return True  # graded, so that its row says what is wrong with it
-    names = check_names()
-    return any(checks_in(c.source, names) for c in nb.cells if c.cell_type == "code")
-
-
 def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=None) -> list[Row]:
     """Execute the notebook at `path` (it is not modified) and return one Row per check call;
     each cell runs under `timeout` seconds (default `grade_run.DEFAULT_TIMEOUT_S`).
     `hidden`: the instructor's hidden checks (`labkit.learn.hidden`), run after the last cell."""
     import nbformat
-    from ..errors import check_number
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
-    check_number("timeout", timeout, minimum=0, strict_min=True)
+    check_timeout("timeout", timeout)
     path = Path(path)
-    nb = _read_notebook(path)
+    nb = read_notebook(path)
     names = {**check_names(), **(hidden.questions if hidden else {})}
     plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
             for n in checks_in(c.source, names)]
@@ -137,7 +62,7 @@ def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=
         plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
                 for n in checks_in(c.source, names)]
     if not plan:
-        raise GradeError(f"{path.name} is not a labkit exercise: none of its cells calls an "
+        raise Unreadable(f"{path.name} is not a labkit exercise: none of its cells calls an "
                          "answer check from labkit.check.")
     run = execute(path, nb, {i for i, _ in plan}, timeout=timeout, progress=progress)
     return _rows(path, plan, run, names)
@@ -153,7 +78,7 @@ def _rows(path, plan, run, names) -> list[Row]:
     left = {i: list(got) for i, got in run.outcomes.items()}
     unsealed = [j for j, c in enumerate(nb.cells) if (_error_of(c) or {}).get("ename") == "SketchNotSealed"]
     for i, name in plan:
-        exercise = name.split("_")[0] if name.startswith("lab15") else "_".join(name.split("_")[:2])
+        exercise = exercise_of(name)
         got = next((o for o in left.get(i, []) if o["check"] == name), None)
         err = _error_of(nb.cells[i])
         if got is not None:
@@ -197,15 +122,6 @@ def _stopped_rows(path, plan, run, rows) -> list[Row]:
     return out
 
 
-def refuse_notebook_outputs(notebooks, outputs: dict) -> None:
-    """Refuse an output path (parameter -> path or None) that is one of the `notebooks`."""
-    graded = {Path(p).resolve() for p in notebooks}
-    for name, target in outputs.items():
-        if target and target != "-" and Path(target).resolve() in graded:
-            raise GradeError(f"{name}={str(target)!r} is one of the notebooks to grade; give "
-                             "another file name, such as 'grades.json', so the notebook is kept.")
-
-
 def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=None,
           err=None) -> int:
     """Grade several notebooks (or the exercise notebooks of a folder) into one table;
@@ -214,7 +130,11 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
     out, err = out or sys.stdout, err or sys.stderr
     rows: list[Row] = []
     notebooks = notebooks_in(paths)
-    refuse_notebook_outputs(notebooks, {"json_path": json_path})
+    from ..store.outputs import check_command
+    check_command({"json_path": json_path}, {"notebook": notebooks})
+    if hidden is not None:
+        hidden.refuse_unmatched(exercises_in(notebooks))
+    unread, not_kept = [], None
     for path in notebooks:
         started = time.perf_counter()
         tty = err.isatty()
@@ -223,27 +143,33 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
             if tty:
                 err.write(f"\rgrading {name}: cell {done}/{total}")
                 err.flush()
-        got = grade_notebook(path, timeout=timeout, progress=progress, hidden=hidden)
+        try:
+            got = grade_notebook(path, timeout=timeout, progress=progress, hidden=hidden)
+        except Unreadable as exc:  # a row of its own; the other notebooks are graded
+            unread.append(exc)
+            rows.append(_unreadable_row(path, exc))
+            continue
         rows += got
-        _keep(path, got)
+        not_kept = not_kept or keep_grading(path, got)
         passed = sum(r.status == "passed" for r in got)
         err.write(("\r" if tty else "") + f"graded {path.name}: {passed}/{len(got)} checks "
                   f"passed in {time.perf_counter() - started:.1f} s\n")
+    if len(unread) == len(notebooks):
+        raise unread[0]  # nothing was graded: one sentence, as for any bad input
     out.write(format_table(rows))
     if json_path:
-        from ..store import atomic_write_json
+        from ..store.outputs import write_json
         from .grade_formats import grades_document
-        atomic_write_json(json_path, grades_document(rows, summary(rows)), backup=False)
+        write_json(json_path, grades_document(rows, summary(rows)), parameter="json_path")
     if write is not None:
         write(rows)
+    if not_kept:
+        raise GradeError(f"The grades were not kept in the learner store ({not_kept}); the "
+                         "table and every report asked for were written.")
     return 0 if all(r.status == "passed" for r in rows) else 1
 
 
-def _keep(path: Path, rows) -> None:
-    """Add this grading to the learner store (kind "grade"); a grade is never replaced, each
-    run of `labkit grade` adds one record per notebook."""
-    import uuid
-    from ..store.learner import default_store
-    body = {"notebook": str(path.resolve()), "graded_at": time.time(),
-            "rows": [asdict(r) for r in rows], "summary": summary(rows)}
-    default_store().add("grade", f"{path.stem}/{uuid.uuid4().hex}", body)
+def _unreadable_row(path: Path, exc: Exception) -> Row:
+    return Row(str(path), exercise_of(path.stem) if path.stem.startswith(("ex_", "lab15")) else
+               path.stem, "notebook", "the notebook can be read as an exercise", "failed",
+               f"could not be read: {exc}", -1)

@@ -27,6 +27,8 @@ DEFAULT_TIMEOUT_S = 120  # per cell; the slowest solution cell (Exercise E's fiv
 # about 11 s) fits ten times over on a slow machine
 STUBS = ("NotImplementedError", "PredictionNotGiven")  # an answer not written yet: a stub's
 # raise, or a prediction form nobody sealed (labkit.widgets.ask_prediction)
+TIMEOUT_RANGE_S = (0.1, 1e6)  # a cell's limit: below 0.1 s no cell can start; a million
+# seconds (11 days) is far beyond any exercise, and well inside what the timers can hold
 PROBE_S = 5  # after a timeout, how long the kernel has to answer before it counts as stuck
 _READ = ("import json as _j\nfrom labkit.learn.check import _base as _b\n"
          "print(_j.dumps(_b.OUTCOMES[{n}:]))")
@@ -46,11 +48,27 @@ class Execution:
     stub_before: dict = field(default_factory=dict)  # cell index -> a stub failed at or before it
 
 
+def check_timeout(parameter: str, timeout) -> None:
+    """Refuse a cell time limit that is not a number of seconds in TIMEOUT_RANGE_S."""
+    from ..errors import check_number
+    low, high = TIMEOUT_RANGE_S
+    check_number(parameter, timeout, minimum=low, maximum=high, allow_none=True)
+
+
+def _client_class():
+    """nbclient's NotebookClient with a time limit in any seconds (its own takes whole ones)."""
+    from nbclient import NotebookClient
+    from traitlets import Float
+
+    class Client(NotebookClient):
+        timeout = Float(DEFAULT_TIMEOUT_S, allow_none=True)
+    return Client
+
+
 def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOUT_S,
             progress=None) -> Execution:
-    from nbclient import NotebookClient
     run = Execution(nb)
-    client = NotebookClient(
+    client = _client_class()(
         nb, timeout=timeout, kernel_name="python3", allow_errors=True, startup_timeout=60,
         shutdown_kernel="immediate",  # a stuck or dead kernel is killed, not waited for
         interrupt_on_timeout=True, extra_arguments=["--IPKernelApp.log_level=ERROR"],

@@ -51,6 +51,15 @@ class Hidden:
     sources: dict[str, list[str]] = field(default_factory=dict)  # exercise -> cell sources
     questions: dict[str, str] = field(default_factory=dict)  # check -> first docstring line
     points: dict[str, int] = field(default_factory=dict)  # check -> points
+    files: list[Path] = field(default_factory=list)  # the .py files they were read from
+
+    def refuse_unmatched(self, exercises) -> None:
+        """Refuse hidden checks of which none belongs to one of `exercises` (those graded)."""
+        if self.sources and not set(self.sources) & set(exercises):
+            raise ValueError(f"--hidden holds checks for {', '.join(sorted(self.sources))}, and "
+                             "none of the notebooks to grade is that exercise (they are "
+                             f"{', '.join(sorted(exercises)) or 'none'}), so no hidden check "
+                             "would run; nothing was graded.")
 
     def cells_for(self, checks) -> list[str]:
         """The hidden cells for a notebook that calls `checks`."""
@@ -65,9 +74,10 @@ def read_hidden(path) -> Hidden:
     if not path.exists() or not files:
         raise ValueError(f"--hidden={str(path)!r} holds no hidden checks: give a .py file, or a "
                          "folder of them, each defining checks with @answer_check.")
-    out = Hidden()
+    from ..store import read_text
+    out = Hidden(files=files)
     for file in files:
-        source = file.read_text()
+        source = read_text(file, what="hidden checks file")
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:

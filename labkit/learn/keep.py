@@ -40,13 +40,12 @@ def keep_your_work(path=EXPORT_NAME, *, environ=None) -> Path | None:
     again before closing the tab. Elsewhere: nothing (the store stays in $LABKIT_HOME)."""
     if not on_binder(environ):
         return None
-    from ..store import atomic_write_json
-    from ..store.guard import check_output_path
+    from ..store.outputs import write_json
     from ..store.learner import default_store
     load_kinds()
     store = default_store()
     doc = store.export()
-    target = atomic_write_json(check_output_path(path, "path"), doc, backup=False)
+    target = write_json(path, doc, parameter="path").resolve()
     n = len(doc["records"])
     text = (f"On Binder your learner store ({store.path}) lives only as long as this session. "
             f"{n} record(s) exported to {path}: download it (right-click it in the file browser, "

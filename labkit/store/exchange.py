@@ -63,12 +63,14 @@ def merge_rule(kind: str, key: str):
 # ---- out and in ----------------------------------------------------------------------
 
 def export_document(store) -> dict:
+    """The store as one document; a malformed record is left out with a warning, and
+    ``left_out`` says how many were."""
     records = store.records()
     counts = {}
     for r in records:
         counts[r["kind"]] = counts.get(r["kind"], 0) + 1
     return {"format": FORMAT, "store": str(store.path), "exported_at": time.time(),
-            "counts": counts, "records": records}
+            "counts": counts, "records": records, "left_out": store.count() - len(records)}
 
 
 def records_in(doc, source) -> list[dict]:

@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -82,10 +83,8 @@ def _keep_backup(path: Path) -> None:
     os.replace(side, path.with_name(path.name + ".bak"))
 
 
-def atomic_write_text(path, text: str, *, backup: bool = True, parameter: str = "path") -> Path:
-    """Write `text` to `path` atomically; a path that would harm a store is refused first."""
-    from .guard import check_output_path
-    check_output_path(path, parameter)
+def replace_atomically(path, text: str, *, backup: bool = True) -> Path:
+    """Write `text` to the regular file `path` through a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_tmp(path.parent)
@@ -114,17 +113,22 @@ def atomic_write_text(path, text: str, *, backup: bool = True, parameter: str = 
     return path
 
 
-def atomic_write_json(path, obj, *, backup: bool = True, parameter: str = "path") -> Path:
-    text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=False)
-    return atomic_write_text(path, text + "\n", backup=backup, parameter=parameter)
+READ_LIMIT = 256 << 20  # 256 MiB: far above any labkit document, far below a machine's memory
 
 
-def read_text(path, *, what: str = "file") -> str:
+def read_text(path, *, what: str = "file", limit: int = READ_LIMIT) -> str:
+    """A regular file's UTF-8 text, at most `limit` bytes; a FIFO or a device is never opened."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No {what} at {str(path)!r}.")
     if path.is_dir():
         raise IsADirectoryError(f"The {what} {str(path)!r} is a folder; give a file.")
+    if not path.is_file():
+        raise ValueError(f"The {what} {str(path)!r} is not a regular file (a FIFO, a device or a "
+                         "socket), so it was not read; give a file saved on disk.")
+    if path.stat().st_size > limit:
+        raise ValueError(f"The {what} {str(path)!r} is {path.stat().st_size:,} bytes, more than "
+                         f"labkit reads ({limit:,} bytes, {limit >> 20} MiB); it was not read.")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -141,11 +145,18 @@ def read_json(path, *, what: str = "file"):
     except RecursionError:
         raise ValueError(f"The {what} at {str(path)!r} nests lists and objects too deeply to "
                          "be a labkit document; it was left untouched.") from None
-    except json.JSONDecodeError as exc:
-        bak = Path(str(path) + ".bak")
-        hint = f" The last good copy is at {str(bak)!r}." if bak.exists() else ""
-        raise ValueError(f"The {what} at {str(path)!r} is not valid JSON ({exc.msg} at line "
-                         f"{exc.lineno}); it was left untouched.{hint}") from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise _not_json(path, what, exc) from None
+        raise ValueError(f"The {what} at {str(path)!r} holds a number too long to read (more "
+                         f"than {sys.get_int_max_str_digits()} digits); it was left untouched.") from None
+
+
+def _not_json(path, what: str, exc) -> ValueError:
+    bak = Path(str(path) + ".bak")
+    hint = f" The last good copy is at {str(bak)!r}." if bak.exists() else ""
+    return ValueError(f"The {what} at {str(path)!r} is not valid JSON ({exc.msg} at line "
+                      f"{exc.lineno}); it was left untouched.{hint}")
 
 
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}

@@ -1,6 +1,6 @@
 """Where the learner store lives, and the guard every output path passes before a write.
 
-`check_output_path(path, parameter)` resolves `path` (symlinks too) and refuses it when it
+`refuse_store(path, parameter)` (called by `labkit.store.outputs.check_output`) resolves `path` (symlinks too) and refuses it when it
 is the learner store, one of its side files (``-wal``, ``-shm``, ``-journal``), or any file
 that already is an SQLite database, or a side file of one. Every command and API that
 writes a file where the learner asks (``--json PATH``, ``Run.to_json(path)``, ...) calls
@@ -29,6 +29,9 @@ def store_path() -> Path:
 
 
 def is_sqlite(path: Path) -> bool:
+    """True for a regular file that starts as an SQLite database (nothing else is opened)."""
+    if not os.path.isfile(path):  # a FIFO or a device is never opened here
+        return False
     try:
         with open(path, "rb") as f:
             return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
@@ -40,10 +43,8 @@ def _resolve(path) -> Path:
     return Path(os.path.abspath(os.path.expanduser(os.fspath(path)))).resolve()
 
 
-def check_output_path(path, parameter: str) -> Path:
+def refuse_store(path, parameter: str) -> Path:
     """`path` resolved, or OutputPathError when writing there would harm a store."""
-    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
-        raise TypeError(f"{parameter} must be a file path; got {path!r}.")
     target = _resolve(path)
     store = _resolve(store_path())
     why = None

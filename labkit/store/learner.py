@@ -147,8 +147,8 @@ class LearnerStore:
     @staticmethod
     def _record(row) -> dict:
         kind, key, body, created, updated = row
-        try:
-            body = json.loads(body)
+        try:  # not UTF-8 (`schema.Undecodable`): left as bytes, for `problem` to name
+            body = body if isinstance(body, bytes) else json.loads(body)
         except ValueError:  # not JSON: written by another program; `problem` names it
             pass
         return {"kind": kind, "key": key, "body": body, "created_at": created,

@@ -61,16 +61,54 @@ def as_time(value, field: str = "created_at") -> float | None:
             raise ValueError(f"field {field!r} is {value!r}, which is not a time; give seconds "
                              "since 1970 or an ISO 8601 time such as '2026-01-31T09:30:00'") from None
         return when.replace(tzinfo=when.tzinfo or dt.timezone.utc).timestamp()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0:
-        raise ValueError(f"field {field!r} is {value!r}, which is not a time; give seconds since "
+    try:
+        seconds = None if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError, OverflowError):  # not a number, or beyond any float
+        seconds = None
+    if seconds is None or not isinstance(value, (int, float)) or not math.isfinite(seconds) \
+            or seconds < 0:
+        shown = f"{value!r:.40}" + ("..." if len(repr(value)) > 40 else "") if not isinstance(
+            value, int) or value.bit_length() < 128 else f"a number of {len(str(value))} digits"
+        raise ValueError(f"field {field!r} is {shown}, which is not a time; give seconds since "
                          "1970 (a non-negative number) or an ISO 8601 time")
-    return float(value)
+    return seconds
+
+
+class Undecodable(bytes):
+    """A text column of the store that is not UTF-8 (another program wrote it): its bytes."""
+
+    def __str__(self) -> str:
+        return self.decode("utf-8", "backslashreplace")
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+
+def text_of(raw: bytes):
+    """The store's text columns as str, or Undecodable where they are not UTF-8, so one bad
+    record is named and skipped instead of failing every read."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Undecodable(raw)
 
 
 def problem(record: dict) -> str | None:
     """What is wrong with `record` ({"kind", "key", "body", ...}), in words, or None."""
     kind, key, body = record.get("kind"), record.get("key"), record.get("body")
+    for name, text in (("kind", kind), ("key", key)):
+        if isinstance(text, str) and not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (f"its {name} {text!r} holds a lone surrogate ({text[exc.start]!r} at "
+                        f"position {exc.start}), which is not text; give the {name} as plain text")
+    if isinstance(body, bytes):
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return (f"field 'body' is not UTF-8 text (byte {exc.start} cannot be read), so "
+                    "another program wrote it")
     if kind not in KINDS:
         close = suggest(kind, KINDS).strip()
         hint = f"{close[:1].lower()}{close[1:]} " if close else ""

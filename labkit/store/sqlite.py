@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .exchange import FORMAT, StoreConflict, StoreError  # noqa: F401 (re-exported)
+from .schema import text_of
 
 BUSY_S = 30.0  # how long a write waits for another writer before giving up
 _HEADER = b"SQLite format 3\x00"
@@ -30,6 +31,7 @@ def open_connection(path: Path) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
+        conn.text_factory = text_of  # a column another program wrote as bad UTF-8 is read too
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(failure_sentence(path, exc, "opening it")) from None
     try:

@@ -1,8 +1,10 @@
 """The time budget of `labkit.diagnose` on a learner's own setup.
 
-``with budget(60): ...`` gives every call of the setup's ``train()`` inside it the time
-left of 60 s; `within` runs one call and stops it when that time runs out, with a
-`BudgetExceeded` sentence. A watchdog thread alone cannot stop Python code, so:
+``with budget(60), bounded(setup): ...`` gives every call into the learner's code inside it
+(make_model, make_optimizer, batches, val_batches, loss_fn, train, ...) the time left of
+60 s; `within` runs one call and stops it when that time runs out, with a `BudgetExceeded`
+sentence naming the call. A call inside another (the learner's train() calling its own
+loss_fn) shares the outer call's timer. A watchdog thread alone cannot stop Python code, so:
 - in the main thread (a script, the CLI, a notebook cell), a SIGALRM timer raises in the
   learner's loop, which also cuts short a ``time.sleep`` or a wait on I/O;
 - in any other thread, a timer thread raises in it with ``PyThreadState_SetAsyncExc``,
@@ -23,7 +25,8 @@ from contextlib import contextmanager
 from ...errors import check_number
 
 DEFAULT_BUDGET_S = 600.0  # a whole triage of a small setup takes seconds; this is a wide margin
-_STATE = {"deadline": None, "budget": None}
+MAX_BUDGET_S = 1e7  # about 115 days: far beyond any triage, well inside what the timers hold
+_STATE = {"deadline": None, "budget": None, "calls": [], "stopped": None}
 
 
 class BudgetExceeded(ValueError):
@@ -34,35 +37,63 @@ class _Stop(BaseException):
     pass
 
 
+class _Late(BaseException):
+    """A call stopped by the deadline, on its way out of the triage: a BaseException, so no
+    ``except Exception`` (the learner's or labkit's own) can swallow it; `budget` turns it
+    into BudgetExceeded."""
+
+
 @contextmanager
 def budget(seconds):
     """Calls of `within` inside this block share `seconds` (None: no limit)."""
     check_number("budget_s", seconds, minimum=0, strict_min=True, allow_none=True)
-    saved = dict(_STATE)
+    if seconds is not None and seconds > MAX_BUDGET_S:
+        raise ValueError(f"budget_s={seconds!r} is more than labkit's own timer can hold (at most "
+                         f"{MAX_BUDGET_S:g} s, about 115 days); give a smaller budget_s, or None "
+                         f"for the default {DEFAULT_BUDGET_S:g} s.")
+    saved = dict(_STATE, calls=[])
     _STATE.update(deadline=None if seconds is None else time.monotonic() + seconds, budget=seconds)
     try:
         yield
+    except _Late as exc:
+        raise BudgetExceeded(str(exc)) from None
     finally:
         _STATE.update(saved)
 
 
 def within(fn, what: str):
     """`fn()`, stopped with BudgetExceeded when the budget's time runs out first."""
-    deadline = _STATE["deadline"]
+    deadline, calls = _STATE["deadline"], _STATE["calls"]
     if deadline is None:
         return fn()
-    left = deadline - time.monotonic()
+    calls.append(what)
     try:
-        if left <= 0:
-            raise _Stop
-        with _alarm(left):
+        if len(calls) > 1:  # inside another call: its timer covers this one
             return fn()
-    except _Stop:
-        raise BudgetExceeded(
-            f"{what} was still running when the triage's time budget of budget_s="
-            f"{_STATE['budget']:g} s ran out, so labkit stopped it; make train() shorter (fewer "
-            "epochs or steps, a smaller model), check that its loop ends, or pass a larger "
-            "budget_s to labkit.diagnose (--budget for `labkit triage`).") from None
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0:
+                _STATE["stopped"] = what
+                raise _Stop
+            with _alarm(left):
+                return fn()
+        except _Stop:
+            raise _Late(_late(_STATE["stopped"] or what)) from None
+    finally:
+        calls.pop()
+
+
+def _late(what: str) -> str:
+    hint = ("make train() shorter (fewer epochs or steps, a smaller model), check that its "
+            "loop ends" if ".train(" in what else "check that it returns (a loop that ends, "
+            "data that arrives)")
+    return (f"{what} was still running when the triage's time budget of budget_s="
+            f"{_STATE['budget']:g} s ran out, so labkit stopped it; {hint}, or pass a larger "
+            "budget_s to labkit.diagnose (--budget for `labkit triage`).")
+
+
+def _ring() -> None:
+    _STATE["stopped"] = _STATE["calls"][-1] if _STATE["calls"] else None
 
 
 @contextmanager
@@ -71,6 +102,7 @@ def _alarm(seconds: float):
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
         def ring(signum, frame):
             if armed["on"]:
+                _ring()
                 raise _Stop
         old = signal.signal(signal.SIGALRM, ring)
         signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -86,6 +118,7 @@ def _alarm(seconds: float):
     def ring():
         with lock:
             if armed["on"]:
+                _ring()
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
                                                            ctypes.py_object(_Stop))
     timer = threading.Timer(seconds, ring)

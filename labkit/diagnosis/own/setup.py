@@ -95,10 +95,9 @@ def call(setup, method: str, *args):
     except BudgetExceeded:
         raise
     except Exception as exc:  # the learner's code may raise anything
+        from .bounded import shown
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        shown = ", ".join("model" if isinstance(a, nn.Module) else "batch" if isinstance(a, (dict, list, tuple))
-                          else repr(a) for a in args)
-        raise ValueError(f"{_name(setup)}.{method}({shown}) raised {type(exc).__name__}: {first}") from exc
+        raise ValueError(f"{_name(setup)}.{method}({shown(args)}) raised {type(exc).__name__}: {first}") from exc
 
 
 def make_model(setup, seed: int) -> nn.Module:

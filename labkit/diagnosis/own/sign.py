@@ -64,6 +64,11 @@ def _checked(record, fixed_setup, triage):
     if record.rows["intervention"]["data"].get("fixed_by") and not record.missing():
         _refuse(f"your fix already signed this conviction ({record.verdict()}); nothing is left "
                 "to test.")
+    if fixed_setup is None or isinstance(fixed_setup, type):
+        what = "None" if fixed_setup is None else f"the class {fixed_setup.__name__}"
+        raise TypeError(f"fixed_setup is {what}; pass an instance of your fixed setup, e.g. "
+                        f"Fixed() for class Fixed({type(triage.setup).__name__}) with the one "
+                        f"method the prescription names ({', '.join(p['touches'])}) changed.")
     if fixed_setup in (triage.setup, getattr(triage.setup, "setup", None)):
         raise ValueError("fixed_setup is the setup that was diagnosed, unchanged; pass a new setup "
                          "with the one change made, e.g. class Fixed(MySetup) overriding the one "
@@ -114,10 +119,20 @@ def _run(p: dict, setup, seed: int):
                         config={"task": "your reports"})
 
 
-def intervene(record, fixed_setup, triage) -> str:
-    """Judge `fixed_setup` against the sealed forecast on both seeds; the signed verdict or
-    TriageRefused with the reason (see the module docstring)."""
-    triage, p = _checked(record, fixed_setup, triage)
+def intervene(record, fixed_setup, triage, budget_s: float | None = None) -> str:
+    """Judge `fixed_setup` against the sealed forecast on both seeds, every call into either
+    setup within `budget_s` (default: the diagnose budget, `own.budget`); the signed verdict
+    or TriageRefused with the reason (see the module docstring)."""
+    from .bounded import bounded
+    from .budget import DEFAULT_BUDGET_S, budget
+    seconds = getattr(record, "budget_s", DEFAULT_BUDGET_S) if budget_s is None else budget_s
+    with budget(seconds):
+        triage, p = _checked(record, fixed_setup, triage)
+        with bounded(fixed_setup, triage.setup):
+            return _judge(record, fixed_setup, triage, p)
+
+
+def _judge(record, fixed_setup, triage, p) -> str:
     fixed_setup = adapt(fixed_setup)  # a carried state or a loop without torch.optim, as diagnosed
     method = _one_change(triage, fixed_setup, p)
     name = type(fixed_setup).__name__

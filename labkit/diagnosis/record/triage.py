@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ...errors import suggest
-from ...store import atomic_write_json, decode_nonfinite, encode_nonfinite, read_json
+from ...store import decode_nonfinite, outputs, read_json
 from ...store.exchange import CHECKS, READERS
 from . import kept, triage_text
 from .strict_rows import StrictRows
@@ -144,12 +144,12 @@ class TriageRecord(StrictRows):
             self.seeds.append(run.meta["seed"])
         return met
 
-    def intervene(self, fixed_setup) -> str:
-        """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed
-        forecast (`diagnosis.own.sign`): returns the signed verdict, or raises TriageRefused saying why."""
+    def intervene(self, fixed_setup, *, budget_s: float | None = None) -> str:
+        """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed forecast
+        (`diagnosis.own.sign`) within `budget_s` (default: the diagnose budget): the signed verdict, or TriageRefused."""
         if self.intervener is None:
             raise TriageRefused(NO_EVIDENCE)
-        return self.intervener(fixed_setup)
+        return self.intervener(fixed_setup, budget_s=budget_s)
 
     def not_needed(self, row: str, reason: str) -> None:
         """Mark the intervention/confirmation rows n/a (only a NONE conviction may)."""
@@ -239,7 +239,7 @@ class TriageRecord(StrictRows):
 
     def save(self, path) -> None:
         """Write this record as a JSON file of its own (NaN written as "NaN")."""
-        atomic_write_json(path, encode_nonfinite(self.to_dict()))
+        outputs.write_json(path, self.to_dict(), backup=True)
 
     @classmethod
     def load(cls, path) -> "TriageRecord":

@@ -3,10 +3,11 @@
     help | probes | symptom | hypothesis SYSTEM TEXT | forecast TEXT | probe NAME
     convict SYSTEM TEXT | quit
 
-`handle(line)` runs one command and returns its output lines (also passed, as they
-come, to `emit`, so a slow probe's "running ..." line shows before its answer). After
-each command the state is saved to the drill log, so a drill killed between commands
-resumes where it stopped. The state is plain JSON and never holds the bug's name.
+`handle(line)` runs one command and returns its output lines (also passed to `emit`).
+After each command the state is saved to the drill log, and only then are its lines
+emitted, so nothing the learner is told ("hypothesis noted") is lost to a kill; a slow
+probe's "running ..." line alone is emitted before the probe runs. A drill killed between
+commands resumes where it stopped. The state is plain JSON and never holds the bug's name.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class Drill:
 
     # ---- commands -------------------------------------------------------------------
     def handle(self, line: str, emit=None) -> list[str]:
-        out = _Out(emit)
+        out = _Out(emit, hold=True)  # emitted after the save (out.flush)
         text = line.strip()
         if self.finished:
             out("This drill is over; start another with `labkit drill`.")
@@ -109,7 +110,7 @@ class Drill:
             out(f"Time is up: the {m:g}-minute clock ran out before `{text}`.")
             self._finish(None, "clock", out)
             self._save()
-            return out.lines
+            return out.flush()
         word, _, rest = text.partition(" ")
         word, rest = word.lower(), rest.strip()
         if word not in COMMANDS:
@@ -118,7 +119,7 @@ class Drill:
         else:
             getattr(self, f"_cmd_{word}")(rest, out)
         self._save()
-        return out.lines
+        return out.flush()
 
     def _cmd_help(self, rest, out):
         for line in HELP:
@@ -181,6 +182,7 @@ class Drill:
         out(f"probe {name}: {price} credit(s), {self.left - price} left after it")
         out("  hypothesis: " + (f"{hyp['system']} {hyp['text']}" if hyp else "none stated"))
         out(f"  running {name} on the mystery's own code ...")
+        out.flush()  # nothing kept is acknowledged in these lines
         ans = answer(self.case, name)
         predicted = read_forecast(name, fc, self.case) if fc else None
         how = ("no forecast written" if fc is None else
@@ -241,10 +243,18 @@ class Drill:
 
 
 class _Out:
-    def __init__(self, emit):
-        self.lines, self.emit = [], emit
+    """The lines of one command; `hold`: emitted only at `flush`, after the save."""
+
+    def __init__(self, emit, hold: bool = False):
+        self.lines, self.emit, self.hold, self.sent = [], emit, hold, 0
 
     def __call__(self, line):
         self.lines.append(line)
-        if self.emit:
+        if not self.hold:
+            self.flush()
+
+    def flush(self) -> list[str]:
+        for line in self.lines[self.sent:] if self.emit else []:
             self.emit(line)
+        self.sent = len(self.lines)
+        return self.lines

@@ -1,0 +1,76 @@
+"""The fault suite, `labkit.watch`: an optimizer that changes mid-run (a param group added)
+and a writer that fails. Checked against a float64 reference of the same steps."""
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import labkit
+
+
+def setup():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    x, y = torch.randn(32, 4), torch.randint(0, 3, (32,))
+    return model, x, y
+
+
+def step(model, optimizer, x, y) -> float:
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def test_a_param_group_added_mid_run_is_measured_from_the_step_it_joins():
+    model, x, y = setup()
+    head = model[2]
+    optimizer = torch.optim.SGD(model[0].parameters(), lr=0.1)  # the head starts frozen out
+    w = labkit.watch(model, optimizer)
+    assert any("not in the optimizer" in f for f in w.findings)
+    raw, reference = [], []
+    for i in range(6):
+        if i == 3:
+            optimizer.add_param_group({"params": head.parameters(), "lr": 0.5})
+        before = [p.detach().double().clone() for p in head.parameters()]
+        raw.append(step(model, optimizer, x, y))
+        moved = [(p.detach().double() - b).pow(2).sum() for p, b in zip(head.parameters(), before)]
+        reference.append(float(torch.stack(moved).sum().sqrt()))
+    run = w.run(loss_raw=raw)
+    w.close()
+    got = run.table["update_norm/2"]
+    assert got[:3] == [0.0, 0.0, 0.0] and min(reference[3:]) > 1e-3
+    assert max(abs(a - b) for a, b in zip(got, reference)) < 1e-6
+    assert not any("not in the optimizer" in f for f in w.findings)
+    assert run.table["lr/1"][3:] == [0.5] * 3
+
+
+class FullDisk:
+    def __init__(self):
+        self.calls = 0
+
+    def add_scalar(self, tag, value, global_step):
+        self.calls += 1
+        raise OSError(28, "No space left on device")
+
+
+def test_a_writer_that_fails_is_detached_once_and_no_step_is_lost():
+    model, x, y = setup()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    writer = FullDisk()
+    w = labkit.watch(model, optimizer, writer=writer)
+    w._writer.every = 2  # the writer is reached within the loop, inside optimizer.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        raw = [step(model, optimizer, x, y) for _ in range(5)]  # never raises
+        w.close()  # never raises, and removes every hook
+    said = [str(c.message) for c in caught if "labkit.watch" in str(c.message)]
+    assert len(said) == 1 and "the writer FullDisk failed (OSError" in said[0], said
+    assert writer.calls == 1
+    assert not optimizer._optimizer_step_pre_hooks and not optimizer._optimizer_step_post_hooks
+    assert len(w.run(loss_raw=raw).table["update_norm"]) == 5
+    step(model, optimizer, x, y)
+    assert w.steps == 5  # closed: no longer measured
