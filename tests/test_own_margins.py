@@ -3,7 +3,7 @@ the edge-of-stability rule reads (own.flow.rebound): both without training."""
 
 import math
 
-from labkit.diagnosis.own.flow import rebound
+from labkit.diagnosis.own.unsettled import rebound, smoothed
 from labkit.diagnosis.own.margins import above, below, closest, distance, recording
 
 
@@ -36,3 +36,11 @@ def test_rebound_is_one_for_a_falling_loss_and_reads_the_climb_back_over_its_bes
     spike = [1.0] * 30 + [5.0] + [1.0] * 29  # one noisy batch moves a 10-step mean by 40%
     assert math.isclose(rebound(spike), 1.4)
     assert rebound([1.0, 0.5, math.nan, 0.4]) == math.inf
+
+
+def test_smoothed_is_the_moving_mean_and_stays_infinite_after_a_non_finite_loss():
+    assert smoothed([2.0, 4.0, 6.0], window=2) == [2.0, 3.0, 5.0]
+    assert smoothed([1.0, math.inf, 1.0], window=2) == [1.0, math.inf, math.inf]
+    rising = [1.0 + 0.1 * i for i in range(40)]  # a maximised loss: it never dips below its start
+    means = smoothed(rising)
+    assert min(means) / means[0] == 1.0 and rebound(rising) > 2  # climbs, but never learned first

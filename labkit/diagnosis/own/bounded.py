@@ -30,6 +30,7 @@ def shown(args) -> str:
 def _timed(setup, name: str, fn):
     def timed(*args, **kwargs):
         return within(lambda: fn(*args, **kwargs), f"{type(setup).__name__}.{name}({shown(args)})")
+    timed.labkit_bounded = True  # labkit's, not the learner's own (the replay wraps it too)
     return timed
 
 
@@ -43,16 +44,20 @@ def bounded(*setups):
             if not callable(fn):
                 continue
             before = getattr(setup, "__dict__", {}).get(name, _ABSENT)
+            ours = _timed(setup, name, fn)
             try:
-                object.__setattr__(setup, name, _timed(setup, name, fn))
+                object.__setattr__(setup, name, ours)
             except (AttributeError, TypeError):  # __slots__, a built-in type
                 continue
-            undo.append((setup, name, before))
+            undo.append((setup, name, before, ours))
     try:
         yield
     finally:
-        for setup, name, before in reversed(undo):
-            if before is _ABSENT:
-                object.__delattr__(setup, name)
-            else:
+        for setup, name, before, ours in reversed(undo):
+            now = getattr(setup, "__dict__", {}).get(name, _ABSENT)
+            if now is not ours and now is not _ABSENT:
+                continue  # the setup put a value of its own there during the block: it stays
+            if before is not _ABSENT:
                 object.__setattr__(setup, name, before)
+            elif now is not _ABSENT:  # a wrapper inside the triage (the replay's) may have removed it
+                object.__delattr__(setup, name)

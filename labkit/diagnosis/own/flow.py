@@ -11,6 +11,7 @@ import math
 
 from ..finding import OwnFinding
 from .margins import above, below
+from .unsettled import unsettled
 
 STALE = 0.5  # at least this share of steps start from the gradients of an earlier step
 COLLAPSE = 1e-3  # an LR below this fraction of its start, before half of the run: collapsed
@@ -207,47 +208,4 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
                              f"{f['lr_first']:g} to {f['lr_last']:.1e}, below {COLLAPSE:g}x its start by "
                              f"step {f['lr_collapse_step']} of {f['steps']} (a per-epoch scheduler stepped "
                              "every batch?), so learning stops early")
-    return _unsettled(ev, f, own)
-
-
-UNSETTLED = 2.0  # the smoothed loss climbs back to this multiple of its best so far: it never settles
-LOWER_LR = 0.2  # at LR/10 the same plain loop ends below this share of its level at the learner's LR
-WINDOW = 10  # steps in the moving mean that the rebound is read on (one noisy batch is no rebound)
-
-
-def rebound(losses: list[float], window: int = WINDOW) -> float:
-    """The largest factor by which the moving mean of the loss climbs back above its best so far
-    (1.0 for a loss that only falls; inf once it is not finite)."""
-    best, worst, total = math.inf, 1.0, 0.0
-    for i, v in enumerate(losses):
-        if v is None or not math.isfinite(v):
-            return math.inf
-        total += v - (losses[i - window] if i >= window else 0.0)
-        mean = total / min(i + 1, window)
-        if best < math.inf and best > 0:
-            worst = max(worst, mean / best)
-        best = min(best, mean)
-    return worst
-
-
-def _unsettled(ev, f, own) -> OwnFinding | None:
-    """An LR on the edge of stability. Whether such a run blows up depends on the init, the batch
-    order and the CPU's rounding, so a rule that waits for a non-finite loss convicts on some
-    machines and seeds only. What holds on all of them: the loss climbs far back above its best
-    (it never settles), and a tenth of the LR, nothing else changed, ends far lower."""
-    lr, level = f["lr_first"], own.level()
-    if not lr or not own.losses or not math.isfinite(level) or level <= 0:
-        return None
-    climbs = rebound(own.losses)
-    if not above("unsettled.rebound", climbs, UNSETTLED, seed=ev.seed):
-        return None
-    low = ev.arm("lr/10")
-    if not math.isfinite(low.level()) or not below("unsettled.lr/10_over_lr", low.level() / level, LOWER_LR,
-                                                   seed=ev.seed):
-        return None
-    return OwnFinding("H1", "unsettled", f"the LR is too high for this model: at LR {lr:g} the loss never "
-                      f"settles (a plain loop's loss, averaged over {WINDOW} steps, climbs back to "
-                      f"x{climbs:.3g} its best so far and ends at {level:.3g}), while at LR/10 the same loop "
-                      f"reaches {low.level():.3g}; the LR sits at the edge of stability, where whether the run "
-                      "diverges outright depends on the init, the batch order and the CPU",
-                      arm="lr/10", variable=("lr", f"{lr:g}", f"{lr / 10:g}"))
+    return unsettled(ev, f, own)

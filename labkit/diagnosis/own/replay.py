@@ -98,13 +98,18 @@ class Replay:
         nn_utils.clip_grad_norm_ = clip_grad.clip_grad_norm_ = self._orig["norm"]
         nn_utils.clip_grad_value_ = clip_grad.clip_grad_value_ = self._orig["value"]
         if self._wrapped_batches:
-            del self.setup.batches
+            if self._batches_before is None:
+                del self.setup.batches
+            else:  # the deadline's wrapper (own.bounded) goes back
+                self.setup.batches = self._batches_before
         self._before = []
         return False
 
     def _wrap_batches(self):
-        if "batches" in vars(self.setup):
+        before = vars(self.setup).get("batches")
+        if before is not None and not getattr(before, "labkit_bounded", False):
             return  # an instance attribute of the learner's own: leave it alone
+        self._batches_before = before
         original = self.setup.batches
 
         def batches(seed):
