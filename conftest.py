@@ -41,8 +41,8 @@ _cores = _load("tools", "workers").cores  # what `make test` counts its workers 
 # in this process and in every kernel it starts: two workers each spinning two OpenMP threads
 # on two cores is far slower than serial (Exercise E's five runs: 11 s idle, 303 s
 # oversubscribed). A thread count set by the caller wins: the second pass of `make test`
-# sets ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 (portable kernels, one thread), the
-# cheapest way to see another machine's rounding. Without xdist, torch keeps its default.
+# runs on the portable path (tools/cpu_paths.py: ATen's, MKL's and oneDNN's portable kernels,
+# one thread), the same bits on every x86 CPU. Without xdist, torch keeps its default.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
 if _WORKERS and "OMP_NUM_THREADS" not in os.environ:
     _THREADS = str(max(1, _cores() // _WORKERS))

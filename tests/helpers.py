@@ -8,7 +8,7 @@ import pytest
 # Runs that blow up or go non-finite. A blow-up amplifies the last bit of rounding, which
 # depends on the CPU's vector path and thread count, so tests on these runs assert only facts
 # that hold on every path (a NaN within a step range, growth past a factor), and `make test`
-# runs them a second time under ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1.
+# runs them a second time on the portable path (tools/cpu_paths.py).
 BLOWUPS = ("lr_too_high", "missing_zero_grad", "fp16_overflow", "nan_in_inputs",
            "all_masked_labels")
 
