@@ -10,7 +10,7 @@ of the notebooks, one copy per CPU path:
 A number whose room is smaller than its spread could print other digits on a CPU none of the
 paths stands for: its cell must print it differently (fewer digits, a ratio, a verdict).
 
-    python tools/notebook_margins.py execute OUTDIR        # under the path's environment
+    python tools/notebook_margins.py execute OUTDIR [NAME ...]   # under the path's environment
     python tools/notebook_margins.py compare DIR_A DIR_B ...
 """
 
@@ -41,7 +41,7 @@ def checked_texts(nb: dict) -> dict[int, str]:
     return out
 
 
-def execute(outdir: str) -> int:
+def execute(outdir: str, names=()) -> int:
     import nbformat
     from nbclient import NotebookClient
     target = Path(outdir)
@@ -60,8 +60,16 @@ def execute(outdir: str) -> int:
         nbformat.write(nb, target / f"{path.parent.name}__{path.name}")
         return f"{path.name}: executed"
 
-    with ThreadPoolExecutor(2) as pool:
-        for line in pool.map(one, NOTEBOOKS):
+    # As make test's workers do: torch threads per kernel times kernels at once = the cores (two
+    # kernels on two threads each on two cores ran a training cell past 300 s).
+    import os
+    cores = os.cpu_count() or 1
+    threads = int(os.environ.get("OMP_NUM_THREADS") or 0)
+    if not threads:
+        threads = max(1, cores // 2)
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
+    with ThreadPoolExecutor(max(1, cores // threads)) as pool:
+        for line in pool.map(one, [p for p in NOTEBOOKS if not names or p.name in names]):
             print(line, flush=True)
     return 0
 
@@ -116,8 +124,8 @@ def compare(dirs: list[str]) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == "execute":
-        return execute(argv[1])
+    if len(argv) >= 2 and argv[0] == "execute":
+        return execute(argv[1], argv[2:])
     if len(argv) >= 3 and argv[0] == "compare":
         found = compare(argv[1:])
         nums = found["numbers"]

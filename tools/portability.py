@@ -154,6 +154,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("setups", "tests"))
     ap.add_argument("--out", default=str(ROOT / ".portability"))
     ap.add_argument("--tests", help="comma-separated test paths or globs instead of the numeric set")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep the results a path already has in --out (a run cut short goes on)")
     args = ap.parse_args(argv)
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     unknown = [p for p in paths if p not in PATHS]
@@ -167,15 +169,24 @@ def main(argv=None) -> int:
     for path in paths:
         print(f"portability: path {path}: {' '.join(f'{k}={v}' for k, v in PATHS[path][0].items()) or '(nothing set)'}",
               flush=True)
-        if args.only != "setups":
+        kept = out / f"tests-{path}.json"
+        if args.only != "setups" and args.reuse and kept.exists():
+            tests[path] = json.loads(kept.read_text())
+            executed.append(out / f"notebooks-{path}")
+            print(f"  tests and notebooks on {path}: kept from an earlier run", flush=True)
+        elif args.only != "setups":
             tests[path] = run_tests(path, out, args.tests.split(",") if args.tests else NUMERIC)
+            kept.write_text(json.dumps(tests[path]))
             t = tests[path]
             print(f"  tests on {path}: {t['run']} run, {t['passed']} passed, {t['failed']} failed, "
                   f"{t['skipped']} skipped, {t['seconds']} s", flush=True)
             for f in t["failures"]:
                 print(f"    FAILED {f}")
             executed.append(run_notebooks(path, out))
-        if args.only != "tests":
+        if args.only != "tests" and args.reuse and (out / f"setups-{path}.json").exists():
+            setups[path] = json.loads((out / f"setups-{path}.json").read_text())
+            print(f"  setups on {path}: kept from an earlier run", flush=True)
+        elif args.only != "tests":
             setups[path] = run_setups(path, out)
     differ = verdicts_differ(setups) if setups else {}
     print("\n| path | tests run | passed | failed | setups triaged | verdicts that differ from the others |")

@@ -13,6 +13,7 @@ whose verdict the record grants (labkit's own intervention and its second seed).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -49,7 +50,9 @@ def _one(item):
 def main(argv: list[str]) -> int:
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 1
     items = [(b, n) for b, (setups, _) in BATCHES.items() for n in setups]
-    with ProcessPoolExecutor(jobs) as pool:
+    # spawn, not fork: a parent whose OpenMP pool has two threads leaves a forked child hung in
+    # it (seen with OMP_NUM_THREADS=2: the worker never ran a setup)
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         done = list(pool.map(_one, items))
     if "--json" in argv:
         with open(argv[argv.index("--json") + 1], "w") as out:
