@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import torch.nn as nn
 
-from .budget import within
+from .budget import GRACE_S, within
 
 METHODS = ("make_model", "make_optimizer", "batches", "val_batches", "loss_fn", "train",
            "init_state", "update")
@@ -29,7 +29,8 @@ def shown(args) -> str:
 
 def _timed(setup, name: str, fn):
     def timed(*args, **kwargs):
-        return within(lambda: fn(*args, **kwargs), f"{type(setup).__name__}.{name}({shown(args)})")
+        return within(lambda: fn(*args, **kwargs), f"{type(setup).__name__}.{name}({shown(args)})",
+                      grace=0.0 if name == "train" else GRACE_S)
     timed.labkit_bounded = True  # labkit's, not the learner's own (the replay wraps it too)
     return timed
 

@@ -26,6 +26,9 @@ from ...errors import check_number
 
 DEFAULT_BUDGET_S = 600.0  # a whole triage of a small setup takes seconds; this is a wide margin
 MAX_BUDGET_S = 1e7  # about 115 days: far beyond any triage, well inside what the timers hold
+GRACE_S = 3.0  # a call other than train() (labkit's own loops call loss_fn, batches, ...) may run
+# this long past the budget: the triage's own work finishes on a slow machine, a call that
+# never returns is still stopped within the budget plus GRACE_S (the bar: plus 5 s)
 _STATE = {"deadline": None, "budget": None, "calls": [], "stopped": None}
 
 
@@ -61,8 +64,9 @@ def budget(seconds):
         _STATE.update(saved)
 
 
-def within(fn, what: str):
-    """`fn()`, stopped with BudgetExceeded when the budget's time runs out first."""
+def within(fn, what: str, grace: float = 0.0):
+    """`fn()`, stopped with BudgetExceeded when the budget's time, plus `grace` seconds, runs
+    out first."""
     deadline, calls = _STATE["deadline"], _STATE["calls"]
     if deadline is None:
         return fn()
@@ -71,6 +75,7 @@ def within(fn, what: str):
         if len(calls) > 1:  # inside another call: its timer covers this one
             return fn()
         left = deadline - time.monotonic()
+        left = left if not grace else max(left, 0.0) + grace
         try:
             if left <= 0:
                 _STATE["stopped"] = what
