@@ -137,9 +137,13 @@ def margins(by_path: dict[str, list[dict]]) -> list[dict]:
         limit = entries[0]["limit"]
         if limit is None or any(v is None or not math.isfinite(v) for v in values) or not math.isfinite(limit):
             continue
-        scale = max(abs(limit), 1e-12)
-        distance = min(abs(v - limit) for v in values) / scale
-        spread = (max(values) - min(values)) / scale
+        if entries[0].get("log") and limit > 0 and all(v > 0 for v in values):
+            distance = min(abs(math.log(v / limit)) for v in values)  # a factor: on a log scale
+            spread = math.log(max(values) / min(values))
+        else:
+            scale = max(abs(limit), 1e-12)
+            distance = min(abs(v - limit) for v in values) / scale
+            spread = (max(values) - min(values)) / scale
         out.append({"setup": f"{key[0]}/{key[1]}", "comparison": key[2], "seed": key[3], "limit": limit,
                     "values": {p: e["value"] for p, e in per_path.items()},
                     "outcomes": {p: e["outcome"] for p, e in per_path.items()},

@@ -165,7 +165,7 @@ def _tiny_steps(ev, f, own) -> OwnFinding | None:
         return None
     weights = math.sqrt(sum(float(p.detach().float().pow(2).sum()) for p in model.parameters()))
     moved = [u for u in own.update_norms if u is not None and math.isfinite(u)]
-    if not weights or not moved or not below("tiny.relative_update", max(moved) / weights, TINY, seed=ev.seed):
+    if not weights or not moved or not below("tiny.relative_update", max(moved) / weights, TINY, seed=ev.seed, log=True):
         return None
     ref = ev.arm("ref")
     if not below("tiny.ref_learns", ref.level(), 0.8 * own.level(), seed=ev.seed):
@@ -184,8 +184,8 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
                              f"{f['nonfinite_at']}) comes under float16 while the gradient norm before it "
                              f"stayed within x{f['grad_growth'] or 1:.1f} of its start, a range problem, "
                              "not divergence", in_loop)
-    loss_grew = not below("diverge.loss_growth", f["loss_growth"] or 1, 10, seed=ev.seed)
-    grew = not below("diverge.grad_growth", f["grad_growth"] or 1, 100, seed=ev.seed) or loss_grew
+    loss_grew = not below("diverge.loss_growth", f["loss_growth"] or 1, 10, seed=ev.seed, log=True)
+    grew = not below("diverge.grad_growth", f["grad_growth"] or 1, 100, seed=ev.seed, log=True) or loss_grew
     if grew and (f["nonfinite_at"] is not None or loss_grew):
         for k in (10, 100):
             low = ev.arm(f"lr/{k}")

@@ -33,11 +33,11 @@ def recording():
         _LOG.reset(token)
 
 
-def _note(name: str, value, limit, seed, outcome: bool) -> bool:
+def _note(name: str, value, limit, seed, outcome: bool, log_scale: bool) -> bool:
     log = _LOG.get()
     if log is not None:
         log.append({"name": name, "seed": seed, "value": _plain(value), "limit": _plain(limit),
-                    "outcome": bool(outcome)})
+                    "outcome": bool(outcome), "log": log_scale})
     return bool(outcome)
 
 
@@ -48,22 +48,26 @@ def _plain(x):
         return None
 
 
-def above(name: str, value, limit, seed=None) -> bool:
-    """``value > limit``, logged."""
-    return _note(name, value, limit, seed, value > limit)
+def above(name: str, value, limit, seed=None, log: bool = False) -> bool:
+    """``value > limit``, logged. `log`: a factor (a growth, a ratio of levels), whose distance
+    to the limit and spread between paths are read on a log scale (x3 is x3 at any size)."""
+    return _note(name, value, limit, seed, value > limit, log)
 
 
-def below(name: str, value, limit, seed=None) -> bool:
-    """``value < limit``, logged."""
-    return _note(name, value, limit, seed, value < limit)
+def below(name: str, value, limit, seed=None, log: bool = False) -> bool:
+    """``value < limit``, logged (`log` as in `above`)."""
+    return _note(name, value, limit, seed, value < limit, log)
 
 
 def distance(entry: dict) -> float:
-    """How far the value sits from its limit, relative to the limit's size (inf when either is
-    not finite: a NaN or an overflow is no rounding matter)."""
+    """How far the value sits from its limit: relative to the limit's size, or as the log of
+    their ratio for a factor (inf when either is not finite, or not positive on a log scale:
+    a NaN or an overflow is no rounding matter)."""
     v, lim = entry["value"], entry["limit"]
     if v is None or lim is None or not (math.isfinite(v) and math.isfinite(lim)):
         return math.inf
+    if entry.get("log"):
+        return abs(math.log(v / lim)) if v > 0 and lim > 0 else math.inf
     return abs(v - lim) / max(abs(lim), 1e-12)
 
 

@@ -131,7 +131,7 @@ def _h2_signal(evs) -> OwnFinding | None:
                               "noise edge)", arm="shuffled",
                               variable=("labels", "as given", "permuted across the epoch"), expect="same")
         ratio = inputs.get("scale_ratio")
-        if ratio is not None and not below("inputs.scale_ratio", ratio, SCALE_RATIO):
+        if ratio is not None and not below("inputs.scale_ratio", ratio, SCALE_RATIO, log=True):
             return OwnFinding("H2", "feature_scale", f"one input feature swamps the others: feature "
                               f"{inputs['scale_feature']} varies {ratio:.2g} times more than the median "
                               "feature (another unit, or left out of the normalisation), and a plain loop "

@@ -57,12 +57,12 @@ def unsettled(ev, f, own) -> OwnFinding | None:
     if not means or not all(map(math.isfinite, means)) or means[0] <= 0:
         return None
     climbs = rebound(own.losses)
-    if not below("unsettled.dipped", min(means) / means[0], DIPPED, seed=ev.seed) or \
-            not above("unsettled.rebound", climbs, UNSETTLED, seed=ev.seed):
+    if not below("unsettled.dipped", min(means) / means[0], DIPPED, seed=ev.seed, log=True) or \
+            not above("unsettled.rebound", climbs, UNSETTLED, seed=ev.seed, log=True):
         return None
     low = ev.arm("lr/10")
     if not math.isfinite(low.level()) or not below("unsettled.lr/10_over_lr", low.level() / level, LOWER_LR,
-                                                   seed=ev.seed):
+                                                   seed=ev.seed, log=True):
         return None
     return OwnFinding("H1", "unsettled", f"the LR is too high for this model: at LR {lr:g} the loss never "
                       f"settles (a plain loop's loss, averaged over {WINDOW} steps, falls to "
