@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
 from cpu_paths import PATHS  # noqa: E402
+from labkit.diagnosis.own.margins import distance as margin_distance  # noqa: E402
 
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
 # The test files that train and assert a number or a verdict on it, and the executed
@@ -137,13 +138,11 @@ def margins(by_path: dict[str, list[dict]]) -> list[dict]:
         limit = entries[0]["limit"]
         if limit is None or any(v is None or not math.isfinite(v) for v in values) or not math.isfinite(limit):
             continue
+        distance = min(margin_distance(e) for e in entries)  # labkit's own reading, per path
         if entries[0].get("log") and limit > 0 and all(v > 0 for v in values):
-            distance = min(abs(math.log(v / limit)) for v in values)  # a factor: on a log scale
-            spread = math.log(max(values) / min(values))
+            spread = math.log(max(values) / min(values))  # a factor: on a log scale
         else:
-            scale = max(abs(limit), 1e-12)
-            distance = min(abs(v - limit) for v in values) / scale
-            spread = (max(values) - min(values)) / scale
+            spread = (max(values) - min(values)) / max(abs(limit), 1e-12)
         out.append({"setup": f"{key[0]}/{key[1]}", "comparison": key[2], "seed": key[3], "limit": limit,
                     "values": {p: e["value"] for p, e in per_path.items()},
                     "outcomes": {p: e["outcome"] for p, e in per_path.items()},
