@@ -86,6 +86,21 @@ def test_a_link_to_stdout_is_written_through_and_the_link_kept(home, capsys):
     assert link.is_symlink() and json.loads(got)["format"] == "labkit.bugs/1"
 
 
+def test_an_output_that_is_stdouts_own_file_reads_as_dash(home):
+    """`--json /dev/stdout`, or the file a shell's `>` already sent stdout to, gives one JSON
+    document on stdout; the human report goes to stderr, as with `--json -`."""
+    import subprocess
+    import sys
+    out = home / "redirected.txt"
+    with open(out, "w") as f:  # as `labkit forecasts --json /dev/stdout > redirected.txt`
+        done = subprocess.run([sys.executable, "-m", "labkit", "forecasts", "--json",
+                               "/dev/stdout"], stdout=f, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "LABKIT_HOME": str(home / "home")}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["format"] == "labkit.calibration/1"
+    assert "forecast(s) sealed" in done.stderr  # the human report, moved out of the way
+
+
 def test_a_link_is_followed_to_its_target(home, capsys):
     target = home / "reports" / "bugs.json"
     target.parent.mkdir()

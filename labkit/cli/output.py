@@ -83,9 +83,26 @@ def _inputs(args) -> dict:
             for (name, kind), paths in given.items()}
 
 
+def is_stdout(path) -> bool:
+    """True when `path` names the file this process's stdout already writes to (/dev/stdout,
+    /proc/self/fd/1, the terminal, or the file a shell's `>` sent stdout to): that output is
+    then written as `-` would be, so the human report moves to stderr instead of mixing in."""
+    import os
+    if not isinstance(path, str) or path in ("", STDOUT):
+        return False
+    try:
+        given, out = os.stat(os.path.expanduser(path)), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no such file; stdout is not a real file
+        return False
+    return (given.st_dev, given.st_ino) == (out.st_dev, out.st_ino)
+
+
 def refuse_outputs(args) -> None:
     """labkit's output rule (`labkit.store.outputs`) for a command's outputs and inputs,
-    before any work is done."""
+    before any work is done. An output that names stdout's own file is read as `-`."""
     from ..store.outputs import check_command
+    for n in ("json", "gradescope", "csv"):
+        if is_stdout(getattr(args, n, None)):
+            setattr(args, n, STDOUT)
     outputs = {f"--{n}": getattr(args, n, None) for n in ("json", "gradescope", "csv")}
     check_command({n: p for n, p in outputs.items() if isinstance(p, str)}, _inputs(args))
