@@ -74,3 +74,62 @@ def test_a_writer_that_fails_is_detached_once_and_no_step_is_lost():
     assert len(w.run(loss_raw=raw).table["update_norm"]) == 5
     step(model, optimizer, x, y)
     assert w.steps == 5  # closed: no longer measured
+
+
+def test_a_layer_frozen_at_first_and_unfrozen_mid_run_is_measured_from_the_step_it_joins():
+    model, x, y = setup()
+    head = model[2].requires_grad_(False)  # frozen, and left out of the optimizer
+    optimizer = torch.optim.SGD(model[0].parameters(), lr=0.1)
+    w = labkit.watch(model, optimizer)
+    assert not w.findings and "update_norm/2" not in w.columns()
+    raw, reference, grads = [], [], []
+    for i in range(6):
+        if i == 3:  # unfrozen, the usual way: requires grad again, then a group of its own
+            optimizer.add_param_group({"params": head.requires_grad_(True).parameters(), "lr": 0.5})
+        before = [p.detach().double().clone() for p in head.parameters()]
+        raw.append(step(model, optimizer, x, y))
+        moved = [(p.detach().double() - b).pow(2).sum() for p, b in zip(head.parameters(), before)]
+        reference.append(float(torch.stack(moved).sum().sqrt()))
+        grads.append(float(torch.stack([p.grad.double().pow(2).sum() for p in head.parameters()]
+                                       ).sum().sqrt()) if i >= 3 else None)
+    run = w.run(loss_raw=raw)
+    w.close()
+    assert run.table["update_norm/2"][:3] == [0.0, 0.0, 0.0] and min(reference[3:]) > 1e-3
+    assert max(abs(a - b) for a, b in zip(run.table["update_norm/2"], reference)) < 1e-6
+    assert run.table["grad_norm/2"][:3] == [None] * 3
+    assert max(abs(a - b) for a, b in zip(run.table["grad_norm/2"][3:], grads[3:])) < 1e-6
+    # the layer measured from the start keeps its columns in place
+    assert all(v > 0 for v in run.table["update_norm/0"]) and len(run.table["update_norm"]) == 6
+
+
+def _broken(*args, **kwargs):
+    raise RuntimeError("a fault inside labkit's own measuring")
+
+
+@pytest.mark.parametrize("where, kept", [("step", 2), ("clip", 2), ("no optimizer", 1)])
+def test_an_error_inside_the_watch_stops_it_and_never_reaches_the_learners_loop(where, kept):
+    """Without an optimizer a step is recorded at the next forward, so one fewer is kept."""
+    model, x, y = setup()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = labkit.watch(model, None if where == "no optimizer" else optimizer)
+    losses = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(5):
+            if i == 2:  # from the third step on, labkit's own measuring fails
+                w._norms = w.plan.diffs = _broken
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()  # never raises
+            if where == "clip":
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # never raises
+            optimizer.step()  # never raises
+            losses.append(loss.item())
+        w.close()
+    said = [str(c.message) for c in caught if c.category is labkit.core.watch_guard.WatchStopped]
+    assert len(said) == 1 and f"stopped measuring at step {kept}" in said[0], said
+    assert "a fault inside labkit's own measuring" in said[0]
+    assert w.steps == kept and not optimizer._optimizer_step_pre_hooks
+    assert not optimizer._optimizer_step_post_hooks and not w._handles
+    assert len(w.run(loss_raw=losses[:kept]).table["update_norm"]) == kept
+    assert losses[-1] < losses[0]  # the loop went on training

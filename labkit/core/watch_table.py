@@ -22,12 +22,15 @@ def columns(w) -> dict[str, list]:
     S, P = w.steps, len(w.params)
     out: dict[str, list] = {"grad_norm": [], "update_norm": []}
     if S:
-        parts = [(plan, torch.cat(blocks).cpu().double())  # (steps, P + updates): one host
-                 for plan, blocks in watch_follow.segments(w) if blocks]  # read per segment
-        grads = torch.cat([both[:, :P] for _, both in parts])
+        parts = [(plan, torch.cat(blocks).cpu().double(), n)  # (steps, n + updates): one
+                 for plan, blocks, n in watch_follow.segments(w) if blocks]  # read a segment
+        pad = torch.nn.functional.pad  # tensors that joined later: 0 in earlier segments
+        grads = torch.cat([pad(both[:, :n], (0, P - n)) for _, both, n in parts])
         # (S, P) update norms, each segment by the plan that measured it; not held: 0
-        updates = torch.cat([plan.combine(both[:, P:], P) for plan, both in parts])
-        present = torch.tensor(w._present, dtype=torch.bool)  # (S, P)
+        updates = torch.cat([pad(plan.combine(both[:, n:], n), (0, P - n))
+                             for plan, both, n in parts])
+        present = torch.tensor([row + (False,) * (P - len(row)) for row in w._present],
+                               dtype=torch.bool)  # (S, P)
 
         def norms(idx: list[int]) -> tuple[list, list]:
             g = (grads[:, idx] ** 2).sum(1).sqrt().tolist()
