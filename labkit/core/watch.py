@@ -23,6 +23,7 @@ import torch
 import torch.nn as nn
 
 from . import watch_clip, watch_follow, watch_manual, watch_scaler, watch_table, watch_writer
+from .watch_guard import guarded
 from .watch_table import lr_value as _lr
 from .budget import default_budget, dense_values, nbytes
 from .record import group_name
@@ -68,6 +69,7 @@ class Watch:
         self._marked = 0  # rows when mark_step() was last called
         self._scale_now = None
         self.started_at = time.time()
+        self.stopped = None  # why the watch stopped measuring after an error of its own
         self._handles = [optimizer.register_step_pre_hook(self._pre), optimizer.register_step_post_hook(self._post),
                          watch_clip.register(self)]  # the norm before clipping (labkit/core/watch_clip.py)
         if scaler is not None:
@@ -77,6 +79,7 @@ class Watch:
     def steps(self) -> int:
         return len(self._present)
 
+    @guarded
     def measure_grads(self) -> None:
         """Measure the gradients now, for the coming step (``clip_grad_norm_`` calls it)."""
         grads = [dense_values(p.grad) for p in self.params]
@@ -84,6 +87,7 @@ class Watch:
         self._pending = (self._fill(self._norms(kept), grads),
                          tuple(g is not None for g in grads))
 
+    @guarded
     def mark_step(self) -> None:
         """End of one loop iteration: if the optimizer did not step since the last mark (a
         GradScaler skip without ``scaler=``, a step left out), record a row with zero update."""
@@ -91,10 +95,12 @@ class Watch:
             self._no_step_row(skipped=True)
         self._marked = self.steps
 
+    @guarded
     def _pre(self, optimizer, args, kwargs) -> None:
         watch_follow.follow(self)  # a param group added since the last step joins here
         self.plan.keep()
 
+    @guarded
     def _post(self, optimizer, args, kwargs) -> None:
         grads = [dense_values(p.grad) for p in self.params]
         diffs = self.plan.diffs()
@@ -126,6 +132,7 @@ class Watch:
             unorms = list(norms[len(kept):])
         self._add(gnorms + unorms, present, skipped=False)
 
+    @guarded
     def _no_step_row(self, skipped: bool) -> None:
         if self._pending is not None:
             (gnorms, present), self._pending = self._pending, None
@@ -197,10 +204,13 @@ class Watch:
         try:
             self.flush()
         finally:
-            for h in self._handles:
-                h.remove()
-            self._handles = []
-            watch_scaler.unwrap(self.scaler)
+            self._unhook()
+
+    def _unhook(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        watch_scaler.unwrap(self.scaler)
 
     def __enter__(self) -> "Watch":
         return self

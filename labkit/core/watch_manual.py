@@ -22,6 +22,8 @@ import math
 import torch
 import torch.nn as nn
 
+from .watch_guard import guarded
+
 
 class _NoOptimizer(torch.optim.Optimizer):
     """Stands where the optimizer would be: it holds the trainable parameters, never steps."""
@@ -43,17 +45,20 @@ class ManualSteps:
                           for p in self.params if p.requires_grad]
         self._handles.append(model.register_forward_pre_hook(self._forward))
 
+    @guarded
     def _grad_ready(self, param) -> None:
         if not self._queued:  # once per backward: measure when all of it is done
             self._queued = True
             torch.autograd.Variable._execution_engine.queue_callback(self._backward_done)
 
+    @guarded
     def _backward_done(self) -> None:
         self._queued = False
         self.measure_grads()
         self.plan.keep()
         self._kept = True
 
+    @guarded
     def _forward(self, module, args) -> None:
         self._settle()
 
@@ -73,6 +78,7 @@ class ManualSteps:
         self.optimizer.param_groups[0]["lr"] = update / grad if update and grad else math.nan
         self._add(gnorms + unorms, present, skipped=False)
 
+    @guarded
     def flush(self) -> None:
         self._settle()  # the last step has no next forward to reveal it
         super().flush()

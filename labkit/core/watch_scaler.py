@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from .watch_guard import guarded
+
 
 def wrap(w, scaler) -> None:
     """Wrap ``scaler.step``; `Watch.close` removes the wrapper."""
@@ -14,7 +16,7 @@ def wrap(w, scaler) -> None:
     def step(optimizer, *args, **kwargs):  # records the scale, and the steps it skips
         if optimizer is not w.optimizer:
             return original(optimizer, *args, **kwargs)
-        w._scale_now = read_scale(w)
+        w._scale_now = None if w.stopped else _read_guarded(w)
         before = w.steps
         try:
             out = original(optimizer, *args, **kwargs)
@@ -25,6 +27,11 @@ def wrap(w, scaler) -> None:
             w._scale_now = None
     step.__wrapped_by_labkit__ = True
     scaler.step = step
+
+
+@guarded
+def _read_guarded(w):
+    return read_scale(w)
 
 
 def read_scale(w):

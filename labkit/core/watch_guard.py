@@ -1,0 +1,58 @@
+"""labkit's own measuring never breaks the learner's loop.
+
+Every piece of `labkit.watch` that runs inside the learner's calls (the optimizer's step
+hooks, the wrapper around ``clip_grad_norm_``, a GradScaler's ``step``, the hooks of a loop
+without an optimizer) goes through `guarded`. Should one of them raise (a labkit bug, a
+parameter of a kind it cannot measure), the watch stops: every hook is removed, the steps
+measured so far stay readable (trimmed to the last complete one), and one warning names the
+step and the error. The learner's ``optimizer.step()`` and ``backward()`` go on unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+
+class WatchStopped(RuntimeWarning):
+    """Said once, when `labkit.watch` stopped measuring after an error of its own."""
+
+
+def guarded(method):
+    """`method` of a Watch, made safe to run inside the learner's calls."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        if self.stopped is not None:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the learner's loop goes on
+            stop(self, exc)
+            return None
+    return run
+
+
+def _rows(w) -> int:
+    done = sum(b.shape[0] for _, blocks, _ in w._done for b in blocks)
+    return done + sum(b.shape[0] for b in w._blocks) + len(w._rows)
+
+
+def stop(w, exc: Exception) -> None:
+    """Remove every hook, keep the complete steps, and say so once."""
+    per_step = [w._present, w._lrs, w._skipped] + ([w._scales] if w.scaler is not None else [])
+    rows = _rows(w)
+    n = min([rows] + [len(x) for x in per_step])
+    for x in per_step:
+        del x[n:]
+    if rows > n:
+        del w._rows[len(w._rows) - (rows - n):]
+    w._pending, w._marked = None, min(w._marked, n)
+    w.stopped = f"{type(exc).__name__}: {exc}"
+    try:
+        w._unhook()
+    finally:
+        warnings.warn(f"labkit.watch stopped measuring at step {n} after an error of its own "
+                      f"({w.stopped}); your training goes on unchanged, and the {n} step(s) "
+                      "measured so far stay readable (watch.run(), watch.columns()). Please "
+                      "report this as a labkit bug, with the error above.", WatchStopped,
+                      stacklevel=3)
