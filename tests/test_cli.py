@@ -33,10 +33,10 @@ def test_run_to_stdout_with_lm_and_fp16(capsys):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["run", "--precision", "fp8"], "precision='fp8' is not allowed"),
-    (["run", "--task", "regress"], "task='regress' is not allowed"),
-    (["run", "--steps", "-3"], "steps=-3 is out of range"),
-    (["run", "--lr", "-1"], "lr=-1.0 is out of range"),
+    (["run", "--precision", "fp8"], "--precision='fp8' is not allowed"),
+    (["run", "--task", "regress"], "--task='regress' is not allowed"),
+    (["run", "--steps", "-3"], "--steps=-3 is out of range"),
+    (["run", "--lr", "-1"], "--lr=-1.0 is out of range"),
     (["run", "--steps", "ten"], "invalid int value: 'ten'"),
     (["runn"], "invalid choice: 'runn'"),
 ])
@@ -97,6 +97,8 @@ def test_triage_a_setup_from_a_file(tmp_path):
      "has no 'DataLoaderClasifier'; its setup classes are DataLoaderClassifier. Did you mean"),
     (["--setup", "examples/dataloader_classifier.py:make_data"], "setup function lacks make_model()"),
     (["--setup", "README.md:X"], "must name a Python file and a class"),
+    (["--setup", "examples/none.py:X", "--budget", "1e12"],  # checked before the file is read
+     "--budget=1000000000000.0 is more than labkit's own timer can hold"),
     (["--setup", "examples/dataloader_classifier.py", "--bug", "detach"], "cannot be combined with --bug"),
 ])
 @pytest.mark.slow

@@ -101,6 +101,8 @@ def cmd_triage(args) -> int:
     from ..core.config import Config
     from ..diagnosis.diagnose import diagnose
     if args.setup is not None:
+        from ..diagnosis.own.budget import check_budget
+        check_budget(args.budget, "--budget")  # before the learner's file is loaded
         if args.bug or args.task:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
         from contextlib import redirect_stdout
@@ -222,6 +224,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _as_flag(msg: str, args) -> str:
+    """A message that names an API parameter (``steps=0 is out of range``) names the option
+    the learner typed instead (``--steps=0``), where the command has it."""
+    name = msg.partition("=")[0]
+    if name.isidentifier() and args is not None and name in vars(args) and "=" in msg:
+        return f"--{name.replace('_', '-')}{msg[len(name):]}"
+    return msg
+
+
 def main(argv=None) -> int:
     parser, args = build_parser(), None
     try:
@@ -243,8 +254,8 @@ def main(argv=None) -> int:
         print(f"labkit: interrupted; {why}.", file=sys.stderr)
         return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"labkit: error: {msg}", file=sys.stderr)
+        msg = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+        print(f"labkit: error: {_as_flag(msg, args)}", file=sys.stderr)
         return 2
 
 

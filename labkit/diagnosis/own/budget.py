@@ -46,14 +46,19 @@ class _Late(BaseException):
     into BudgetExceeded."""
 
 
+def check_budget(seconds, parameter: str = "budget_s") -> None:
+    """Refuse a budget that is not a positive number of seconds labkit's timer can hold."""
+    check_number(parameter, seconds, minimum=0, strict_min=True, allow_none=True)
+    if seconds is not None and seconds > MAX_BUDGET_S:
+        raise ValueError(f"{parameter}={seconds!r} is more than labkit's own timer can hold (at "
+                         f"most {MAX_BUDGET_S:g} s, about 115 days); give a smaller {parameter}, "
+                         f"or leave it out for the default {DEFAULT_BUDGET_S:g} s.")
+
+
 @contextmanager
 def budget(seconds):
     """Calls of `within` inside this block share `seconds` (None: no limit)."""
-    check_number("budget_s", seconds, minimum=0, strict_min=True, allow_none=True)
-    if seconds is not None and seconds > MAX_BUDGET_S:
-        raise ValueError(f"budget_s={seconds!r} is more than labkit's own timer can hold (at most "
-                         f"{MAX_BUDGET_S:g} s, about 115 days); give a smaller budget_s, or None "
-                         f"for the default {DEFAULT_BUDGET_S:g} s.")
+    check_budget(seconds)
     saved = dict(_STATE, calls=[])
     _STATE.update(deadline=None if seconds is None else time.monotonic() + seconds, budget=seconds)
     try:
