@@ -223,3 +223,9 @@ def test_logs_that_cannot_be_read_are_named(home):
     Run.from_log({"step": [0, 1], "loss_raw": [2.3, 2.0]}, seed=0, started_at=1.0).to_tensorboard(folder)
     with pytest.raises(TypeError, match=f"raw must name a scalar tag of {str(folder)!r}, as text; got None"):
         Run.from_tensorboard(folder, raw=None)
+    damaged = home / "damaged"
+    damaged.mkdir()
+    (damaged / "events.out.tfevents.1.host").write_bytes(b"\x00not an events file" * 8)
+    with pytest.raises(ValueError, match="its 1 events file.s. .events.out.tfevents.1.host. hold "
+                                         "no add_scalar values, or are damaged or truncated"):
+        Run.from_tensorboard(damaged, raw="loss")

@@ -102,8 +102,15 @@ def read_tensorboard(logdir, *, raw: str, reported: str | None = None,
                          f"in it is damaged ({type(exc).__name__}).") from None
     tags = list(acc.Tags().get("scalars", []))
     if not tags:
+        found = sorted(logdir.glob("*tfevents*")) if logdir.is_dir() else []
+        if found:  # TensorBoard skips what it cannot parse without a word: say it here
+            raise ValueError(f"The TensorBoard log {str(logdir)!r} holds no scalars that could be "
+                             f"read: its {len(found)} events file(s) ({found[0].name}"
+                             f"{', ...' if len(found) > 1 else ''}) hold no add_scalar values, "
+                             "or are damaged or truncated.")
+        what = "a file, not a log folder" if logdir.is_file() else "an empty folder, or the wrong one"
         raise ValueError(f"The TensorBoard log {str(logdir)!r} holds no scalars: no events file "
-                         "with add_scalar values is in it (an empty folder, or the wrong one).")
+                         f"with add_scalar values is in it ({what}).")
     wanted = {"loss_raw": raw, "loss_reported": reported, **(extra or {})}
     series = {}
     for name, tag in wanted.items():
