@@ -7,7 +7,7 @@ import json
 import sys
 
 from .grade import add_grade
-from .output import BARE, add_json, deprecated, document, human, refuse_outputs, write_json
+from .output import BARE, add_json, as_flag, deprecated, document, human, refuse_outputs, write_json
 from .store import add_export, add_import, add_store
 
 
@@ -224,15 +224,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _as_flag(msg: str, args) -> str:
-    """A message that names an API parameter (``steps=0 is out of range``) names the option
-    the learner typed instead (``--steps=0``), where the command has it."""
-    name = msg.partition("=")[0]
-    if name.isidentifier() and args is not None and name in vars(args) and "=" in msg:
-        return f"--{name.replace('_', '-')}{msg[len(name):]}"
-    return msg
-
-
 def main(argv=None) -> int:
     parser, args = build_parser(), None
     try:
@@ -255,7 +246,7 @@ def main(argv=None) -> int:
         return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
-        print(f"labkit: error: {_as_flag(msg, args)}", file=sys.stderr)
+        print(f"labkit: error: {as_flag(msg, args)}", file=sys.stderr)
         return 2
 
 

@@ -106,3 +106,12 @@ def refuse_outputs(args) -> None:
             setattr(args, n, STDOUT)
     outputs = {f"--{n}": getattr(args, n, None) for n in ("json", "gradescope", "csv")}
     check_command({n: p for n, p in outputs.items() if isinstance(p, str)}, _inputs(args))
+
+
+def as_flag(msg: str, args) -> str:
+    """A message that names an API parameter (``steps=0 is out of range``) names the option
+    the learner typed instead (``--steps=0``), where the command has it."""
+    name = msg.partition("=")[0]
+    if name.isidentifier() and args is not None and name in vars(args) and "=" in msg:
+        return f"--{name.replace('_', '-')}{msg[len(name):]}"
+    return msg
