@@ -134,6 +134,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_drill.py
 	$(BIN)/python benchmarks/bench_own_triage.py
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_own_shapes.py
+	$(BIN)/python benchmarks/bench_watch_ddp.py
 
 clean-env:
 	rm -rf $(VENV)

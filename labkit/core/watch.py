@@ -22,7 +22,8 @@ import time
 import torch
 import torch.nn as nn
 
-from . import watch_clip, watch_follow, watch_manual, watch_scaler, watch_table, watch_writer
+from . import (watch_clip, watch_follow, watch_manual, watch_ranks, watch_scaler, watch_table,
+               watch_writer)
 from .watch_guard import guarded
 from .watch_table import lr_value as _lr
 from .budget import default_budget, dense_values, nbytes
@@ -36,8 +37,10 @@ class Watch:
     """The hooks and the per-step rows. Build it with `labkit.watch`."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
-                 budget: int | None = None, seed: int = 0, writer=None):
+                 budget: int | None = None, seed: int = 0, writer=None,
+                 check_every: int = watch_ranks.EVERY):
         _check(model, optimizer, scaler, budget)
+        model = watch_ranks.unwrap(model)  # DDP's `module.0` is the learner's `0`
         self._writer = None if writer is None else watch_writer.ScalarWriter(writer)
         owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad or id(p) in owned]
@@ -74,6 +77,8 @@ class Watch:
                          watch_clip.register(self)]  # the norm before clipping (labkit/core/watch_clip.py)
         if scaler is not None:
             watch_scaler.wrap(self, scaler)
+        dist = watch_ranks.process_group()  # two or more ranks: a check every `check_every` steps
+        self._ranks = None if dist is None else watch_ranks.RankCheck(self, dist, check_every)
 
     @property
     def steps(self) -> int:
@@ -158,6 +163,8 @@ class Watch:
             self._blocks.append(self._stack(self._rows))
             self._rows = []
         watch_writer.guarded(self, flush=False)  # TensorBoard: every `every` steps, one host read
+        if self._ranks is not None:
+            self._ranks.step_done(self)
 
     def _norms(self, tensors: list) -> list:
         if not tensors:
@@ -203,6 +210,9 @@ class Watch:
         stay readable."""
         try:
             self.flush()
+            if (self._ranks is not None and self.stopped is None
+                    and self._ranks.checks[-1]["step"] != self.steps):
+                self._ranks.check(self)  # the last steps, compared across ranks
         finally:
             self._unhook()
 
@@ -224,7 +234,7 @@ class Watch:
 
 
 def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None, *, scaler=None,
-          budget: int | None = None, writer=None) -> Watch:
+          budget: int | None = None, writer=None, check_every: int = watch_ranks.EVERY) -> Watch:
     """Hook `optimizer` so that every step records gradient (before any clipping) and update
     norms of `model`; with no optimizer, read a loop's own update from the parameters
     (`labkit.core.watch_manual`). `scaler`: your ``torch.amp.GradScaler``, so that a step it
@@ -233,7 +243,12 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None, *, s
     of them, at least 1 MiB; see `labkit.budget`). Make the watch once the model is on its
     device and the optimizer is built; `watch.findings` names, once, parameters that can
     never move. `writer`: a TensorBoard ``SummaryWriter`` (`labkit.core.watch_writer`).
+    Inside a torch.distributed run (DDP), every `check_every` steps the ranks compare their
+    parameters in one small all-gather (`labkit.core.watch_ranks`).
     """
     if optimizer is None and scaler is None:
         return watch_manual.manual(Watch, model, budget=budget, writer=writer)
-    return Watch(model, optimizer, scaler=scaler, budget=budget, writer=writer)
+    if not isinstance(check_every, int) or isinstance(check_every, bool) or check_every < 1:
+        raise ValueError(f"check_every={check_every!r}: give a whole number of steps, 1 or more.")
+    return Watch(model, optimizer, scaler=scaler, budget=budget, writer=writer,
+                 check_every=check_every)

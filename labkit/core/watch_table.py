@@ -70,7 +70,8 @@ def describe(w) -> dict:
             "estimated": estimated,
             "exact_groups": [g for g in w.groups if g not in estimated],
             "steps": w.steps, "skipped_steps": sum(w._skipped),
-            "findings": list(w.findings)}
+            "findings": list(w.findings),
+            **({"ranks": w._ranks.describe()} if getattr(w, "_ranks", None) else {})}
 
 
 def text(w) -> str:
