@@ -9,7 +9,7 @@ rank 0 reports medians:
     ratio           median over the pairs of (watched block / the plain block before it)
                     (bar: <= 1.10)
     checks          cross-rank checks in a watched block (every `--every` steps, and at close)
-    bytes/check     what each rank sends in one check's all-gather: 8 x (1 + 4 x groups)
+    bytes/check     what each rank sends in one check's two all-gathers: 8 x (1 + 4 x groups) + 16
 
 Each rank trains on its own batches; both hold the same parameters throughout.
 """
@@ -81,7 +81,7 @@ def _rank(rank: int, rendezvous: str, args) -> None:
             checks = len(w.describe()["ranks"]["checks"])
             print(f"{name:>6} {n:>10,} {statistics.median(plain):>10.5f} "
                   f"{statistics.median(watched):>10.5f} {statistics.median(ratios):>6.3f} "
-                  f"{checks:>6} {8 * (1 + 4 * len(w.groups)):>11}", flush=True)
+                  f"{checks:>6} {8 * (1 + 4 * len(w.groups)) + 16:>11}", flush=True)
     dist.destroy_process_group()
 
 

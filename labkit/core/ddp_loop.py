@@ -1,0 +1,111 @@
+"""The reference loop on one rank of a DistributedDataParallel run, with its seams.
+
+The same shape as `labkit.core.train` for one process: a small MLP with a BatchNorm (so the
+model holds buffers as well as parameters), SGD with momentum, a `DistributedSampler` that
+gives each rank its own shard, and a reported loss averaged over the ranks. The places where
+distributed training goes wrong are seams, each a function the distributed zoo
+(`labkit.bugs.ddp`) replaces one at a time:
+
+    forward(ddp)               what the batch goes through: the DDP wrapper
+    sync(ddp, step)            the context of backward: DDP's gradient sync on (nullcontext)
+    epoch_start(sampler, e)    sampler.set_epoch(e): a new order every epoch
+    after_backward(model)      nothing: DDP has averaged the gradients already
+    reported(loss, world)      the loss all-reduced and averaged over the ranks
+    ddp_kwargs                 DDP's own options: {} (rank 0's buffers broadcast each forward)
+
+`train_rank` must run inside an initialised process group; `labkit.learn.lessons.ranks`
+starts two gloo ranks on one machine and runs it on each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+N_EXAMPLES, BATCH = 512, 32  # per epoch, over all ranks; each rank sees half
+
+
+def _reported(loss: torch.Tensor, world: int) -> float:
+    import torch.distributed as dist
+    total = loss.detach().clone()
+    dist.all_reduce(total)
+    return float(total) / world
+
+
+SEAMS = {
+    "forward": lambda ddp: ddp,
+    "sync": lambda ddp, step: contextlib.nullcontext(),
+    "epoch_start": lambda sampler, epoch: sampler.set_epoch(epoch),
+    "after_backward": lambda model: None,
+    "reported": _reported,
+    "ddp_kwargs": {},
+}
+
+
+def data(seed: int = 0):
+    """Four classes of 8 features: the same dataset on every rank, sharded by the sampler."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(N_EXAMPLES, 8, generator=g)
+    y = (x[:, :4].argmax(1) + (x[:, 4] > 1).long()) % 4
+    return torch.utils.data.TensorDataset(x, y, torch.arange(N_EXAMPLES))
+
+
+def train_rank(seams: dict | None = None, *, steps: int = 200, every: int = 50,
+               lr: float = 0.05, momentum: float = 0.9) -> dict:
+    """Train this rank for `steps` steps under `seams` (defaults: `SEAMS`); plain data back."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from .watch import watch
+    s = {**SEAMS, **(seams or {})}
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 4))
+    with warnings.catch_warnings():  # torch 2.13 names broadcast_buffers deprecated, and
+        warnings.simplefilter("ignore", FutureWarning)  # says to keep it for rank-local buffers
+        ddp = DDP(model, **s["ddp_kwargs"])
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=momentum)
+    sampler = torch.utils.data.distributed.DistributedSampler(data(), shuffle=True, seed=0)
+    loader = torch.utils.data.DataLoader(data(), batch_size=BATCH // world, sampler=sampler)
+    w = watch(ddp, optimizer, check_every=every)
+    raw, reported, orders, step, epoch = [], [], [], 0, 0
+    while step < steps:
+        s["epoch_start"](sampler, epoch)
+        for i, (x, y, index) in enumerate(loader):
+            if i == 0:
+                orders.append(index[:4].tolist())  # where each epoch starts, on this rank
+            optimizer.zero_grad()
+            with s["sync"](ddp, step):
+                loss = F.cross_entropy(s["forward"](ddp)(x), y)
+                loss.backward()
+            s["after_backward"](model)
+            optimizer.step()
+            raw.append(_reported(loss, world))  # the true mean over the ranks
+            reported.append(s["reported"](loss, world))
+            step += 1
+            if step == steps:
+                break
+        epoch += 1
+    w.close()
+    run = w.run(loss_raw=raw, loss_reported=reported)
+    return {"rank": rank, "groups": list(w.groups), "findings": list(w.findings),
+            "checks": w.describe()["ranks"]["checks"], "loss": [raw[0], raw[-1]],
+            "reported_gap": max(abs(a - b) for a, b in zip(raw, reported)),
+            "update_norm_0": run.table["update_norm"][0], "epoch_orders": orders,
+            "steps": len(run.table["step"]),
+            "max_param_diff": _max_diff(list(model.parameters()), world),
+            "max_buffer_diff": _max_diff([b for b in model.buffers() if b.is_floating_point()],
+                                         world)}
+
+
+def _max_diff(tensors: list, world: int) -> float:
+    """The largest elementwise difference of `tensors` between this rank and any other."""
+    import torch.distributed as dist
+    flat = torch.cat([t.detach().flatten().float() for t in tensors])
+    gathered = [torch.empty_like(flat) for _ in range(world)]
+    dist.all_gather(gathered, flat)
+    return float(max((g - flat).abs().max() for g in gathered))
