@@ -71,7 +71,9 @@ def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=
     if not plan:
         raise Unreadable(f"{path.name} is not a labkit exercise: none of its cells calls an "
                          "answer check from labkit.check.")
-    data_only = set(hidden.checks) if hidden else set()
+    if hidden is not None:
+        hidden.define()
+    data_only = set(hidden.questions) if hidden else set()
     sites = {i: hand_over(nb.cells[i].source, i, names, data_only) for i, _ in plan}
     answers = Path(tempfile.mkdtemp(prefix="labkit-answers-"))
     try:
@@ -155,6 +157,7 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
     check_command({"json_path": json_path}, {"notebook": notebooks})
     if hidden is not None:
         hidden.refuse_unmatched(exercises_in(notebooks))
+        hidden.define()
     unread, not_kept = [], None
     for path in notebooks:
         started = time.perf_counter()

@@ -82,7 +82,7 @@ def execute(path: Path, nb, sites: dict, answers: Path, *, timeout: float = DEFA
         resources={"metadata": {"path": str(path.parent.resolve())}})
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     env = _kernel_env(nb)
-    restore = _bounded_ctrl_c(client, env)
+    restore = _bounded_ctrl_c(client, [env["LABKIT_HOME"], str(run.answers)])
     try:
         _run_cells(client, env, run, code_cells, sites, timeout, progress)
     finally:  # the kernel's scratch $LABKIT_HOME goes with it, however grading ended
@@ -95,9 +95,9 @@ INTERRUPTED = "the notebooks were not changed, and the grading so far was not ke
 CTRL_C_EXIT_S = 10.0  # how long a Ctrl-C may take to end grading before it is forced
 
 
-def _bounded_ctrl_c(client, env: dict):
+def _bounded_ctrl_c(client, scratch: list):
     """Ctrl-C ends grading as before (KeyboardInterrupt, then the kernel's clean-up), within
-    CTRL_C_EXIT_S: after that the kernel is killed, its scratch home removed, the usual line
+    CTRL_C_EXIT_S: after that the kernel is killed, its `scratch` folders removed, the usual line
     printed and the process ends with 130. Seen in `make test` under load: nbclient's clean-up
     after a KeyboardInterrupt inside its event loop did not return in 30 s. Returns the
     function that puts the previous SIGINT handler back (a no-op off the main thread)."""
@@ -111,7 +111,8 @@ def _bounded_ctrl_c(client, env: dict):
                 os.killpg(process.pid, signal.SIGKILL)
         except (OSError, AttributeError):
             pass
-        shutil.rmtree(env["LABKIT_HOME"], ignore_errors=True)
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
         try:
             os.remove(client.km.connection_file)
         except (OSError, AttributeError, TypeError):

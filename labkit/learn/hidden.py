@@ -53,6 +53,8 @@ class Hidden:
     sources: dict[str, list[str]] = field(default_factory=dict)  # exercise -> the calls, as
     # the source of one cell per file: all that is handed to the learner's kernel
     checks: dict = field(default_factory=dict)  # check -> the function, defined in the grader
+    # by `define`
+    modules: list = field(default_factory=list)  # (file, module without its calls, checks)
     questions: dict[str, str] = field(default_factory=dict)  # check -> first docstring line
     points: dict[str, int] = field(default_factory=dict)  # check -> points
     files: list[Path] = field(default_factory=list)  # the .py files they were read from
@@ -64,6 +66,12 @@ class Hidden:
                              "none of the notebooks to grade is that exercise (they are "
                              f"{', '.join(sorted(exercises)) or 'none'}), so no hidden check "
                              "would run; nothing was graded.")
+
+    def define(self) -> None:
+        """Run each file, its calls left out, in the grader's process: fills `checks`."""
+        for file, module, names in self.modules:
+            if not set(names) <= set(self.checks):
+                self.checks.update(_define(file, module, names))
 
     def cells_for(self, checks) -> list[str]:
         """The hidden cells (the calls alone) for a notebook that calls `checks`."""
@@ -103,7 +111,7 @@ def read_hidden(path) -> Hidden:
                              "one exercise per file, names starting with its id (ex_a_...).")
         calls, rest = _split(tree, source, set(found))
         out.sources.setdefault(exercises.pop(), []).append(calls)
-        out.checks.update(_define(file, rest, found))
+        out.modules.append((file, rest, found))
     return out
 
 
@@ -128,7 +136,9 @@ def _define(file: Path, module: ast.Module, names: list) -> dict:
     try:
         exec(compile(module, str(file), "exec"), namespace)  # noqa: S102 -- the instructor's file
     except Exception as exc:  # noqa: BLE001 -- any error in the file is said in one sentence
+        why = ("only the checks' calls are evaluated in the learner's kernel, so use the "
+               "learner's names as the calls' arguments alone" if isinstance(exc, NameError)
+               else "it must run as a plain Python module with labkit installed")
         raise ValueError(f"hidden checks {file.name} do not run in the grader ({type(exc).__name__}: "
-                         f"{str(exc)[:120]}); only the checks' calls are evaluated in the learner's "
-                         "kernel, so use the learner's names as the calls' arguments alone.") from None
+                         f"{str(exc)[:120]}); {why}.") from None
     return {n: namespace[n] for n in names}
