@@ -12,9 +12,9 @@ stub left as it is or a wrong answer never hides the checks after it. Each call 
 
 Every verdict is reached in the grader's own process, on the learner's answers handed over
 as data (`grade_verdict`); the kernel's own run of a check is the learner's feedback and
-counts for nothing. Each row belongs to the cell that ran its check. A cell over the time limit (`timeout`,
-``--timeout``) or a kernel that dies gives rows that say so, and grading goes on
-(`labkit.learn.grade_run`). A folder stands for the exercise notebooks in it.
+counts for nothing. Each row belongs to the cell that ran its check. A cell over the time
+limit (`timeout`, ``--timeout``) or a kernel that dies gives rows that say so, and grading goes
+on (`labkit.learn.grade_run`). A folder stands for the exercise notebooks in it.
 
 The kernel runs with its own empty $LABKIT_HOME, so grading never adds to the learner's
 forecast history. A notebook with no answer check is not an exercise: `GradeError`.
@@ -92,11 +92,13 @@ def _rows(path, plan, run, names, hidden) -> list[Row]:
     over, or, where none was, what stopped the cell."""
     from . import check as checks
     nb, rows, cell = run.nb, [], [0]
-    unsealed = [j for j, c in enumerate(nb.cells) if (_error_of(c) or {}).get("ename") == "SketchNotSealed"]
+    unsealed = [j for j, c in enumerate(nb.cells)
+                if (_error_of(c) or {}).get("ename") == "SketchNotSealed"]
     with replaying(lambda: run.started.get(cell[0], 0.0)):
         for at, (i, name) in enumerate(plan):
             cell[0] = i
-            check = hidden.checks[name] if hidden and name in hidden.checks else getattr(checks, name)
+            check = (hidden.checks[name] if hidden and name in hidden.checks
+                     else getattr(checks, name))
             got = verdict(check, name, answer_file(run.answers, i, name, occurrence(plan, at)))
             rows.append(_row(path, i, name, names, got, run, unsealed))
     return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)

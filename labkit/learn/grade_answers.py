@@ -152,7 +152,8 @@ def _items(v, dec):
 
 def _tensor(v, dec):
     shape, data = v["shape"], dec(v["data"])
-    need(v["dtype"] in DTYPES, f"a tensor's dtype is one of {', '.join(DTYPES)}, not {v['dtype']!r}")
+    need(v["dtype"] in DTYPES,
+         f"a tensor's dtype is one of {', '.join(DTYPES)}, not {v['dtype']!r}")
     need(isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape),
          "a tensor's shape is a list of whole numbers")
     need(isinstance(data, list) and len(data) == math.prod(shape) and all(
@@ -212,7 +213,8 @@ def _sketch(v, dec):
         return Sketch(v["sealed"], {k: None if f is None else Forecast.from_dict(f)
                                     for k, f in forecasts.items()})
     except (ValueError, TypeError, KeyError) as exc:
-        raise AnswerUnreadable(f"a sketch's forecast does not load ({type(exc).__name__})") from None
+        raise AnswerUnreadable(f"a sketch's forecast does not load as a sealed forecast "
+                               f"({type(exc).__name__})") from None
 
 
 def _quiz(v, _):
@@ -229,7 +231,8 @@ def _function(v, _):
 
 def _unreadable(v, _):
     raise AnswerUnreadable(f"it holds a {v['type']}, which cannot be handed over as data "
-                           "(numbers, text, lists, dicts, tensors and labkit's runs and records can)")
+                           "(numbers, text, lists, dicts, tensors and labkit's runs and records "
+                           "can)")
 
 
 _BUILD = {"float": _float, "...": lambda v, _: ..., "dict": _dict, "tuple": _items, "set": _items,

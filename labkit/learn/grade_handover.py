@@ -77,7 +77,7 @@ def install(folder, namespace) -> None:
                 import inspect
                 return {"$": "function", "name": v.__name__, "source": inspect.getsource(v)}
             for base in bases:
-                if _isinstance(v, base):  # a subclass (a version string, an OrderedDict): as its base
+                if _isinstance(v, base):  # a subclass (a version string, OrderedDict): as its base
                     return plain(base(v), d)
         except Exception as exc:  # noqa: BLE001 -- any failure is written down as unreadable
             return {"$": "unreadable", "type": f"{name} ({_type(exc).__name__} while reading it)"}

@@ -19,8 +19,8 @@ from pathlib import Path
 from .check._base import CheckFailed, judge, status_of
 from .grade_answers import AnswerNotGiven, AnswerUnreadable, FunctionAnswer, read_answer
 
-FUNCTION_PRELUDE = ("import math\nimport torch\nimport torch.nn as nn\n"
-                    "import torch.nn.functional as F\n")  # what a function answer may use unimported
+FUNCTION_PRELUDE = ("import math\nimport torch\nimport torch.nn as nn\n"  # what a function
+                    "import torch.nn.functional as F\n")  # answer may use without importing it
 FUNCTION_LIMIT_S = 120  # a function answer's own process, start to verdict
 _HARNESS = """import json, sys
 from labkit.learn.grade_verdict import verdict_of_source

@@ -139,6 +139,6 @@ def _define(file: Path, module: ast.Module, names: list) -> dict:
         why = ("only the checks' calls are evaluated in the learner's kernel, so use the "
                "learner's names as the calls' arguments alone" if isinstance(exc, NameError)
                else "it must run as a plain Python module with labkit installed")
-        raise ValueError(f"hidden checks {file.name} do not run in the grader ({type(exc).__name__}: "
-                         f"{str(exc)[:120]}); {why}.") from None
+        raise ValueError(f"hidden checks {file.name} do not run in the grader "
+                         f"({type(exc).__name__}: {str(exc)[:120]}); {why}.") from None
     return {n: namespace[n] for n in names}
