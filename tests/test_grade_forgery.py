@@ -213,6 +213,8 @@ def test_a_forged_notebook_is_graded_as_its_honest_twin(grades, run, forgery):
 def test_a_forged_hand_over_changes_answers_never_verdicts(grades, forgery):
     rows = grades["hidden"][f"forged_{forgery}"]["json"]
     assert len(rows) == 7 and not [r for r in rows if r[1] == "passed"], rows
+    if forgery == "dropped":
+        assert all(r[2].startswith("no answer was handed over: ") for r in rows), rows
     if forgery == "garbage":
         assert all(r[2].startswith(f"the answer to {r[0]} could not be read: it holds an object "
                                    "tagged 'pickle'") for r in rows), rows

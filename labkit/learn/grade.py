@@ -116,7 +116,8 @@ def _row(path, i, name, names, got, run, unsealed) -> Row:
     elif i in run.timed_out:
         status, message = "failed", run.timed_out[i]
     elif err is None:
-        status, message = "failed", "the check was never called: its cell ran without it"
+        status, message = "failed", ("no answer was handed over: the check was never called, "
+                                     "or its cell kept the answer back")
     elif err["ename"] == "SketchNotSealed":
         status, message = "not yet answered", "draw and seal the forecast sketch first"
     elif err["ename"] == "PredictionNotGiven":
@@ -124,6 +125,9 @@ def _row(path, i, name, names, got, run, unsealed) -> Row:
     elif err["ename"] in NOT_ANSWERED and (run.stub_before.get(i) or err["ename"] != "NameError"
                                            or (unsealed and unsealed[0] < i)):
         status, message = "not yet answered", "write your answer in the cell above"
+    elif err["ename"] in ("CheckFailed", "NotYetAnswered"):  # the kernel's own check ran
+        status, message = "failed", ("no answer was handed over: the check ran in the kernel, "
+                                     "but its answer never reached the grader")
     else:
         status = "failed"
         message = f"your code raised {err['ename']} before the check ran: {err['evalue']}"
