@@ -31,7 +31,8 @@ def test_what_the_checks_take_comes_back_equal(tmp_path):
               {"a", "b"}, ..., float("-inf"), torch.tensor([[1, 2], [3, 4]]), "é ☃",
               ProbeResult("lr_sweep", "ok", {"arms": {10.0: {"drop": -1.0}}}), None]
     args, kwargs = handed(tmp_path, *values, record=record)
-    assert args[0] == run and args[0].timing == run.timing and math.isnan(args[0].table["loss_raw"][1])
+    assert args[0] == run and args[0].timing == run.timing
+    assert math.isnan(args[0].table["loss_raw"][1])
     assert args[1:7] == values[1:7] and torch.equal(args[7], values[7]) and args[8:] == values[8:]
     assert kwargs["record"].to_dict() == record.to_dict()
 
@@ -79,7 +80,8 @@ def test_an_answer_that_is_not_valid_data_says_what_is_wrong(tmp_path, text, say
     assert says in str(got.value)
     from labkit.check import ex_a_mechanism
     status, message = verdict(ex_a_mechanism, "ex_a_mechanism", tmp_path / "a.json")
-    assert status == "failed" and message.startswith("the answer to ex_a_mechanism could not be read: ")
+    assert status == "failed"
+    assert message.startswith("the answer to ex_a_mechanism could not be read: ")
 
 
 def test_decode_refuses_nesting_deeper_than_the_hand_over_writes():
@@ -95,7 +97,8 @@ def test_a_function_answer_is_checked_in_a_process_of_its_own(tmp_path):
     from labkit.check import loop_train_step
     source = ("def step(model, optimizer, batch):\n    optimizer.zero_grad()\n"
               "    F.cross_entropy(model(batch[0]), batch[1]).backward()\n    optimizer.step()\n")
-    for body, expected in ((source, "passed"), ("def step(m, o, b):\n    undefined_name\n", "failed")):
+    broken = "def step(m, o, b):\n    undefined_name\n"
+    for body, expected in ((source, "passed"), (broken, "failed")):
         path = tmp_path / f"{expected}.json"
         path.write_text(json.dumps({"args": [{"$": "function", "name": "step", "source": body}],
                                     "kwargs": {"$": "dict", "items": []}}))
@@ -110,14 +113,16 @@ def test_call_sites_are_rewritten_in_place_magics_included():
     assert out.startswith('x = "é"\n') and "run_line_magic('time'" in out
     assert hand_over("h(v)\n", 9, {"h"}, {"h"}) == "__labkit_answer__(9, 'h', 0, None)(v)\n"
     assert hand_over("print(1 +\n", 0, {"h"}) is None  # not Python: nothing to hand over
-    assert [occurrence([(1, "a"), (1, "b"), (1, "a"), (2, "a")], i) for i in range(4)] == [0, 0, 1, 0]
+    plan = [(1, "a"), (1, "b"), (1, "a"), (2, "a")]
+    assert [occurrence(plan, i) for i in range(4)] == [0, 0, 1, 0]
 
 
 def test_hidden_checks_run_in_the_grader_and_send_only_their_calls(tmp_path):
     from labkit.learn.hidden import read_hidden
     (tmp_path / "ex_a.py").write_text(
         "from labkit.learn.check._base import answer_check\nLIMIT = 3\n\n@answer_check\n"
-        "def ex_a_hidden(x):\n    'x is small'\n    return x < LIMIT\n\nprint(ex_a_hidden(steps))\n")
+        "def ex_a_hidden(x):\n    'x is small'\n    return x < LIMIT\n\n"
+        "print(ex_a_hidden(steps))\n")
     hidden = read_hidden(tmp_path / "ex_a.py")
     hidden.define()
     assert hidden.cells_for(["ex_a_predict"]) == ["ex_a_hidden(steps)\n"]

@@ -171,7 +171,8 @@ def _table(text: str, name: str) -> list[str]:
     """The notebook's block of the printed table, without its heading line."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.endswith(f"{name}.ipynb"))
-    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")),
+               len(lines))
     return lines[start + 1:end]
 
 
