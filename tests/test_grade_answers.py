@@ -37,6 +37,14 @@ def test_what_the_checks_take_comes_back_equal(tmp_path):
     assert kwargs["record"].to_dict() == record.to_dict()
 
 
+def test_a_quiz_is_handed_over_as_its_seed_and_redrawn_without_training(tmp_path):
+    from labkit.learn import curve_quiz
+    quiz = curve_quiz.draw(12, train=False)
+    (got,), _ = handed(tmp_path, quiz)
+    assert got.seed == 12 and got.answer_key() == quiz.answer_key()
+    assert all(item.run is None for item in got.items)
+
+
 def test_the_hand_over_keeps_what_it_took_before_the_learner_patched_json(tmp_path, monkeypatch):
     import json.encoder
     ns = {}
