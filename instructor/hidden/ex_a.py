@@ -1,9 +1,11 @@
 """Hidden checks for Exercise A: kept in the instructor's tree, never in the learners' repository.
 
-`labkit grade exercises/ex_a_break_the_graph.ipynb --hidden instructor/hidden` runs this file
-as one more cell at the end of the learner's notebook, in its kernel: the names below
-(`steps_to_2`, `deeper_null_groups`, `deeper`) are the learner's own. Each call is a row;
-points are set beside each check; Gradescope shows these rows after the grades are published.
+`labkit grade exercises/ex_a_break_the_graph.ipynb --hidden instructor/hidden` grades with this
+file: the arguments of the calls at the end (`steps_to_2`, `deeper_null_groups`, `deeper`, the
+learner's own names) are evaluated in the learner's kernel after the last cell and handed over
+as data; the rest of the file runs in the grader, and its checks judge that data there, out of
+the learner's reach. Each call is a row; points are set beside each check; Gradescope shows
+these rows after the grades are published.
 """
 
 from labkit.learn.check._base import CheckFailed, answer_check

@@ -62,19 +62,21 @@ class Quiz:
                          f"seed {i.seed})" for i in self.items)
 
 
-def draw(seed: int | None = None, progress: bool = False) -> Quiz:
-    """Seven unlabelled runs, one per case, in a shuffled order. `seed=None` picks a new one."""
+def draw(seed: int | None = None, progress: bool = False, train: bool = True) -> Quiz:
+    """Seven unlabelled runs, one per case, in a shuffled order. `seed=None` picks a new one.
+    `train=False`: the same quiz without its runs (each None), e.g. for its answer key."""
     seed = secrets.randbelow(1_000_000) if seed is None else seed
     rng = random.Random(seed)
     keys = list(CASES)
     rng.shuffle(keys)
     items = []
-    if progress:
+    if progress and train:
         print(f"training {len(keys)} unlabelled curves...", flush=True)
     for letter, key in zip(LETTERS, keys):
         mechanism, spec = rng.choice(VARIANTS[key])
         run_seed = rng.randrange(2, 1_000_000)  # never 0 or 1, the gallery's seeds
-        items.append(QuizItem(letter, key, mechanism, run_seed, run_spec(spec, run_seed)))
-        if progress:
+        items.append(QuizItem(letter, key, mechanism, run_seed,
+                              run_spec(spec, run_seed) if train else None))
+        if progress and train:
             print(f"curve {letter}: trained ({len(items)} of {len(keys)})")
     return Quiz(seed, items)

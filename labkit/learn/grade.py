@@ -10,9 +10,11 @@ stub left as it is or a wrong answer never hides the checks after it. Each call 
     not yet answered  the answer was never written: the check's cell stopped on a name
                       that a stub still leaves undefined, or on the stub itself.
 
-Each row belongs to the cell that ran its check. A cell over the time limit (`timeout`,
-``--timeout``) or a kernel that dies gives rows that say so, and grading goes on
-(`labkit.learn.grade_run`). A folder stands for the exercise notebooks in it.
+Every verdict is reached in the grader's own process, on the learner's answers handed over
+as data (`grade_verdict`); the kernel's own run of a check is the learner's feedback and
+counts for nothing. Each row belongs to the cell that ran its check. A cell over the time
+limit (`timeout`, ``--timeout``) or a kernel that dies gives rows that say so, and grading goes
+on (`labkit.learn.grade_run`). A folder stands for the exercise notebooks in it.
 
 The kernel runs with its own empty $LABKIT_HOME, so grading never adds to the learner's
 forecast history. A notebook with no answer check is not an exercise: `GradeError`.
@@ -20,7 +22,9 @@ forecast history. A notebook with no answer check is not an exercise: `GradeErro
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +32,10 @@ from pathlib import Path
 from .grade_formats import STATUSES, format_table, summary  # noqa: F401 (the table is a format too)
 from .grade_read import Unreadable, check_names, checks_in, exercises_in, notebooks_in, read_notebook
 from .grade_run import DEFAULT_TIMEOUT_S, STUBS, GradeError, check_timeout, execute
+from .check._predict import replaying
+from .grade_sites import hand_over, occurrence
 from .grade_store import keep_grading
+from .grade_verdict import answer_file, verdict
 from .hidden import exercise_of
 
 NOT_ANSWERED = ("NameError", "SketchNotSealed", *STUBS)
@@ -64,46 +71,68 @@ def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=
     if not plan:
         raise Unreadable(f"{path.name} is not a labkit exercise: none of its cells calls an "
                          "answer check from labkit.check.")
-    run = execute(path, nb, {i for i, _ in plan}, timeout=timeout, progress=progress)
-    return _rows(path, plan, run, names)
+    if hidden is not None:
+        hidden.define()
+    data_only = set(hidden.questions) if hidden else set()
+    sites = {i: hand_over(nb.cells[i].source, i, names, data_only) for i, _ in plan}
+    answers = Path(tempfile.mkdtemp(prefix="labkit-answers-"))
+    try:
+        run = execute(path, nb, sites, answers, timeout=timeout, progress=progress)
+        return _rows(path, plan, run, names, hidden)
+    finally:
+        shutil.rmtree(answers, ignore_errors=True)
 
 
 def _error_of(cell) -> dict | None:
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def _rows(path, plan, run, names) -> list[Row]:
-    """One row per planned check call, from the outcomes recorded while its own cell ran."""
-    nb, rows = run.nb, []
-    left = {i: list(got) for i, got in run.outcomes.items()}
-    unsealed = [j for j, c in enumerate(nb.cells) if (_error_of(c) or {}).get("ename") == "SketchNotSealed"]
-    for i, name in plan:
-        exercise = exercise_of(name)
-        got = next((o for o in left.get(i, []) if o["check"] == name), None)
-        err = _error_of(nb.cells[i])
-        if got is not None:
-            left[i].remove(got)
-            status, message = got["status"], got["message"]
-        elif run.halted and i >= run.halted[0]:
-            status = "failed"
-            message = (run.halted[1] if i == run.halted[0] else
-                       f"not graded: {run.halted[1]}, before this check's cell ran")
-        elif i in run.timed_out:
-            status, message = "failed", run.timed_out[i]
-        elif err is None:
-            status, message = "failed", "the check was never called: its cell ran without it"
-        elif err["ename"] == "SketchNotSealed":
-            status, message = "not yet answered", "draw and seal the forecast sketch first"
-        elif err["ename"] == "PredictionNotGiven":
-            status, message = "not yet answered", "answer the prediction form and seal it first"
-        elif err["ename"] in NOT_ANSWERED and (run.stub_before.get(i) or err["ename"] != "NameError"
-                                               or (unsealed and unsealed[0] < i)):
-            status, message = "not yet answered", "write your answer in the cell above"
-        else:
-            status = "failed"
-            message = f"your code raised {err['ename']} before the check ran: {err['evalue']}"
-        rows.append(Row(str(path), exercise, name, names[name], status, message, i))
+def _rows(path, plan, run, names, hidden) -> list[Row]:
+    """One row per planned check call: the grader's verdict on the answer its own cell handed
+    over, or, where none was, what stopped the cell."""
+    from . import check as checks
+    nb, rows, cell = run.nb, [], [0]
+    unsealed = [j for j, c in enumerate(nb.cells)
+                if (_error_of(c) or {}).get("ename") == "SketchNotSealed"]
+    with replaying(lambda: run.started.get(cell[0], 0.0)):
+        for at, (i, name) in enumerate(plan):
+            cell[0] = i
+            check = (hidden.checks[name] if hidden and name in hidden.checks
+                     else getattr(checks, name))
+            got = verdict(check, name, answer_file(run.answers, i, name, occurrence(plan, at)))
+            rows.append(_row(path, i, name, names, got, run, unsealed))
     return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)
+
+
+def _row(path, i, name, names, got, run, unsealed) -> Row:
+    """The row of check `name` in cell `i`: its verdict `got`, or why no answer came."""
+    err = _error_of(run.nb.cells[i])
+    if got is not None:
+        status, message = got
+    elif run.halted and i >= run.halted[0]:
+        status = "failed"
+        message = (run.halted[1] if i == run.halted[0] else
+                   f"not graded: {run.halted[1]}, before this check's cell ran")
+    elif i in run.timed_out:
+        status, message = "failed", run.timed_out[i]
+    elif err is None:
+        status, message = "failed", ("no answer was handed over: the check was never called, "
+                                     "or its cell kept the answer back")
+    elif err["ename"] == "SketchNotSealed":
+        status, message = "not yet answered", "draw and seal the forecast sketch first"
+    elif err["ename"] == "PredictionNotGiven":
+        status, message = "not yet answered", "answer the prediction form and seal it first"
+    elif err["ename"] in NOT_ANSWERED and (run.stub_before.get(i) or err["ename"] != "NameError"
+                                           or (unsealed and unsealed[0] < i)):
+        status, message = "not yet answered", "write your answer in the cell above"
+    elif err["ename"] in ("CheckFailed", "NotYetAnswered"):  # the kernel's own check ran
+        status, message = "failed", ("no answer was handed over: the check ran in the kernel, "
+                                     "but its answer never reached the grader")
+    else:
+        status = "failed"
+        message = f"your code raised {err['ename']} before the check ran: {err['evalue']}"
+    return Row(str(path), exercise_of(name), name, names[name], status, message, i)
+
 
 
 def _stopped_rows(path, plan, run, rows) -> list[Row]:
@@ -134,6 +163,7 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
     check_command({"json_path": json_path}, {"notebook": notebooks})
     if hidden is not None:
         hidden.refuse_unmatched(exercises_in(notebooks))
+        hidden.define()
     unread, not_kept = [], None
     for path in notebooks:
         started = time.perf_counter()

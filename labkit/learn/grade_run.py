@@ -4,9 +4,11 @@ Each code cell runs with nbclient under `timeout` seconds. A cell over the limit
 interrupted (as Ctrl-C in Jupyter would) and grading goes on with the next cell; if the
 kernel does not answer after that, or dies (a crash, memory running out, ``os._exit``),
 the notebook's remaining checks get rows that say so, and grading goes on with the next
-notebook. After each cell that calls an answer check, the outcomes recorded while that
-cell ran are read back from the kernel, so each row belongs to the cell that ran its check:
-a cell that crashed before its check can never borrow a later call's ``passed``.
+notebook. Before the first cell the hand-over (`grade_handover`) is put into the kernel, and
+each cell that calls an answer check runs with its call sites rewritten to hand their
+answers over (`grade_sites`), into a folder of the grader's, one file per call site: so each
+answer belongs to the cell that gave it, and a cell that crashed before its check gave none.
+Nothing the kernel prints is read.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ STUBS = ("NotImplementedError", "PredictionNotGiven")  # an answer not written y
 TIMEOUT_RANGE_S = (0.1, 1e6)  # a cell's limit: below 0.1 s no cell can start; a million
 # seconds (11 days) is far beyond any exercise, and well inside what the timers can hold
 PROBE_S = 5  # after a timeout, how long the kernel has to answer before it counts as stuck
-_READ = ("import json as _j\nfrom labkit.learn.check import _base as _b\n"
-         "print(_j.dumps(_b.OUTCOMES[{n}:]))")
+_INSTALL = ("exec(compile({source!r}, '<labkit grade: hand-over>', 'exec'), _lk := {{}})\n"
+            "_lk['install']({folder!r}, get_ipython().user_ns)\ndel _lk")
 
 
 class GradeError(ValueError):
@@ -42,7 +44,8 @@ class GradeError(ValueError):
 class Execution:
     """What running a notebook left: the executed cells and, per cell, what stopped it."""
     nb: object
-    outcomes: dict = field(default_factory=dict)  # cell index -> outcomes its checks recorded
+    answers: Path  # the folder the hand-over writes each call's answer into
+    started: dict = field(default_factory=dict)  # cell index -> time.time() as it started
     timed_out: dict = field(default_factory=dict)  # cell index -> "timed out after N s"
     halted: tuple | None = None  # (cell index, why nothing ran after it)
     stub_before: dict = field(default_factory=dict)  # cell index -> a stub failed at or before it
@@ -65,9 +68,11 @@ def _client_class():
     return Client
 
 
-def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOUT_S,
+def execute(path: Path, nb, sites: dict, answers: Path, *, timeout: float = DEFAULT_TIMEOUT_S,
             progress=None) -> Execution:
-    run = Execution(nb)
+    """Run `nb`'s code cells, the cells in `sites` (index -> source) as rewritten there, each
+    handing its answers over into the folder `answers`."""
+    run = Execution(nb, Path(answers))
     client = _client_class()(
         nb, timeout=timeout, kernel_name="python3", allow_errors=True, startup_timeout=60,
         shutdown_kernel="immediate",  # a stuck or dead kernel is killed, not waited for
@@ -77,9 +82,9 @@ def execute(path: Path, nb, check_cells: set, *, timeout: float = DEFAULT_TIMEOU
         resources={"metadata": {"path": str(path.parent.resolve())}})
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     env = _kernel_env(nb)
-    restore = _bounded_ctrl_c(client, env)
+    restore = _bounded_ctrl_c(client, [env["LABKIT_HOME"], str(run.answers)])
     try:
-        _run_cells(client, env, run, code_cells, check_cells, timeout, progress)
+        _run_cells(client, env, run, code_cells, sites, timeout, progress)
     finally:  # the kernel's scratch $LABKIT_HOME goes with it, however grading ended
         shutil.rmtree(env["LABKIT_HOME"], ignore_errors=True)
         restore()
@@ -90,9 +95,9 @@ INTERRUPTED = "the notebooks were not changed, and the grading so far was not ke
 CTRL_C_EXIT_S = 10.0  # how long a Ctrl-C may take to end grading before it is forced
 
 
-def _bounded_ctrl_c(client, env: dict):
+def _bounded_ctrl_c(client, scratch: list):
     """Ctrl-C ends grading as before (KeyboardInterrupt, then the kernel's clean-up), within
-    CTRL_C_EXIT_S: after that the kernel is killed, its scratch home removed, the usual line
+    CTRL_C_EXIT_S: after that the kernel is killed, its `scratch` folders removed, the usual line
     printed and the process ends with 130. Seen in `make test` under load: nbclient's clean-up
     after a KeyboardInterrupt inside its event loop did not return in 30 s. Returns the
     function that puts the previous SIGINT handler back (a no-op off the main thread)."""
@@ -106,7 +111,8 @@ def _bounded_ctrl_c(client, env: dict):
                 os.killpg(process.pid, signal.SIGKILL)
         except (OSError, AttributeError):
             pass
-        shutil.rmtree(env["LABKIT_HOME"], ignore_errors=True)
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
         try:
             os.remove(client.km.connection_file)
         except (OSError, AttributeError, TypeError):
@@ -125,14 +131,17 @@ def _bounded_ctrl_c(client, env: dict):
     return lambda: signal.signal(signal.SIGINT, previous)
 
 
-def _run_cells(client, env, run, code_cells, check_cells, timeout, progress) -> None:
+def _run_cells(client, env, run, code_cells, sites, timeout, progress) -> None:
+    from ..store import read_text
     from nbclient.exceptions import DeadKernelError
-    nb, seen, stub = run.nb, 0, False
+    nb, stub = run.nb, False
+    source = read_text(Path(__file__).with_name("grade_handover.py"), what="hand-over")
     with _started(client, env):
         try:
+            _scratch(client, nb, _INSTALL.format(source=source, folder=str(run.answers)))
             for done, i in enumerate(code_cells, 1):
-                started = time.monotonic()
-                client.execute_cell(nb.cells[i], i)
+                started, run.started[i] = time.monotonic(), time.time()
+                _execute_as(client, nb.cells[i], i, sites.get(i))
                 if time.monotonic() - started >= timeout:
                     run.timed_out[i] = f"the cell timed out after {timeout:g} s and was interrupted"
                     if not _answers(client, nb):
@@ -143,9 +152,6 @@ def _run_cells(client, env, run, code_cells, check_cells, timeout, progress) -> 
                             if o.get("output_type") == "error"), None)
                 stub = stub or bool(err and err["ename"] in STUBS)
                 run.stub_before[i] = stub
-                if i in check_cells:
-                    run.outcomes[i] = _read(client, nb, seen)
-                    seen += len(run.outcomes[i])
                 if progress:
                     progress(done, len(code_cells))
         except DeadKernelError:
@@ -201,14 +207,14 @@ def _scratch(client, nb, source: str):
     return cell
 
 
-def _read(client, nb, seen: int) -> list[dict]:
-    """The outcomes the checks recorded since the first `seen` ones."""
-    cell = _scratch(client, nb, _READ.format(n=seen))
-    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+def _execute_as(client, cell, i: int, source: str | None) -> None:
+    """Run `cell` as `source` (its answers handed over), then give it back its own source."""
+    own = cell.source
+    cell.source = own if source is None else source
     try:
-        return json.loads(text.strip().splitlines()[-1]) if text.strip() else []
-    except ValueError:  # the learner's code replaced print or stdout: nothing to read
-        return []
+        client.execute_cell(cell, i)
+    finally:
+        cell.source = own
 
 
 def _answers(client, nb) -> bool:

@@ -14,10 +14,12 @@ exercises learners fork), e.g. ``instructor/hidden/ex_a.py``:
 
     ex_a_hidden_transfer(deeper_null_groups)    # names the learner's notebook defined
 
-`labkit grade NOTEBOOK --hidden instructor/hidden` runs the file as one more cell at the end
-of every notebook whose checks belong to the same exercise (the name's prefix, ``ex_a``),
-in the learner's kernel, so it reads the learner's variables. Each call is a row like any
-other; its points are set beside it; Gradescope shows it ``after_published`` by default.
+`labkit grade NOTEBOOK --hidden instructor/hidden` grades every notebook whose checks belong
+to the same exercise (the name's prefix, ``ex_a``) with them. The file never reaches the
+learner's kernel: its top-level calls' arguments (``steps_to_2``, the learner's own names)
+are evaluated there, after the last cell, and handed over as data; the file's definitions
+run in the grader's process, and its checks judge that data there. Each call is a row like
+any other; its points are set beside it; Gradescope shows it ``after_published`` by default.
 """
 
 from __future__ import annotations
@@ -48,7 +50,11 @@ def _points(decorator) -> int | None:
 class Hidden:
     """The hidden checks of one file or folder: their sources, questions and points."""
 
-    sources: dict[str, list[str]] = field(default_factory=dict)  # exercise -> cell sources
+    sources: dict[str, list[str]] = field(default_factory=dict)  # exercise -> the calls, as
+    # the source of one cell per file: all that is handed to the learner's kernel
+    checks: dict = field(default_factory=dict)  # check -> the function, defined in the grader
+    # by `define`
+    modules: list = field(default_factory=list)  # (file, module without its calls, checks)
     questions: dict[str, str] = field(default_factory=dict)  # check -> first docstring line
     points: dict[str, int] = field(default_factory=dict)  # check -> points
     files: list[Path] = field(default_factory=list)  # the .py files they were read from
@@ -61,8 +67,14 @@ class Hidden:
                              f"{', '.join(sorted(exercises)) or 'none'}), so no hidden check "
                              "would run; nothing was graded.")
 
+    def define(self) -> None:
+        """Run each file, its calls left out, in the grader's process: fills `checks`."""
+        for file, module, names in self.modules:
+            if not set(names) <= set(self.checks):
+                self.checks.update(_define(file, module, names))
+
     def cells_for(self, checks) -> list[str]:
-        """The hidden cells for a notebook that calls `checks`."""
+        """The hidden cells (the calls alone) for a notebook that calls `checks`."""
         exercises = dict.fromkeys(exercise_of(c) for c in checks)
         return [src for ex in exercises for src in self.sources.get(ex, [])]
 
@@ -97,5 +109,36 @@ def read_hidden(path) -> Hidden:
         if len(exercises) != 1:
             raise ValueError(f"hidden checks {file.name} mixes exercises {sorted(exercises)}; keep "
                              "one exercise per file, names starting with its id (ex_a_...).")
-        out.sources.setdefault(exercises.pop(), []).append(source)
+        calls, rest = _split(tree, source, set(found))
+        out.sources.setdefault(exercises.pop(), []).append(calls)
+        out.modules.append((file, rest, found))
     return out
+
+
+def _split(tree, source: str, checks: set) -> tuple[str, ast.Module]:
+    """The top-level calls of `checks` (their source, one per line) and the module without
+    the statements that make them."""
+    calls, rest = [], []
+    for node in tree.body:
+        found = [n for n in ast.walk(node) if isinstance(n, ast.Call)
+                 and getattr(n.func, "id", getattr(n.func, "attr", None)) in checks]
+        if not found or isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            rest.append(node)
+            continue
+        inner = {id(n) for d in found for n in ast.walk(d) if n is not d}
+        calls += [ast.get_source_segment(source, c) for c in found if id(c) not in inner]
+    return "".join(f"{c}\n" for c in calls), ast.Module(body=rest, type_ignores=[])
+
+
+def _define(file: Path, module: ast.Module, names: list) -> dict:
+    """Run the hidden file, its calls left out, in the grader's process: its checks by name."""
+    namespace: dict = {"__name__": f"labkit_hidden_{file.stem}"}
+    try:
+        exec(compile(module, str(file), "exec"), namespace)  # noqa: S102 -- the instructor's file
+    except Exception as exc:  # noqa: BLE001 -- any error in the file is said in one sentence
+        why = ("only the checks' calls are evaluated in the learner's kernel, so use the "
+               "learner's names as the calls' arguments alone" if isinstance(exc, NameError)
+               else "it must run as a plain Python module with labkit installed")
+        raise ValueError(f"hidden checks {file.name} do not run in the grader "
+                         f"({type(exc).__name__}: {str(exc)[:120]}); {why}.") from None
+    return {n: namespace[n] for n in names}

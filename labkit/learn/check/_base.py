@@ -6,7 +6,8 @@ labkit's source (which would print the check's own code, hints for every wrong c
 included); the cell still fails, so nbval and `labkit grade` see it.
 
 Every public check is wrapped by `answer_check`, which appends what happened to
-`OUTCOMES`; `labkit grade` reads that list from the kernel after the notebook ran.
+`OUTCOMES`: the learner's feedback, which counts for nothing. `labkit grade` takes each
+call's arguments out of the kernel as data and runs the check (`judge`) in its own process.
 """
 
 from __future__ import annotations
@@ -48,20 +49,32 @@ def answer_check(fn=None, *, points: int = 1):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            if any(a is ... for a in (*args, *kwargs.values())):
-                raise NotYetAnswered("Replace the ... placeholder above with your answer, then run "
-                                     "this cell again.")
-            result = fn(*args, **kwargs)
+            result = judge(fn, args, kwargs)
         except CheckFailed as exc:
-            exc.check = fn.__name__
-            status = "not yet answered" if isinstance(exc, NotYetAnswered) else "failed"
-            OUTCOMES.append({"check": fn.__name__, "status": status, "message": str(exc)})
+            OUTCOMES.append({"check": fn.__name__, "status": status_of(exc), "message": str(exc)})
             raise
         OUTCOMES.append({"check": fn.__name__, "status": "passed", "message": str(result)})
         return result
     wrapper.is_answer_check = True
     wrapper.points = points
     return wrapper
+
+
+def judge(fn, args, kwargs):
+    """`fn(*args, **kwargs)`, the check itself: its confirmation, or CheckFailed naming it.
+    `labkit grade` calls this in its own process on the answers handed over as data."""
+    try:
+        if any(a is ... for a in (*args, *kwargs.values())):
+            raise NotYetAnswered("Replace the ... placeholder above with your answer, then run "
+                                 "this cell again.")
+        return fn(*args, **kwargs)
+    except CheckFailed as exc:
+        exc.check = fn.__name__
+        raise
+
+
+def status_of(exc: CheckFailed) -> str:
+    return "not yet answered" if isinstance(exc, NotYetAnswered) else "failed"
 
 
 def layer_groups(answer, run) -> set[str]:

@@ -16,11 +16,27 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 
 from ._base import CheckFailed, NotYetAnswered
 from ._words import need_text
 
 _SEALED: dict = {}  # key -> (canonical text, sealed_at)
+_CLOCK = None  # while `labkit grade` replays a notebook's checks: the seal time, from the grader
+
+
+@contextmanager
+def replaying(clock):
+    """`labkit grade` re-running one notebook's checks in its own process: seals start afresh,
+    each is dated `clock()` (when the grader started the sealing cell), and nothing goes to
+    the learner store."""
+    global _SEALED, _CLOCK
+    saved = _SEALED, _CLOCK
+    _SEALED, _CLOCK = {}, clock
+    try:
+        yield
+    finally:
+        _SEALED, _CLOCK = saved
 
 
 def _canonical(prediction: dict) -> str:
@@ -96,7 +112,7 @@ def seal(key: str, prediction, forms: dict) -> str:
     text = _canonical(prediction)
     old = _SEALED.get(key)
     if old is None or old[0] != text:
-        _SEALED[key] = (text, _first_sealed(key, text))
+        _SEALED[key] = (text, _first_sealed(key, text) if _CLOCK is None else _CLOCK())
     return (f"ok: prediction sealed ({len(forms)} answers); the runs it predicts must start "
             "after this cell")
 
@@ -159,7 +175,8 @@ def review(key: str, prediction, truth: dict, runs, same: dict | None = None) ->
         hits += hit
         lines.append(f"  {name}: you predicted {said!r}; the run shows {actual!r}: "
                      f"{'hit' if hit else 'miss'}")
-    _keep(key, prediction, truth, hits, sealed_at)
+    if _CLOCK is None:
+        _keep(key, prediction, truth, hits, sealed_at)
     head = (f"ok: {hits} of {len(truth)} predictions hit"
             + ("" if hits == len(truth) else "; each miss is your lesson, read it below"))
     return "\n".join([head, *lines])
