@@ -1,0 +1,62 @@
+"""Exercise F's rubrics: a loss that falls while accuracy stays flat, then a 20% minority."""
+
+from .._meaning import Idea, Rubric
+from .common import NOUNS
+
+CONCEPTS = {
+    "probs": (r"probabilit", r"confiden", r"surer", r"more sure", r"p\(", r"certaint",
+              r"more certain",
+              r"calibrat", r"output scores", r"how often each class", r"softmax"),
+    "decision": (r"argmax", r"decisions?", r"predicted (label|class)", r"predictions?\b",
+                 r"(its |the )choice", r"which class (it picked|wins|it predicts)",
+                 r"highest[- ]scoring", r"largest logit", r"threshold"),
+    "same": (r"stay", r"stayed", r"never (changed|flips|flipped|moved)",
+             r"(did not|didn't|doesn't|does not) (change|budge|flip|move)", r"same", r"flat",
+             r"not (its|the) (choice|decision)", r"no decision changed", r"unchanged"),
+    "always0": (r"always (predicts )?class 0", r"still predicts class 0", r"class 0 for every",
+                r"always-class-0", r"never predicted", r"never (finds|found)"),
+    "flipped": (r"(argmax|decisions?|predictions?) (flipped|flips|changed|changes)",
+                r"started predicting class 1", r"predicting class 1 correctly",
+                r"flipped to class 1"),
+    "majority": (r"majority", r"most examples", r"common class", r"94 ?%", r"93\.8 ?%", r"0\.938",
+                 r"nearly all", r"almost (every|all)", r"most (are|of the examples)"),
+    "minority": (r"minority", r"class 1", r"rare class"),
+    "dominates": (r"dominat", r"drives", r"makes up", r"most of the (mean|loss)"),
+    "perclass": (r"per[- ]class", r"recall", r"confusion", r"by class", r"for each class",
+                 r"class[- ]1 examples it gets right", r"class 1'?s? (accuracy|recall)"),
+    "hides": (r"hides", r"(does not|doesn't) (show|expose)"),
+    "overall": (r"only (the )?overall accuracy (exposes|shows)",),
+    "more_share": (r"(larger|bigger|greater|more) (share|part|weight|fraction|say)",
+                   r"weighs more", r"contributes more", r"matters more",
+                   r"more of the (loss|mean|average)", r"no longer drowned",
+                   r"(gradient|signal|pull) is (larger|stronger|bigger|over)",
+                   r"(larger|stronger|bigger) (gradient|pull|signal)", r"(part|share) .{0,30}grows",
+                   r"gets through", r"dominat\w* (the loss )?less", r"milder", r"less imbalanced"),
+    "less_share": (r"(smaller|less) (share|part|weight)", r"weighs less", r"even more",
+                   r"more confident in class 0"),
+    "no_effect": (r"(doesn't|does not) change the loss", r"same step", r"depends only on",
+                  r"only on the threshold"),
+    "later": (r"\blater\b",),
+}
+MECHANISM = Rubric(CONCEPTS, (
+    Idea("say what the falling loss changed",
+         (("probs",),),
+         ((("~probs",), "that the probabilities did not change"),)),
+    Idea("say what it did not change",
+         (("decision", "same"), ("always0",)),
+         ((("flipped",), "that the model's decisions changed"),)),
+    Idea("say why the majority class drives the mean",
+         (("majority",),),
+         ((("minority", "dominates", "!majority"), "that the minority class drives the mean"),)),
+    Idea("say what kind of number exposes it",
+         (("perclass",),),
+         ((("perclass", "hides"), "that a per-class number hides it"),
+          (("overall",), "that the overall accuracy exposes it"))),
+), NOUNS | {"decision"})
+TRANSFER_REASON = Rubric(CONCEPTS, (
+    Idea("say how the minority's share of the loss changes",
+         (("more_share",),),
+         ((("less_share",), "that the minority counts for less at 20%"),
+          (("no_effect",), "that the class balance does not change when recall leaves 0"),
+          (("later",), "that recall leaves 0 later"))),
+), NOUNS | {"decision"})
