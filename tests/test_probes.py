@@ -138,6 +138,25 @@ def test_overfit_probe_three_verdicts():
     assert "healthy gradient norms" in noise.verdict  # random labels: no signal, norms healthy
 
 
+@pytest.mark.parametrize("later, verdict", [
+    (1.11e-6, "vanished"),  # the drill's case: 0.09 -> 1.11e-6, above the floor, 81,081 times smaller
+    (0.09 * 0.009, "vanished"),  # just below 1% of its start
+    (0.09 * 0.011, "healthy"),  # just above it
+    (0.05, "healthy"),
+    (5e-7, "vanished"),  # below the floor, whatever the start
+])
+def test_an_overfit_norm_is_judged_against_its_own_start(monkeypatch, later, verdict):
+    from labkit.diagnosis.probes import overfit
+    norms = [0.09] * 10 + [later] * 190
+    monkeypatch.setattr(overfit, "fit", lambda *a: ([2.307] + [2.179] * 199, norms))
+    result = overfit.overfit_probe(nn.Linear(2, 2), (torch.zeros(1, 2), torch.zeros(1).long()))
+    assert ("healthy" in result.verdict) == (verdict == "healthy")
+    assert ("vanished" in result.verdict) == (verdict == "vanished")
+    assert f"{0.09:.3g}" in result.verdict and f"{later:.3g}" in result.verdict
+    if verdict == "vanished":
+        assert f"{0.09 / later:,.0f} times smaller" in result.verdict
+
+
 @pytest.mark.parametrize("case", ["all_ignored_sgd", "all_ignored_adam", "nan_inputs", "adamw_decay"])
 def test_a_stuck_probe_is_not_computed_to_its_end_and_logs_what_computing_would(case):
     """A run at a non-finite fixed point (zero gradients, or weights already NaN) repeats its
