@@ -66,7 +66,9 @@ def wait_for(done, rendered, *, what: str = "your sealed forecast above") -> boo
     try:
         with ui_events() as poll:
             while not done():
-                poll(20)  # the widget's messages: strokes, Seal
+                poll(20)  # the widget's messages: strokes, Seal, a seal restored on first view
+                if done():
+                    break  # sealed by those messages: nothing to wait for, nothing to say
                 if not rendered():
                     if time.monotonic() - start > LOOK_S:
                         _drop_queued()
