@@ -11,12 +11,27 @@ from labkit.learn.check._meaning import Idea, Rubric, clauses, read
 from labkit.learn.check._words import rubric_text, score_rubric
 
 DATA = Path(__file__).parent / "data" / "free_text"
-FILES = sorted(DATA.glob("*.txt"))
+FILES = sorted(p for p in DATA.glob("*.txt") if p.stem != "verbal")
 
 
 def answers(path: Path) -> list[tuple[str, str]]:
     return [(line[0], line[2:].strip()) for line in path.read_text().splitlines()
             if line[:2] in ("+ ", "- ")]
+
+
+def judge(path: Path, text: str) -> bool:
+    """Whether the check of `path` passes `text`."""
+    if path.stem.startswith("lab15_conviction_"):  # the mechanism line, beside the right system
+        from labkit.diagnosis.lab15 import mechanism_terms
+        from labkit.learn.check.lab15_reading import reverses
+        mystery = path.stem[-1]
+        found, needed = mechanism_terms(mystery, text)
+        return found >= needed and not reverses(mystery, text)
+    try:
+        score_rubric(text, rubric_of(path))
+        return True
+    except CheckFailed:
+        return False
 
 
 def rubric_of(path: Path) -> Rubric:
@@ -27,7 +42,8 @@ def rubric_of(path: Path) -> Rubric:
 
 def test_every_free_text_check_has_its_answers():
     assert [p.stem for p in FILES] == [f"ex_{x}_{k}" for x in "abcdef"
-                                       for k in ("mechanism", "transfer")]
+                                       for k in ("mechanism", "transfer")] + \
+        [f"lab15_conviction_{m}" for m in "ABCD"]
     for path in FILES:
         marks = [m for m, _ in answers(path)]
         assert marks.count("+") >= 5 and marks.count("-") >= 5, path.name
@@ -35,14 +51,9 @@ def test_every_free_text_check_has_its_answers():
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_each_answer_is_judged_as_marked(path):
-    rubric, misjudged = rubric_of(path), []
+    misjudged = []
     for mark, text in answers(path):
-        try:
-            score_rubric(text, rubric)
-            passed = True
-        except CheckFailed:
-            passed = False
-        if passed != (mark == "+"):
+        if judge(path, text) != (mark == "+"):
             misjudged.append(f"{mark} {text}")
     assert not misjudged, "\n".join(misjudged)
 
@@ -83,7 +94,8 @@ def test_negation_and_sentences(text, said, wrong):
 
 
 def test_a_clause_that_starts_with_a_pronoun_joins_the_one_before():
-    assert clauses("The head is fine, so it does not move.")[0] == "the head is fine, it does not move"
+    first = clauses("The head is fine, so it does not move.")[0]
+    assert first == "the head is fine, it does not move"
     assert len(read("The head is fine, so it does not move.", TOY)[1]) == 1
     assert read("The head is fine, so the loss does not move.", TOY)[1] == []
 
@@ -93,3 +105,14 @@ def test_a_rubric_prints_its_ideas_and_rejects_unknown_concepts():
     assert len(TOY) == 1 and list(TOY) == ["say that the head moves"]
     with pytest.raises(ValueError, match="does not define: \\['slow'\\]"):
         Rubric({"fast": ("fast",)}, (Idea("say it", (("slow",),)),))
+
+
+def test_the_verbal_panel_counts_six_elements_only_where_each_is_said():
+    from labkit.learn.drill.verbal import ELEMENTS, grade
+    misjudged = []
+    for mark, text in answers(DATA / "verbal.txt"):
+        case, answer = text.split(" | ", 1)
+        hits = grade(int(case), answer)
+        if (all(hits.values()) and len(hits) == len(ELEMENTS)) != (mark == "+"):
+            misjudged.append(f"{mark} {text}: {hits}")
+    assert not misjudged, "\n".join(misjudged)

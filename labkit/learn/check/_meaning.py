@@ -82,7 +82,7 @@ def _regex(pattern: str) -> re.Pattern:
     return _COMPILED[pattern]
 
 
-def _denied(unit: str, start: int) -> bool:
+def denied(unit: str, start: int) -> bool:
     """Whether a negation stands among the three words before `start`, within its part."""
     before = _PART.split(unit[:start])[-1]
     before = _NOT_A_NEGATION.sub(" ", before)
@@ -95,8 +95,8 @@ def _polarities(unit: str, rubric: Rubric) -> dict:
     for name, patterns in rubric.concepts.items():
         for pattern in patterns:
             for m in _regex(pattern).finditer(unit):
-                denied = name not in rubric.nouns and _denied(unit, m.start())
-                found.setdefault(name, set()).add("-" if denied else "+")
+                negated = name not in rubric.nouns and denied(unit, m.start())
+                found.setdefault(name, set()).add("-" if negated else "+")
     return found
 
 
