@@ -138,6 +138,17 @@ def test_overfit_probe_three_verdicts():
     assert "healthy gradient norms" in noise.verdict  # random labels: no signal, norms healthy
 
 
+@pytest.mark.parametrize("lower_drop, said", [(0.2, "loss falls at lower LRs"),
+                                              (-0.2, "loss stays finite at lower LRs")])
+def test_the_lr_sweep_says_falls_only_where_the_lower_arms_fell(monkeypatch, lower_drop, said):
+    from labkit.diagnosis.probes import lr as lr_module
+    runs = iter([([2.3] * 9 + [2.3 - lower_drop], [1.0] * 10)] * 2
+                + [([2.3] * 5 + [math.nan] * 5, [1.0] * 10)])
+    monkeypatch.setattr(lr_module, "fit", lambda *a: next(runs))
+    result = lr_module.lr_sweep(nn.Linear(2, 2), [None], lr=0.1)
+    assert result.verdict.startswith(f"{said} and diverges from x10")
+
+
 @pytest.mark.parametrize("later, verdict", [
     (1.11e-6, "vanished"),  # the drill's case: 0.09 -> 1.11e-6, above the floor, 81,081 times smaller
     (0.09 * 0.009, "vanished"),  # just below 1% of its start
