@@ -138,6 +138,16 @@ def test_overfit_probe_three_verdicts():
     assert "healthy gradient norms" in noise.verdict  # random labels: no signal, norms healthy
 
 
+@pytest.mark.parametrize("scale, said", [(0.5, "ok: every probed parameter moved"),
+                                         (-3.0, "huge update for 0.weight"),
+                                         (math.inf, "non-finite update for 0.weight")])
+def test_the_update_probe_names_the_size_it_measured(scale, said):
+    model = nn.Sequential(nn.Linear(2, 2))
+    with torch.no_grad(), probes.update_probe(model, ["0.weight"]) as probe:
+        model[0].weight.add_(model[0].weight * scale)  # an update of `scale` times the weights
+    assert probe.result.verdict.startswith(said)
+
+
 @pytest.mark.parametrize("lower_drop, said", [(0.2, "loss falls at lower LRs"),
                                               (-0.2, "loss stays finite at lower LRs")])
 def test_the_lr_sweep_says_falls_only_where_the_lower_arms_fell(monkeypatch, lower_drop, said):
