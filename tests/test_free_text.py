@@ -85,7 +85,7 @@ TOY = Rubric({"moves": (r"mov",), "head": (r"head\b",), "fast": (r"fast",)},
     ("The head never moves.", 0, 1),
     ("Not only the head moves.", 1, 0),  # "not only" asserts
     ("It is not the backbone, and the head moves.", 1, 0),  # a negation stops at "and"
-    ("No handle on the head; it moves.", 0, 0),  # a noun is never denied; ";" ends the sentence
+    ("No handle on the head; it moves.", 1, 0),  # a noun is never denied; ";" joins a sentence
     ("The head is clear. Then it moves.", 0, 0),  # ideas are read within one sentence
 ])
 def test_negation_and_sentences(text, said, wrong):

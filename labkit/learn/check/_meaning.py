@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nothing|neither|nor|cannot|\w+n't)\b")
 _NOT_A_NEGATION = re.compile(r"\b(?:not only|not just|no longer|no matter|nothing but)\b")
-_SENTENCE = re.compile(r"(?:\.(?=\s|$)|[;!?\n])+")
-_CLAUSE = re.compile(r":\s|\((?!\))|(?<!\()\)|,\s(?:and|or)\s|\s(?:but|so|while|whereas|because|"
+_SENTENCE = re.compile(r"(?:\.(?=\s|$)|[!?\n])+")  # ";" joins, and ends a clause
+_CLAUSE = re.compile(r"[:;]\s|\((?!\))|(?<!\()\)|,\s(?:and|or)\s|\s(?:but|so|while|whereas|because|"
                      r"since|although|though|hence|thus|therefore|yet|unlike|than)\s")
 _PRONOUN = re.compile(r"(?:it|its|they|their|them|this|that|these|those)\b")
 _PART = re.compile(r",|\s(?:and|or|then)\s")  # negation reaches no further than this
@@ -122,10 +122,12 @@ def clauses(text: str) -> list[str]:
     ("it", "they", "its" ...) is read together with the one before it."""
     out = []
     for sentence in sentences(text):
+        mine: list[str] = []  # a pronoun looks back within its own sentence only
         for clause in (c.strip() for c in _CLAUSE.split(f" {sentence} ") if c.strip()):
-            if out and _PRONOUN.match(clause):
-                clause = f"{out.pop()} {clause}"
-            out.append(clause)
+            if mine and _PRONOUN.match(clause):
+                clause = f"{mine.pop()} {clause}"
+            mine.append(clause)
+        out += mine
     return out + [p.strip() for c in out for p in _PART.split(c) if p.strip() and p.strip() != c]
 
 

@@ -20,12 +20,13 @@ KEEP = (r"still (gets?|receives?|has|have|reach|learn|train|updat|flow|exist|con
         r"keeps? (its |their |a )?grad", r"keep theirs", r"keeps? (it|them)\b",
         r"reach(es|ed)?\b", r"flows? (in|back|to)", r"connected to the loss", r"trained\b",
         r"trains\b", r"learns?\b", r"learning\b", r"updat", r"other two do",
-        r"gradients? (still )?exist", r"be differentiated")
-EARLY = (r"before\b(?! (backbone\.2|the head|head|the second))", r"upstream", r"earlier",
+        r"gradients? (still )?exist", r"be differentiated", r"(still )?differentiable")
+EARLY = (r"before\b(?! (backbone\.2|the head|head|the second|(it )?(hits|reach|hitting|gets to)))",
+         r"upstream", r"earlier",
          r"below", r"in front of", r"preced", r"input side", r"on the other side of",
          r"feeds? into", r"beyond (it|the)")
 LATE = (r"after\b(?! (backbone\.0|the first|layer 0))", r"downstream", r"later", r"loss side",
         r"closer to the loss", r"between .{0,40}?and the loss",
-        r"computed from (that|those|the detached|this|them)", r"on top of", r"above",
+        r"computed from (that|those|the detached|this|them|it\b)", r"on top of", r"above",
         r"follows?\b", r"comes? after", r"directly connected")
 NOUNS = frozenset({"head", "backbone", "first", "middle", "majority", "minority", "eos"})

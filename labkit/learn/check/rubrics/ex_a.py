@@ -10,7 +10,10 @@ CONCEPTS = {
              r"requires_grad ?= ?false", r"stop", r"ends? (there|at)", r"can'?t get past",
              r"cannot get past", r"(leaves|off|out of) the graph", r"as far back as",
              r"hits the detach", r"only reaches", r"disconnect",
-             r"removes? .{0,30}from the (computation )?graph", r"(not|never) track", r"untracked"),
+             r"removes? .{0,30}from the (computation )?graph", r"(not|never) track", r"untracked",
+             r"no grad_fn"),
+    "passes": (r"(travel|flow|go|pass|get|reach|propagat)\w*( back)? "
+               r"(into|through|past|to|beyond)",),
     "stays": (r"random", r"init", r"starting (values|weights)", r"never (move|chang|updat)",
               r"(stay|stays|remain|remains|kept|keep|are) (the same|put|fixed|frozen|unchanged|"
               r"identical|exactly as)", r"frozen", r"fixed\b", r"unchanged", r"identical to",
@@ -27,7 +30,7 @@ CONCEPTS = {
 }
 MECHANISM = Rubric(CONCEPTS, (
     Idea("say what detach() does to the graph",
-         (("cuts",),)),
+         (("cuts",), ("~passes",))),
     Idea("say what the backbone's gradient is",
          (("lose",), ("backbone", "~keep"), ("first", "~keep")),
          ((("backbone", "~lose"), "that the backbone's gradient is not None"),

@@ -13,6 +13,9 @@ CONCEPTS = {
                  r"(graph|computation|path)", r"not disconnect", r"forward (pass )?(is )?"
                  r"(unchanged|the same|still)", r"same (thing|forward)", r"requires_grad is still",
                  r"still used", r"still connected", r"autograd", r"through every layer",
+                 r"(into|to|in|on) (every|all|each) (the )?(weight|parameter)",
+                 r"(does not|doesn't|won't) (change|affect|alter) the (graph|forward|backward)",
+                 r"(backprop|backward|autograd)\S* (still )?(computes|produces|gives|fills|writes)",
                  r"(all|every) (the )?(parameters?|weights?|layers?) (still )?"
                  r"(gets?|has|have|receives?) "
                  r"(a )?\.?grad", r"(doesn't|does not|don't) (know|care) about the optimizer"),
@@ -50,7 +53,10 @@ CONCEPTS = {
                 r"not in the (parameter|param) list", r"not (registered|included)",
                 r"(isn't|is not) one of",
                 r"no handle on", r"not among", r"skipped"),
-    "only_given": (r"only backbone\.0 and the head", r"only the head and backbone\.0"),
+    "only_given": (r"only backbone\.0 and the head", r"only the head and backbone\.0",
+                   r"(backbone\.0 and the head|the head and backbone\.0) only",
+                   r"(holds|has|owns|gets|contains) (only )?(backbone\.0 and the head|the head and "
+                   r"backbone\.0)"),
     "random": (r"random", r"fixed", r"frozen", r"stuck", r"never[- ]trained", r"untrained",
                r"never trains", r"init"),
     "worse": (r"worse", r"costs? more", r"hurts? more", r"harder", r"bottleneck",

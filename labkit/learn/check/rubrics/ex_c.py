@@ -4,7 +4,8 @@ from .._meaning import Idea, Rubric
 
 _FIRST = r"(first[- ]order|linear|descent|the gain)( term| part| decrease| gain)?"
 _CURV = r"(curvature|second[- ]order|quadratic|hessian|the cost|the penalty|the bend)( term| part)?"
-_WINS = r",? (only )?(wins|dominates|takes over|outweighs|matters)"
+_WINS = (r",? (only )?(wins|dominates|takes over|outweighs|matters|"
+         r"is (the )?(largest|biggest|dominant))")
 CONCEPTS = {
     "first_order": (r"first[- ]order", r"linear (term|part|gain|decrease)", r"lr ?\* ?\|\|g",
                     r"descent term", r"\|\|g\|\|\^?2", r"gradient squared", r"squared gradient",
@@ -17,6 +18,7 @@ CONCEPTS = {
     "rounding": (r"float ?32", r"fp32", r"rounding", r"rounds?\b", r"round (away|to)",
                  r"precision", r"round-?off", r"significant digits", r"32-bit", r"single precision",
                  r"(cannot|can't) (even )?(represent|store)", r"resolution", r"swallow"),
+    "overflow": (r"overflow",),
     "no_part": (r"(plays|has) no (part|role)", r"not involved", r"irrelevant"),
     "grad_grows": (r"grad\w*( norm)? (grows|climbs|increases|gets bigger|explodes|blows up|rises)",
                    r"gradient (gets|grows) (bigger|larger)",
@@ -65,7 +67,8 @@ MECHANISM = Rubric(CONCEPTS, (
          (("rounding",),),
          ((("~rounding",), "that float32 rounding plays no part at the smallest LRs"),
           (("rounding", "no_part"), "that float32 rounding plays no part at the smallest LRs"),
-          (("rounding", "big", "!small"), "that float32 rounding breaks the largest LR"))),
+          (("rounding", "big", "!small"), "that float32 rounding breaks the largest LR"),
+          (("rounding", "overflow"), "that float32 rounding is what overflows"))),
     Idea("say what the largest LR does to the gradient norm",
          (("grad_grows",),),
          ((("grad_shrinks",), "that the gradient shrinks or vanishes"),)),

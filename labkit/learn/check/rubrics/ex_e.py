@@ -32,7 +32,8 @@ CONCEPTS = {
                r"unpredictable", r"no model can guess"),
     "eos": (r"eos", r"end[- ]of[- ](sequence|text)", r"end token", r"stop token", r"last target"),
     "length": (r"length",
-               r"when (the |an |a )?(response|answer|it|sequence|output) (ends|stops|finishes)",
+               r"(when|where) (the |an |a )?(response|answer|it|sequence|output|reply) "
+               r"(ends|stops|finishes)",
                r"when to stop",
                r"where (it|the response|an answer) (ends|finishes|stops)", r"timing",
                r"end of the response", r"(can't|cannot) be known in advance", r"to finish"),
