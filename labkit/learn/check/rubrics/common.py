@@ -20,7 +20,8 @@ KEEP = (r"still (gets?|receives?|has|have|reach|learn|train|updat|flow|exist|con
         r"keeps? (its |their |a )?grad", r"keep theirs", r"keeps? (it|them)\b",
         r"reach(es|ed)?\b", r"flows? (in|back|to)", r"connected to the loss", r"trained\b",
         r"trains\b", r"learns?\b", r"learning\b", r"updat", r"other two do",
-        r"gradients? (still )?exist", r"be differentiated", r"(still )?differentiable")
+        r"gradients? (still )?exist", r"be differentiated", r"(still )?differentiable",
+        r"(runs|goes|passes|flows|travels)( back)?( from the loss)? through")
 EARLY = (r"before\b(?! (backbone\.2|the head|head|the second|(it )?(hits|reach|hitting|gets to)))",
          r"upstream", r"earlier",
          r"below", r"in front of", r"preced", r"input side", r"on the other side of",

@@ -36,6 +36,9 @@ CONCEPTS = {
                         r"optimizer) (does|doesn't|do) not own|parameters? it does not own|"
                         r"everything|every param|all param)", r"everything moves",
                         r"keeps updating (it|them)",
+                        r"appl\w* .{0,15}to (all|every|them|the left|those|the ones)",
+                        r"including (the ones|those|parameters) (it|the optimizer) "
+                        r"(does not|doesn't) own",
                         r"(step\(\)|optimizer|sgd|it) (still |also |then )?(updates|moves|changes|"
                         r"steps|applies to) (them|it\b|every|all|the left|the excluded|the missing|"
                         r"those|that group|the group)", r"(updates?|moves?) (them|it) anyway",
