@@ -27,6 +27,7 @@ CONCEPTS = {
                  r"(not|isn't|aren't) (among|in|one of) the optimizer", r"excluded",
                  r"(through|from) (that|the|its) (same )?(partial )?list", r"listed param",
                  r"partial list", r"(doesn't|does not) know", r"what it was given",
+                 r"only the (listed|given|registered|owned) (ones|parameters|tensors|weights)",
                  r"(handed|given|passed) (a|to)", r"only decides"),
     "not_moved": (r"never (moves?|changes?|stepped|updated|applied)", r"stay put", r"no update",
                   r"starting values", r"skips? (it|them)", r"stays? at (its )?random",
