@@ -61,30 +61,41 @@ def _range_text(minimum, maximum, strict_min) -> str:
     return " and ".join(x for x in (low, high) if x)
 
 
-def notebook_box(title: str, sentence: str, colour: str = "#c0392b", *, once_for=None) -> None:
+def notebook_box(title: str, sentence: str, colour: str = "#c0392b", *, once_for=None) -> bool:
     """Show `sentence` in a styled box when running in a notebook kernel; else do nothing.
+    Return whether the box is shown (now, or already for `once_for`).
 
     Exceptions that teach (a wrong answer, a forecast not yet drawn) call this from their
-    `_render_traceback_`, so a learner sees the sentence instead of labkit's source. IPython
-    asks an exception for its traceback more than once; pass the exception as `once_for`
-    and its box is shown the first time only.
+    `_render_traceback_` (see `teaching_lines`), so a learner sees the sentence instead of
+    labkit's source. IPython asks an exception for its traceback more than once; pass the
+    exception as `once_for` and its box is shown the first time only.
     """
-    if once_for is not None:
-        if getattr(once_for, "_labkit_box_shown", False):
-            return
-        once_for._labkit_box_shown = True
+    if once_for is not None and getattr(once_for, "_labkit_box_shown", False):
+        return True
     try:
         import html
         from IPython import get_ipython
         from IPython.display import HTML, display
     except ImportError:
-        return
+        return False
     if getattr(get_ipython(), "kernel", None) is None:  # a terminal, not a notebook
-        return
+        return False
+    if once_for is not None:
+        once_for._labkit_box_shown = True
     display(HTML(f"<div style=\"border-left:4px solid {colour};background:{colour}14;"
                  f"padding:8px 12px;margin:4px 0;font-family:var(--jp-content-font-family, "
                  f"sans-serif);\"><b style=\"color:{colour}\">{html.escape(title)}</b><br>"
                  f"{html.escape(sentence)}</div>"))
+    return True
+
+
+def teaching_lines(error: Exception, title: str, label: str, colour: str = "#c0392b",
+                   ansi: str = "1;31") -> list[str]:
+    """What IPython shows for an error that teaches: in a notebook, its box and a bare red
+    label (the sentence is said once, in the box); elsewhere, the label and the sentence."""
+    head = f"\x1b[{ansi}m{label}\x1b[0m"
+    shown = notebook_box(title, str(error), colour, once_for=error)
+    return [head] if shown else [f"{head}: {error}"]
 
 
 class OutputPathError(ValueError):

@@ -83,3 +83,15 @@ def test_plot_draws_one_point_per_scored_forecast():
     from labkit.forecast.calibration import plot_calibration
     ax = plot_calibration([entry("ex_a/x", score([1.0], [2.0])), entry("ex_b/y", score([1.0], [1.0]))])
     assert sum(len(line.get_xdata()) for line in ax.lines if line.get_marker() == "o") == 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_the_forecast_axis_counts_in_whole_numbers_from_one(n):
+    pytest.importorskip("matplotlib")
+    from labkit.forecast.calibration import plot_calibration
+    ax = plot_calibration([entry(f"ex_a/{i}", score([1.0], [2.0])) for i in range(n)])
+    ax.figure.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(t == int(t) for t in ticks), ticks
+    xs = [x for line in ax.lines if line.get_marker() == "o" for x in line.get_xdata()]
+    assert sorted(xs) == list(range(1, n + 1))

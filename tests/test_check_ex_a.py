@@ -61,7 +61,7 @@ def test_the_mechanism_rubric_names_the_first_missing_idea():
         .startswith("ok: all 4 ideas")
     with pytest.raises(CheckFailed, match="names 2 of the 4 ideas.*does not yet say why the head") \
             as info:
-        ex_a_mechanism("detach gives the backbone no gradient.")
+        ex_a_mechanism("detach cuts the graph, so the backbone gets no gradient.")
     assert one_sentence(str(info.value))
     with pytest.raises(NotYetAnswered):
         ex_a_mechanism("")

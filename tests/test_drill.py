@@ -198,6 +198,19 @@ def test_a_drawn_forecast_is_read_for_curve_probes():
         ("disagree", "disagree"), ("reaches", "reaches")]
 
 
+def test_a_forecast_that_names_no_outcome_is_refused_before_the_probe_is_paid_for():
+    drill = Drill(draw(STALE))
+    assert drill.handle("forecast maybe")[0].startswith("error: 'maybe' names none of the outcomes")
+    assert drill.state["forecast"] is None
+    assert drill.handle("forecast it stalls high") == ["forecast sealed for your next probe."]
+    refused = drill.handle("probe raw_vs_reported")  # 'stalls' is an overfit outcome, not this one
+    assert len(refused) == 1 and "names none of raw_vs_reported's outcomes (agree, disagree)" \
+        in refused[0]
+    assert (drill.state["spent"], drill.state["probes"], drill.state["forecast"]) == (0, [], None)
+    ran = drill.handle("probe raw_vs_reported")  # set aside: now it runs without one
+    assert drill.state["spent"] == 1 and "no forecast written" in ran[-1]
+
+
 def test_a_probe_run_twice_is_shown_again_for_free():
     drill = Drill(draw(STALE))
     drill.handle("probe raw_vs_reported")
@@ -384,6 +397,9 @@ def test_drill_panel_plays_by_clicks_and_resumes_after_a_restart(tmp_path):
     panel.run_button.click()
     shown = html.unescape(panel.answer.value)
     assert "outcome: disagree (your forecast read as 'disagree': right)" in shown
+    earlier = html.unescape(panel.transcript.value)  # each result once: not again below it
+    assert "hypothesis noted" in earlier and "outcome: disagree" not in earlier
+    assert "help" not in html.unescape(panel.symptom.value)  # no box to type it into
     again = DrillPanel(log=log)  # a restarted kernel: no seed given, the open drill resumes
     assert again.drill.resumed and again.drill.state["spent"] == 1
     again.verdict_system.value, again.verdict_text.value = "H3", "a stale logged value"

@@ -31,7 +31,21 @@ def test_run_all_stops_at_the_unsealed_sketch(exercise, tmp_path):
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for o in nb.cells[gate].outputs if o.output_type == "error"]
     assert errors and errors[0].ename == "SketchNotSealed"
-    assert len(errors[0].traceback) == 1 and "press Seal" in errors[0].traceback[0]
+    assert len(errors[0].traceback) == 1 and "press Seal" not in errors[0].traceback[0]
+    boxes = [o for o in nb.cells[gate].outputs if o.output_type == "display_data"]
+    assert len(boxes) == 1 and "press Seal" in boxes[0].data["text/html"]  # said once
     sketch_cell = next(c for c in nb.cells
                        if c.cell_type == "code" and "SketchForecast(" in c.source)
     assert not [o for o in sketch_cell.outputs if o.output_type == "error"]
+
+
+@pytest.mark.parametrize("in_a_notebook", [True, False])
+def test_an_error_that_teaches_says_its_sentence_once(monkeypatch, in_a_notebook):
+    import labkit.errors
+    from labkit.forecast.gate import SketchNotSealed
+    from labkit.learn.check import CheckFailed
+    monkeypatch.setattr(labkit.errors, "notebook_box", lambda *a, **k: in_a_notebook)
+    for error in (SketchNotSealed("Draw your forecast, then press Seal."),
+                  CheckFailed("Your reason names 1 of the 2 ideas.")):
+        lines = error._render_traceback_()
+        assert len(lines) == 1 and (str(error) in lines[0]) is not in_a_notebook

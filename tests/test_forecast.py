@@ -188,6 +188,23 @@ def test_score_against_its_own_run(zero_lr_setup):
     assert ForecastScore.from_dict(json.loads(json.dumps(s.to_dict()))) == s
 
 
+@pytest.mark.parametrize("mean, size", [(0.099, "close"), (0.101, "roughly right"),
+                                        (0.499, "roughly right"), (0.501, "far off")])
+@pytest.mark.parametrize("what", ["the loss", "the gradient norm", "the accuracy"])
+def test_a_score_names_the_quantity_and_its_size_agrees_with_the_error(mean, size, what):
+    verdict = ForecastScore._verdict(mean, 0, None, None, True, "flat", "flat", what)
+    assert f"{what} was {size} (off by x{math.exp(mean):.2f} on average)" in verdict
+    assert verdict.startswith("A good forecast" if size == "close" else "Partly right")
+
+
+def test_a_score_of_another_curve_names_that_curve(zero_lr_setup):
+    from labkit.learn.series import series_view
+    f, run = zero_lr_setup
+    assert "the gradient norm was" in f.score(run, "grad_norm").verdict
+    assert "the gradient norm was" in f.score(series_view(run, "grad_norm")).verdict
+    assert "the loss was" in f.score(run).verdict
+
+
 @pytest.mark.chaotic  # lr_too_high: only the step range of its first NaN is asserted
 def test_nan_checkpoints_are_misses_and_nan_step_is_scored():
     missed = Forecast([[0, 2.3], [5, 2.0], [15, 1.0]]).seal(labkit.Config(steps=20), bug="lr_too_high")

@@ -138,6 +138,46 @@ def test_overfit_probe_three_verdicts():
     assert "healthy gradient norms" in noise.verdict  # random labels: no signal, norms healthy
 
 
+@pytest.mark.parametrize("scale, said", [(0.5, "ok: every probed parameter moved"),
+                                         (-3.0, "huge update for 0.weight"),
+                                         (math.inf, "non-finite update for 0.weight")])
+def test_the_update_probe_names_the_size_it_measured(scale, said):
+    model = nn.Sequential(nn.Linear(2, 2))
+    with torch.no_grad(), probes.update_probe(model, ["0.weight"]) as probe:
+        model[0].weight.add_(model[0].weight * scale)  # an update of `scale` times the weights
+    assert probe.result.verdict.startswith(said)
+
+
+@pytest.mark.parametrize("lower_drop, said", [(0.2, "loss falls at lower LRs"),
+                                              (-0.2, "loss stays finite at lower LRs")])
+def test_the_lr_sweep_says_falls_only_where_the_lower_arms_fell(monkeypatch, lower_drop, said):
+    from labkit.diagnosis.probes import lr as lr_module
+    runs = iter([([2.3] * 9 + [2.3 - lower_drop], [1.0] * 10)] * 2
+                + [([2.3] * 5 + [math.nan] * 5, [1.0] * 10)])
+    monkeypatch.setattr(lr_module, "fit", lambda *a: next(runs))
+    result = lr_module.lr_sweep(nn.Linear(2, 2), [None], lr=0.1)
+    assert result.verdict.startswith(f"{said} and diverges from x10")
+
+
+@pytest.mark.parametrize("later, verdict", [
+    (1.11e-6, "vanished"),  # the drill's case: 0.09 -> 1.11e-6, above the floor, 81,081 times smaller
+    (0.09 * 0.009, "vanished"),  # just below 1% of its start
+    (0.09 * 0.011, "healthy"),  # just above it
+    (0.05, "healthy"),
+    (5e-7, "vanished"),  # below the floor, whatever the start
+])
+def test_an_overfit_norm_is_judged_against_its_own_start(monkeypatch, later, verdict):
+    from labkit.diagnosis.probes import overfit
+    norms = [0.09] * 10 + [later] * 190
+    monkeypatch.setattr(overfit, "fit", lambda *a: ([2.307] + [2.179] * 199, norms))
+    result = overfit.overfit_probe(nn.Linear(2, 2), (torch.zeros(1, 2), torch.zeros(1).long()))
+    assert ("healthy" in result.verdict) == (verdict == "healthy")
+    assert ("vanished" in result.verdict) == (verdict == "vanished")
+    assert f"{0.09:.3g}" in result.verdict and f"{later:.3g}" in result.verdict
+    if verdict == "vanished":
+        assert f"{0.09 / later:,.0f} times smaller" in result.verdict
+
+
 @pytest.mark.parametrize("case", ["all_ignored_sgd", "all_ignored_adam", "nan_inputs", "adamw_decay"])
 def test_a_stuck_probe_is_not_computed_to_its_end_and_logs_what_computing_would(case):
     """A run at a non-finite fixed point (zero gradients, or weights already NaN) repeats its

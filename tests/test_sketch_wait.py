@@ -139,6 +139,7 @@ def test_after_a_restart_run_all_flows_through_with_the_sealed_sketch(kernel):
     _widget_update(kc, comm_id, {"rendered": 1})  # JupyterLab draws the widget meanwhile
     msgs += _messages(kc, _idle(after))
     assert "RAN True" in _text(msgs, run) and "AFTER" in _text(msgs, after)  # no redraw
+    assert "waiting" not in _text(msgs, run)  # restored on its first view: nothing to wait for
     kept = [m for m in msgs if m["msg_type"] == "display_data"
             and m["parent_header"].get("msg_id") == run]
     assert any("application/vnd.labkit.sketch+json" in m["content"]["data"] for m in kept)

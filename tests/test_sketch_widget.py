@@ -213,3 +213,13 @@ def test_a_gradient_norm_sketch_is_scored_against_the_gradient_norm(tmp_path):
 def test_bad_series_arguments_get_a_sentence(kwargs, error, match):
     with pytest.raises(error, match=match):
         SketchForecast(config=labkit.Config(steps=STEPS), **kwargs)
+
+
+def test_the_refusal_names_which_sketch_it_waits_for(tmp_path):
+    said = {}
+    for quantity in ("loss", "grad_norm"):
+        with pytest.raises(SketchNotSealed) as info:
+            two(tmp_path, quantity=quantity).require()
+        said[quantity] = str(info.value)
+    assert "forecast of the loss above ('healthy' and 'zero LR')" in said["loss"]
+    assert "forecast of the gradient norm above ('healthy' and 'zero LR')" in said["grad_norm"]

@@ -133,17 +133,21 @@ def plot_calibration(entries: list[dict], ax=None):
     """Each scored forecast's log error in the order made, coloured by exercise (a falling
     cloud means your forecasts are getting closer); returns the Axes."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     from .counting import counted
     scored = [e for e in counted([e for e in entries if e.get("score") is not None])[0]
               if e["score"]["mean_log_error"] is not None]
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 3.4))
     for name in sorted({_exercise(e) for e in scored}):
-        pts = [(i, e["score"]["mean_log_error"]) for i, e in enumerate(scored) if _exercise(e) == name]
+        pts = [(i, e["score"]["mean_log_error"]) for i, e in enumerate(scored, 1)
+               if _exercise(e) == name]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o", label=name)
     ax.axhline(0.1, color="grey", ls="--", lw=1, label="close (0.1)")
     ax.set(xlabel="forecast number (oldest first)", ylabel="mean log error",
            title=f"your loss calibration: {len(scored)} scored forecast(s)")
+    ax.set_xlim(0.5, max(len(scored), 1) + 0.5)  # forecasts 1 to n, counted in whole numbers
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     if scored:
         ax.legend(fontsize=7, ncol=2)
     return ax

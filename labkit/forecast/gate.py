@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from ..errors import notebook_box
+from ..errors import teaching_lines
 
 NO_WAIT = "LABKIT_NO_WAIT"  # set (to anything) to refuse at once even with a front end
 LOOK_S = 2.0  # how long a cell looks for a view of the widget before it counts as headless
@@ -27,8 +27,7 @@ class SketchNotSealed(RuntimeError):
     """The forecast sketch above has not been sealed, so the run must wait."""
 
     def _render_traceback_(self) -> list[str]:
-        notebook_box("Forecast first", str(self), colour="#1f6fb2", once_for=self)
-        return [f"\x1b[1;34mSketchNotSealed\x1b[0m: {self}"]
+        return teaching_lines(self, "Forecast first", "SketchNotSealed", "#1f6fb2", "1;34")
 
 
 def _kernel():
@@ -67,7 +66,9 @@ def wait_for(done, rendered, *, what: str = "your sealed forecast above") -> boo
     try:
         with ui_events() as poll:
             while not done():
-                poll(20)  # the widget's messages: strokes, Seal
+                poll(20)  # the widget's messages: strokes, Seal, a seal restored on first view
+                if done():
+                    break  # sealed by those messages: nothing to wait for, nothing to say
                 if not rendered():
                     if time.monotonic() - start > LOOK_S:
                         _drop_queued()

@@ -7,6 +7,17 @@ from dataclasses import asdict, dataclass
 
 from .shapes import classify_shape
 
+def quantity(column: str) -> str:
+    """What a column measures, as a score's sentence names it: "the loss", "the accuracy"."""
+    name = column.lower()
+    for part, words in (("acc", "the accuracy"), ("grad_norm", "the gradient norm"),
+                        ("update_norm", "the update norm"), ("recall", "the recall"),
+                        ("loss", "the loss")):
+        if part in name:
+            return words
+    return f"the {column.replace('_', ' ')}"
+
+
 CLOSE = 0.1  # mean log-error below this (within ~10%) counts as a close forecast
 ROUGH = 0.5  # ... below this (within a factor ~1.6) as roughly right
 
@@ -66,20 +77,22 @@ class ForecastScore:
         nan_hit = (nan_pred is None and nan_real is None) or (
             None not in (nan_pred, nan_real) and abs(nan_pred - nan_real) <= max(1, len(run) // 10))
         shape_real = classify_shape(values)
+        what = quantity(run.meta.get("series", column) if column == "loss_raw" else column)
         verdict = cls._verdict(mean, errors.count(None), nan_pred, nan_real, nan_hit,
-                                   forecast.expected_shape, shape_real)
+                               forecast.expected_shape, shape_real, what)
         return cls(steps, predicted, actual, errors, mean, errors.count(None), nan_pred, nan_real,
                    nan_hit, forecast.expected_shape, shape_real, verdict)
 
     @staticmethod
-    def _verdict(mean, misses, nan_pred, nan_real, nan_hit, shape_pred, shape_real) -> str:
+    def _verdict(mean, misses, nan_pred, nan_real, nan_hit, shape_pred, shape_real,
+                 what: str = "the loss") -> str:
         right = (mean is None or mean < CLOSE) + nan_hit + (shape_pred == shape_real)
         head = {3: "A good forecast", 2: "Partly right", 1: "Mostly wrong", 0: "A miss"}[right]
         if mean is None:
             loss = "no checkpoint could be compared"
         else:
             size = "close" if mean < CLOSE else "roughly right" if mean < ROUGH else "far off"
-            loss = f"the loss was {size} (off by x{math.exp(mean):.2f} on average)"
+            loss = f"{what} was {size} (off by x{math.exp(mean):.2f} on average)"
         loss += f", {misses} checkpoint(s) fell where the run was already NaN" if misses else ""
         shape = (f"the shape '{shape_real}' was right" if shape_pred == shape_real else
                  f"you expected '{shape_pred}' but the run was '{shape_real}'")

@@ -33,7 +33,8 @@ def series_view(run: Run, column: str, start: float | None = None) -> Run:
         names = sorted(set(run.table) | set(run.evals))
         raise ValueError(f"column={column!r} is neither a table nor an evals column of this run; "
                          f"columns are {', '.join(names)}.")
-    return replace(run, table={**run.table, "loss_raw": values})
+    return replace(run, table={**run.table, "loss_raw": values},
+                   meta={**run.meta, "series": column})  # the score names what was forecast
 
 
 def _interpolate(at: list, ys: list, step: int) -> float:

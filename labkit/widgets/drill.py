@@ -56,7 +56,7 @@ class DrillPanel(w.VBox):
             self.drill.state = self.drill_log.save_session(self.drill.state)
         task = self.drill.mystery.task
         self.chance = math.log(50 if task == "lm" else 10)
-        intro = self.drill.intro_lines()
+        intro = self.drill.intro_lines(typed=False)  # buttons, no box to type `help` into
         reported = self.drill.case.baseline().table["loss_reported"]
         self.symptom = w.HTML(curves_svg({"reported loss": reported}, reference=self.chance,
                                          title="the first 50 reported steps") + _pre(intro))
@@ -80,7 +80,8 @@ class DrillPanel(w.VBox):
         self.run_button.on_click(lambda _: self.run_probe())
         self.convict_button.on_click(lambda _: self.convict())
         self.probe.observe(lambda _: self._new_forecast(), "value")
-        self._lines: list[str] = []
+        self._earlier: list[str] = []  # the transcript: commands before the one shown above
+        self._latest: list[str] = []
         self._new_forecast()
         super().__init__([
             self.symptom, w.HBox([self.system, self.mechanism, self.hypothesis_button]),
@@ -125,16 +126,15 @@ class DrillPanel(w.VBox):
             self.answer.value = _pre(lines)
 
     def convict(self) -> list[str]:
-        lines = self._command(f"convict {self.verdict_system.value} {self.verdict_text.value}")
-        self.answer.value = _pre(lines)
-        return lines
+        return self._command(f"convict {self.verdict_system.value} {self.verdict_text.value}")
 
     def _command(self, line: str) -> list[str]:
         try:
             lines = self.drill.handle(line)
         except ValueError as exc:  # e.g. the drill was moved on from another window
             lines = [f"error: {exc}"]
-        self._lines += [f"> {line}", *lines]
+        self._earlier, self._latest = self._earlier + self._latest, [f"> {line}", *lines]
+        self.answer.value = _pre(lines)  # each result once: here, then in the transcript below
         self._refresh()
         return lines
 
@@ -151,7 +151,8 @@ class DrillPanel(w.VBox):
         credits = "drill over" if done else f"{d.left} of {d.state['budget']} credits left"
         said = html.escape(f"{hyp['system']} {hyp['text']}") if hyp else "none"
         self.status.value = f"<b>{credits}</b> &middot; hypothesis: {said}"
-        self.transcript.value = _pre(self._lines[-60:])
+        self.transcript.value = ("<b>earlier</b>" + _pre(self._earlier[-60:])
+                                 if self._earlier else "")
 
     def __repr__(self) -> str:
         s = self.drill.state

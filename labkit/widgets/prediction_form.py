@@ -32,7 +32,7 @@ from pathlib import Path
 import anywidget
 import traitlets as t
 
-from ..errors import notebook_box, suggest
+from ..errors import suggest, teaching_lines
 from ..forecast.carry import carried_prediction, show_prediction
 from ..forecast.gate import wait_for
 from ..learn.check import _predict
@@ -47,8 +47,7 @@ class PredictionNotGiven(NotImplementedError):
     """No prediction yet: the form was not sealed, or nobody could see it (a headless run)."""
 
     def _render_traceback_(self) -> list[str]:
-        notebook_box("Predict first", str(self), colour="#1f6fb2", once_for=self)
-        return [f"\x1b[1;34mPredictionNotGiven\x1b[0m: {self}"]
+        return teaching_lines(self, "Predict first", "PredictionNotGiven", "#1f6fb2", "1;34")
 
 
 EXERCISES = ("ex_a", "ex_b", "ex_c", "ex_d", "ex_e", "ex_f")  # the ones that seal a prediction

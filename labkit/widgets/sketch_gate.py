@@ -21,7 +21,7 @@ import weakref
 from ..forecast.carry import payload, show
 from ..forecast.forecast import SHAPES, Forecast
 from ..forecast.gate import SketchNotSealed, wait_for
-from .sketch_series import note_for
+from .sketch_series import label, note_for
 
 
 def setup_hash(config, bug) -> str:
@@ -116,12 +116,13 @@ def require(sketch):
     if not sketch.sealed and sketch._from_code:
         sketch.seal()
     if not sketch.sealed:
-        what = (" and ".join(map(repr, sketch.series_names)) if len(sketch.series_names) > 1
-                else "the curve")
+        names = sketch.series_names
+        what = f"of the {label(sketch.quantity)} above" + (
+            f" ({', '.join(map(repr, names[:-1]))} and {names[-1]!r})" if len(names) > 1 else "")
         wait_for(lambda: sketch.sealed, lambda: sketch.rendered > 0,
-                 what=f"your sealed forecast above ({what})")
+                 what=f"your sealed forecast {what}")
         if not sketch.sealed:
-            raise SketchNotSealed(f"Draw your forecast above ({what}) and press Seal, then run "
+            raise SketchNotSealed(f"Draw your forecast {what} and press Seal, then run "
                                   "this cell and the ones below it (Run > Run Selected Cell "
                                   "and All Below). The run waits for your sketch, so the "
                                   "comparison afterwards is honest.")

@@ -162,8 +162,8 @@ class UpdateProbe:
                          "relative_update": delta / (weight + 1e-12)})
         frozen = [r["name"] for r in rows if r["delta_norm"] == 0.0 and not r["grad_is_none"]]
         unreached = [r["name"] for r in rows if r["delta_norm"] == 0.0 and r["grad_is_none"]]
-        huge = [r["name"] for r in rows if not math.isfinite(r["relative_update"])
-                or r["relative_update"] > 1.0]
+        broken = [r["name"] for r in rows if not math.isfinite(r["relative_update"])]
+        huge = [r["name"] for r in rows if r["relative_update"] > 1.0 and r["name"] not in broken]
         parts = []
         if frozen:
             parts.append(f"no update for {', '.join(frozen)}: check optimizer membership, the "
@@ -173,6 +173,8 @@ class UpdateProbe:
                          "never reached it (see the gradient audit)")
         if parts:
             verdict = "; ".join(parts)
+        elif broken:  # NaN or inf is no size: "larger than the weights" would not be true
+            verdict = f"non-finite update for {', '.join(broken)}: the weights are now NaN or inf"
         elif huge:
             verdict = f"huge update for {', '.join(huge)}: the step is larger than the weights"
         else:

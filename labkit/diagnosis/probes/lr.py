@@ -44,7 +44,9 @@ def lr_sweep(model: nn.Module, batches: list, *, lr: float, make_optimizer=None,
     elif diverged and diverged[0] == min(factors):
         verdict = "diverges even at the smallest LR: instability is not (only) the LR"
     elif diverged:
-        verdict = (f"loss falls at lower LRs and diverges from x{diverged[0]:g}: the LR sits "
+        below = [arms[f]["drop"] for f in sorted(arms) if f < diverged[0]]
+        trend = "falls" if all(d > 0 for d in below) else "stays finite"  # a rise is no fall
+        verdict = (f"loss {trend} at lower LRs and diverges from x{diverged[0]:g}: the LR sits "
                    "near or above the stable limit")
     elif drops == sorted(drops):
         verdict = "loss drop grows monotonically with LR: the optimizer responds to the LR"

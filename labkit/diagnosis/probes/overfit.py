@@ -20,6 +20,7 @@ from ._common import ProbeResult, default_forward, default_loss, fit
 
 REACHED = 0.1  # "about 0": final loss below this fraction of the first loss
 DEAD_NORM = 1e-6  # a gradient norm this small counts as no flow
+FELL = 1e-2  # a norm below 1% of its own start (two orders of magnitude) has vanished
 
 
 def _sgd(lr):
@@ -30,7 +31,8 @@ def overfit_probe(model: nn.Module, batch, *, forward=default_forward, loss_fn=d
                   steps: int = 200, lr: float = 0.5, make_optimizer=None,
                   stop_when_reached: bool = False) -> ProbeResult:
     """Train a copy of `model` on one fixed batch; verdict: reaches ~0, stalls with ~0 norms,
-    or stalls with healthy norms. The learner's model is not modified. `stop_when_reached`:
+    stalls as its norm vanishes (below DEAD_NORM, or below FELL times its own start), or
+    stalls with healthy norms. The learner's model is not modified. `stop_when_reached`:
     end at the first step whose loss is ~0 (the answer is known; the rest would be spent)."""
     check_number("steps", steps, minimum=1, integer=True)
     check_number("lr", lr, minimum=0.0)
@@ -50,17 +52,25 @@ def overfit_probe(model: nn.Module, batch, *, forward=default_forward, loss_fn=d
     elif start_norm is None or start_norm < DEAD_NORM:
         verdict = (f"stalls with gradient norm ~0 from the start ({first:.3f} -> {last:.3f}): "
                    "gradient flow is blocked -- not an LR problem")
-    elif median_norm < DEAD_NORM:
-        verdict = (f"stalls on a plateau ({first:.3f} -> {last:.3f}): gradients were healthy, then "
-                   "vanished once the model learned all the data allows -- no signal beyond it")
+    elif median_norm < DEAD_NORM or median_norm < FELL * start_norm:
+        verdict = (f"stalls on a plateau ({first:.3f} -> {last:.3f}): the gradient norm vanished, "
+                   f"from {start_norm:.3g} over the first 10 steps to a median {median_norm:.3g} "
+                   f"over the second half ({_fold(start_norm, median_norm)}) -- no signal beyond "
+                   "what the model learned first")
     else:
-        verdict = (f"stalls with healthy gradient norms ({first:.3f} -> {last:.3f}, median norm "
-                   f"{median_norm:.3g}): the data or the loss carries no usable signal")
+        verdict = (f"stalls with healthy gradient norms ({first:.3f} -> {last:.3f}; median norm "
+                   f"{start_norm:.3g} over the first 10 steps, {median_norm:.3g} over the second "
+                   "half): the data or the loss carries no usable signal")
     return ProbeResult("overfit probe", verdict, {
         "loss_first": first, "loss_last": last, "start_grad_norm": start_norm,
         "median_grad_norm": median_norm,
         "reached": last < REACHED * first, "losses": losses, "grad_norms": norms,
         "steps": steps})
+
+
+def _fold(start: float, now: float) -> str:
+    """How many times smaller `now` is than `start`, in words that fit any ratio."""
+    return f"{start / now:,.0f} times smaller" if now > 0 else "down to exactly 0"
 
 
 def _until_reached(batch, steps: int, loss_fn):

@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from ...errors import notebook_box, suggest
+from ...errors import suggest, teaching_lines
 
 _FORECAST = re.compile(r"^\s*(?P<column>[a-z_]+)\s*(?P<op><|>)\s*(?P<value>-?[0-9.]+(?:e-?\d+)?)"
                        r"\s+by\s+step\s+(?P<step>\d+)\s*$")
@@ -24,8 +24,7 @@ class TriageRefused(ValueError):
     """A rule of the form was broken; the message lists what is missing or wrong."""
 
     def _render_traceback_(self) -> list[str]:  # in a notebook: the sentence, not labkit's source
-        notebook_box("Refused", str(self), once_for=self)
-        return [f"\x1b[1;31mTriageRefused\x1b[0m: {self}"]
+        return teaching_lines(self, "Refused", "TriageRefused")
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 
-from ...errors import notebook_box
+from ...errors import teaching_lines
 
 OUTCOMES: list[dict] = []  # {"check", "status", "message"}, in call order; status is
 # "passed", "failed" or "not yet answered"
@@ -28,8 +28,7 @@ class CheckFailed(AssertionError):
     def _render_traceback_(self) -> list[str]:
         """IPython shows these lines instead of a traceback; a styled box goes above them."""
         what = self.check or "answer check"
-        notebook_box(f"Not yet: {what}", str(self), once_for=self)
-        return [f"\x1b[1;31mCheckFailed\x1b[0m ({what}): {self}"]
+        return teaching_lines(self, f"Not yet: {what}", f"CheckFailed ({what})")
 
 
 class NotYetAnswered(CheckFailed):

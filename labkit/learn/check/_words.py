@@ -1,29 +1,23 @@
-"""Reading a written explanation by a key-term rubric that the learner can read too.
+"""Reading a written explanation by a rubric of ideas that the learner can read too.
 
-A rubric is a dict {idea: phrases}: the idea is what the explanation must say, in the
-learner's words; the phrases are the words that count as saying it, matched at word
-boundaries exactly as the drill matches them (`labkit.learn.drill.words.found`). Every
-idea must be named. An explanation longer than `MAX_WORDS` is refused, so that pasting
-the printed outputs cannot stand in for one. Print a rubric with `rubric_text(RUBRIC)`.
+A rubric (`_meaning.Rubric`) lists the ideas an explanation must say, and reads each by its
+concepts, so that other words for the same idea count and a reversal or denial of it does
+not (see `_meaning`). Every idea must be said, and none contradicted. An explanation longer
+than `MAX_WORDS` is refused, so that pasting the printed outputs cannot stand in for one.
+Print a rubric (`print(MECHANISM)`) to see its ideas.
 """
 
 from __future__ import annotations
 
-from ..drill.words import found
 from ._base import CheckFailed, NotYetAnswered
+from ._meaning import Rubric, read
 
 MAX_WORDS = 120
 
 
-def rubric_text(rubric: dict) -> str:
-    """The rubric as lines a learner reads: each idea and the words that name it."""
-    return "\n".join(f"- {idea}: {', '.join(repr(p) for p in phrases)}"
-                     for idea, phrases in rubric.items())
-
-
-def ideas_found(text: str, rubric: dict) -> list[str]:
-    """The ideas of `rubric` that `text` names."""
-    return [idea for idea, phrases in rubric.items() if any(found(p, text) for p in phrases)]
+def rubric_text(rubric: Rubric) -> str:
+    """The rubric as lines a learner reads: each idea an explanation must say."""
+    return str(rubric)
 
 
 def need_text(text, what: str = "your explanation") -> str:
@@ -39,11 +33,14 @@ def need_text(text, what: str = "your explanation") -> str:
     return text
 
 
-def score_rubric(text, rubric: dict, what: str = "your explanation") -> str:
-    """Pass when `text` names every idea of `rubric`; else name the first idea it misses."""
+def score_rubric(text, rubric: Rubric, what: str = "your explanation") -> str:
+    """Pass when `text` says every idea of `rubric` and contradicts none; else say what is off."""
     need_text(text, what)
-    named = ideas_found(text, rubric)
-    missing = [idea for idea in rubric if idea not in named]
+    named, wrong = read(text, rubric)
+    if wrong:
+        raise CheckFailed(f"{what.capitalize()} says {wrong[0]}, and that is not what happens: "
+                          "read the runs again and say what they show.")
+    missing = [idea.says for idea in rubric.ideas if idea not in named]
     if missing:
         raise CheckFailed(f"{what.capitalize()} names {len(named)} of the {len(rubric)} ideas of "
                           f"the rubric; it does not yet {missing[0]}.")

@@ -14,28 +14,11 @@ import math
 from . import _predict
 from ._base import CheckFailed, answer_check, layer_groups
 from ._words import score_rubric
+from .rubrics.ex_a import MECHANISM, TRANSFER_REASON
 
 GROUPS = ("backbone.0", "backbone.2", "head")
 FORMS = {"null_groups": ("groups", GROUPS), "head_learns": ("bool",), "why": ("text",)}
 LEVEL = 2.0  # ex_a_steps_to: the first step whose raw loss is below this
-
-MECHANISM = {  # idea -> words that name it
-    "say what detach() does to the graph": ["detach", "cut", "no history", "leaves the graph",
-                                           "graph is broken", "breaks the graph", "graph break"],
-    "say what the backbone's gradient is": ["none", "no gradient", "no grad", "never reach",
-                                            "never reaches", "not reached", "null"],
-    "say why the head still learns (where it sits)": [
-        "after the detach", "after the cut", "downstream", "head still", "head is after",
-        "between the cut and the loss", "only the head"],
-    "say what the backbone's weights stay": ["random", "initial", "init", "never move",
-                                             "never change", "frozen", "fixed"],
-}
-TRANSFER_REASON = {
-    "say which layers lose the gradient (those before the detach)": [
-        "before", "upstream", "earlier", "below", "in front of", "precede"],
-    "say which layers keep it (those after the detach)": [
-        "after", "downstream", "later", "above", "behind", "follow"],
-}
 
 
 def null_groups(run) -> set:

@@ -14,6 +14,7 @@ import math
 from . import _predict
 from ._base import CheckFailed, answer_check, layer_groups, need_bool
 from ._words import score_rubric
+from .rubrics.ex_b import MECHANISM, TRANSFER_REASON
 
 GROUPS = ("backbone.0", "backbone.2", "head")
 GRAD_STATES = ("finite", "none", "zero")  # "finite": a nonzero number
@@ -21,28 +22,6 @@ VARIANTS = ("backbone_only", "head_only")  # which part the optimizer was given
 FORMS = {"frozen_backbone_only": ("groups", GROUPS), "frozen_head_only": ("groups", GROUPS),
          "left_out_grad": ("choice", GRAD_STATES), "zero_grad_clears": ("bool",),
          "worse": ("choice", VARIANTS), "why": ("text",)}
-
-MECHANISM = {
-    "say why every parameter still gets a gradient": [
-        "forward", "backward", "still on the path", "still connected", "autograd", "graph"],
-    "say what step() does with parameters it does not own": [
-        "step()", "not in the optimizer", "not owned", "owns", "optimizer's list",
-        "param group", "parameter group", "only updates", "never applies", "never applied"],
-    "say why the left-out gradient grows": [
-        "zero_grad", "accumul", "piles", "pile up", "adds up", "add up", "sums", "summed",
-        "never cleared", "not cleared"],
-    "say why leaving out the head costs more": [
-        "random head", "random projection", "head is random", "head stays random",
-        "fixed projection", "random output", "random readout", "frozen head"],
-}
-TRANSFER_REASON = {
-    "say which group the optimizer leaves out": ["not in the optimizer", "left out", "leaves out",
-                                                "not owned", "not given", "missing", "omitted",
-                                                "skips"],
-    "say what zero_grad() does to that group's gradient": ["zero_grad", "accumul", "piles",
-                                                          "pile up", "adds up", "never cleared",
-                                                          "not cleared", "sums"],
-}
 
 
 def frozen_groups(run) -> set:

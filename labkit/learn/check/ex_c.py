@@ -13,32 +13,13 @@ import math
 from . import _predict
 from ._base import CheckFailed, answer_check, need_one_of
 from ._words import score_rubric
+from .rubrics.ex_c import MECHANISM, TRANSFER_REASON
 
 ROLES = ("too small", "slow", "best", "too large")
 LRS = (1e-6, 1e-4, 1e-2, 1, 30)
 STUCK = 0.1  # a raw loss that never strays this far from its first value has not moved
 FORMS = {"roles": ("roles", LRS, ROLES), "why": ("text",)}
 X10 = ("falls faster", "about the same", "blows up")  # ex_c_transfer's answer space
-
-MECHANISM = {
-    "name the first-order term, the descent that grows like lr": [
-        "first-order", "first order", "linear term", "lr * ||g||", "lr*||g||", "descent term",
-        "||g||^2", "gradient squared", "grows like lr", "proportional to lr"],
-    "name the curvature term that grows like lr squared": [
-        "curvature", "second-order", "second order", "hessian", "lr^2", "lr squared", "quadratic",
-        "ghg", "g^t h g"],
-    "say why the smallest LRs barely move (float32 rounding)": [
-        "float32", "rounding", "rounds", "precision", "round-off", "roundoff", "7 digits",
-        "significant digits"],
-    "say what the largest LR does to the gradient norm": [
-        "overshoot", "jumps", "jump", "across the valley", "grad_norm grows", "gradient grows",
-        "gradient norm grows", "explod", "uphill"],
-}
-TRANSFER_REASON = {
-    "compare the new step size with a stable limit set by curvature": [
-        "curvature", "stable limit", "limit", "2 /", "2/", "threshold", "sharp", "hessian",
-        "lr^2", "second-order", "second order"],
-}
 
 
 def _measured(run) -> dict:

@@ -13,27 +13,12 @@ import re
 from . import _predict
 from ._base import CheckFailed, answer_check, need_one_of
 from ._words import score_rubric
+from .rubrics.ex_d import MECHANISM, TRANSFER_REASON
 
 NAMES = {"online": "online", "loss_reported": "online", "train_eval": "train_eval", "val": "val"}
 CLOSE = 0.2  # two losses within 20% of each other count as ≈
 CAUSES = ("dropout", "split", "timing")
 GAP_VS_HALF = ("larger", "about the same", "smaller")  # ex_d_transfer's answer space
-
-MECHANISM = {
-    "say what dropout does to the online loss in train() mode": [
-        "zeroes", "zeros", "drops", "dropped", "switches off", "turns off half", "handicap",
-        "half the units", "half of the units", "random units", "noisy network", "thinned"],
-    "say what eval() changes": ["eval()", "eval mode", "eval() mode", "evaluation mode"],
-    "say what the online number averages over": [
-        "running mean", "epoch mean", "average over the epoch", "averages over", "older weights",
-        "earlier weights", "weights of each step", "during the epoch"],
-    "say what no_grad() switches instead": ["no_grad", "graph", "autograd", "grad_fn"],
-}
-TRANSFER_REASON = {
-    "say how the share of dropped units changes the handicap": [
-        "fewer", "less", "smaller share", "milder", "weaker", "drops less", "drop less",
-        "lower rate", "20%", "0.2"],
-}
 
 
 def _three(run) -> dict:

@@ -15,35 +15,13 @@ from ..lm_floor import floor
 from . import _predict
 from ._base import CheckFailed, answer_check, need_one_of
 from ._words import score_rubric
+from .rubrics.ex_e import MECHANISM, TRANSFER_REASON
 
 RUNS = ("correct", "double_shift", "padding_in_loss", "all_masked_labels", "prompt_in_loss")
 FORMS = {"nan_run": ("choice", RUNS), "two_ahead_run": ("choice", RUNS),
          "inflated_runs": ("groups", RUNS), "lowest_train_loss": ("choice", RUNS),
          "why": ("text",)}
 DIRECTIONS = ("higher", "about the same", "lower")  # ex_e_transfer's answer space
-
-MECHANISM = {
-    "say what the double shift makes each position predict": [
-        "two ahead", "2 ahead", "two tokens ahead", "t+2", "two steps ahead", "shifted twice",
-        "shifts twice", "shift twice", "shifted again", "shifts again"],
-    "say why padding in the loss flatters the curve": [
-        "trivial", "easy", "cheap", "free", "certain", "costs almost nothing", "predictable",
-        "always pad", "costs nothing"],
-    "say why the all-masked run is NaN": [
-        "0/0", "0 / 0", "zero tokens", "no targets", "no target", "no supervised", "empty mean",
-        "divide by zero", "division by zero", "divides by zero", "nothing to average"],
-    "say what the prompt tokens add to the loss": [
-        "random prompt", "uniform", "unlearnable", "cannot be learned", "can't be learned",
-        "noise", "unpredictable", "random tokens", "cannot be predicted", "can't be predicted"],
-}
-TRANSFER_REASON = {
-    "say what is special about predicting EOS": [
-        "length", "when the response ends", "when it ends", "where it ends", "stop", "end of"],
-    "say what the response-only validation loss still scores": [
-        "still scores eos", "scores eos", "includes eos", "eos is still", "never learns eos",
-        "never learned eos", "never predicts eos", "val_response_loss", "validation",
-        "response mask"],
-}
 
 
 def _last20(run, n=None) -> float:

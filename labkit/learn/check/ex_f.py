@@ -17,28 +17,13 @@ import torch
 from . import _predict
 from ._base import CheckFailed, answer_check, need_one_of
 from ._words import score_rubric
+from .rubrics.ex_f import MECHANISM, TRANSFER_REASON
 
 METRICS = ("accuracy", "confusion_matrix", "cross_entropy", "minority_recall")
 RECALL_LEAVES_ZERO = ("never", "before step 50", "after step 50")
 EARLIER = ("later", "about the same", "earlier")  # ex_f_transfer's answer space
 FORMS = {"recall_leaves_zero": ("choice", RECALL_LEAVES_ZERO), "exposing": ("choice", METRICS),
          "why": ("text",)}
-
-MECHANISM = {
-    "say what the falling loss changed (the probabilities)": [
-        "probabilit", "confiden", "surer", "more sure", "p(class", "p(correct"],
-    "say what it did not change (the decisions)": [
-        "argmax", "decision", "threshold", "never flips", "prediction stays", "predictions stay",
-        "still predicts class 0", "always class 0", "always predicts class 0"],
-    "say why the majority class drives the mean": [
-        "majority", "most examples", "common class", "dominates", "94%", "93.8%", "0.938"],
-    "say what exposes it (a per-class number)": ["per-class", "per class", "recall", "confusion"],
-}
-TRANSFER_REASON = {
-    "say how the minority's share of the loss changes": [
-        "share", "more minority", "more examples", "more weight", "more of the loss", "more say",
-        "larger part", "bigger part", "20%", "0.2"],
-}
 
 
 def _number(name: str, value) -> float:

@@ -1,6 +1,7 @@
 """Lab 15's answer checks: three distinct hypothesis sketches, a checkable FORECAST, and the
-conviction, judged on its system and on its mechanism's key terms. The answers are compared
-as salted hashes (`labkit.diagnosis.lab15`); no check prints one."""
+conviction, judged on its system, on its mechanism's key terms, and on no phrase that reverses
+the mechanism (`lab15_reading`). The answers are compared as salted hashes
+(`labkit.diagnosis.lab15`); no check prints one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from ...diagnosis import lab15 as mysteries
 from ...diagnosis.record import strict
 from ...diagnosis.record.triage import Prediction, TriageRecord, TriageRefused
 from ._base import CheckFailed, NotYetAnswered, answer_check
+from .lab15_reading import reverses
 
 HINTS = {  # where to look again, by the system convicted (not by the answer)
     "H3": "did raw and reported agree over the baseline, step by step?",
@@ -66,4 +68,8 @@ def lab15_conviction(mystery: str, record: TriageRecord) -> str:
         raise CheckFailed(f"{system} is the right system, but the mechanism line names {found} of "
                           f"the {needed} things it must say {tries}: say what broke and where it "
                           "sits in the loop, in plain words.")
+    if reverses(mystery, mechanism):
+        raise CheckFailed(f"{system} is the right system, but the mechanism line says the opposite "
+                          f"of what the evidence shows about it {tries}: read the rows of the "
+                          "record again and say what broke, not what did not.")
     return f"ok: {line} {tries}"

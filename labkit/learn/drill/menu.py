@@ -54,3 +54,14 @@ def menu_lines(left: int | None = None) -> list[str]:
         out += wrap(p.shows, "      ")
         out.append(f"      forecast words: {' | '.join(OUTCOMES[p.name])}")
     return out
+
+
+HELP = [
+    "commands (one per line):",
+    "  probes                    the probe menu: prices, what each shows, forecast words",
+    "  hypothesis SYSTEM TEXT    your current hypothesis: H1, H2, H3 or NONE, and a mechanism",
+    "  forecast TEXT             what the next probe will show, e.g. `forecast raw falls, disagree`",
+    "  probe NAME                spend credits on a probe",
+    "  convict SYSTEM TEXT       end the drill: a system and a mechanism line",
+    "  symptom | help | quit     show the symptom again | this list | give up and see the answer",
+]

@@ -20,23 +20,15 @@ from .feedback import ending_lines
 from .forecasts import read_forecast
 from .log import DrillLog
 from .mystery import Mystery, draw, new_seed
-from .menu import MENU, menu_lines
+from .menu import HELP, MENU, menu_lines
 from .probes import answer
 from .score import score
 from .symptom import symptom_lines
+from .words import OUTCOMES, read_outcome
 
 BUDGET = 20  # credits: the most expensive cheapest path costs 12
 COMMANDS = ("help", "probes", "symptom", "hypothesis", "forecast", "probe", "convict", "quit")
 SYSTEMS = {"h1": "H1", "h2": "H2", "h3": "H3", "none": "NONE", "healthy": "NONE"}
-HELP = [
-    "commands (one per line):",
-    "  probes                    the probe menu: prices, what each shows, forecast words",
-    "  hypothesis SYSTEM TEXT    your current hypothesis: H1, H2, H3 or NONE, and a mechanism",
-    "  forecast TEXT             what the next probe will show, e.g. `forecast raw falls, disagree`",
-    "  probe NAME                spend credits on a probe",
-    "  convict SYSTEM TEXT       end the drill: a system and a mechanism line",
-    "  symptom | help | quit     show the symptom again | this list | give up and see the answer",
-]
 
 
 class Drill:
@@ -75,7 +67,8 @@ class Drill:
     def left(self) -> int:
         return self.state["budget"] - self.state["spent"]
 
-    def intro_lines(self, emit=None) -> list[str]:
+    def intro_lines(self, emit=None, *, typed: bool = True) -> list[str]:
+        """The opening lines; `typed=False` (a panel of buttons) leaves out the `help` line."""
         out = _Out(emit)
         s = self.state
         if self.resumed:
@@ -92,7 +85,8 @@ class Drill:
             out(f"  already run: {p['name']} -> {p['outcome']}")
         if s.get("hypothesis"):
             out(f"  hypothesis: {s['hypothesis']['system']} {s['hypothesis']['text']}")
-        out("Type `help` for the commands, `probes` for the menu.")
+        if typed:
+            out("Type `help` for the commands, `probes` for the menu.")
         return out.lines
 
     # ---- commands -------------------------------------------------------------------
@@ -152,6 +146,9 @@ class Drill:
         if not rest:
             out("error: forecast needs text, e.g. `forecast the raw loss falls: disagree`.")
             return
+        if not any(read_outcome(probe, rest) for probe in OUTCOMES):
+            return out(f"error: {rest!r} names none of the outcomes a probe can show, so "
+                       "nothing could score it; `probes` lists them, e.g. `forecast disagree`.")
         self.forecast(text=rest)
         out("forecast sealed for your next probe.")
 
@@ -179,15 +176,18 @@ class Drill:
             return
         s = self.state
         hyp, fc = s["hypothesis"], s["forecast"]
+        predicted = read_forecast(name, fc, self.case) if fc else None
+        if fc and predicted is None:  # refused before it is paid for: nothing could score it
+            s["forecast"] = None  # set aside
+            return out(f"error: your forecast names none of {name}'s outcomes "
+                       f"({', '.join(OUTCOMES[name])}); it is set aside, nothing is charged: "
+                       "forecast again, or run the probe without one.")
         out(f"probe {name}: {price} credit(s), {self.left - price} left after it")
         out("  hypothesis: " + (f"{hyp['system']} {hyp['text']}" if hyp else "none stated"))
         out(f"  running {name} on the mystery's own code ...")
         out.flush()  # nothing kept is acknowledged in these lines
         ans = answer(self.case, name)
-        predicted = read_forecast(name, fc, self.case) if fc else None
-        how = ("no forecast written" if fc is None else
-               f"your forecast read as '{predicted}'" if predicted else
-               "your forecast names none of this probe's outcomes")
+        how = "no forecast written" if fc is None else f"your forecast read as '{predicted}'"
         for line in ans.lines:
             out(line)
         verdict = "right" if predicted == ans.outcome else "not right"

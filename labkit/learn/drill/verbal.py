@@ -14,16 +14,19 @@ breaks) and each element of a strong answer is looked for:
                  case's intervention words
   confirm        one sentence with a confirmation cue ("confirm", "expect", "should" ...)
 
-Phrases match at word boundaries (see `words`). The rubric says which words it found, so
-a learner can see why an element counted, and can argue with it.
+Phrases match at word boundaries (see `words`), and only where no "not", "no", "never" or
+"n't" stands among the three words before them ("most likely it is not overfitting" names no
+leading hypothesis; see `labkit.learn.check._meaning.denied`). The rubric says which words it
+found, so a learner can see why an element counted, and can argue with it.
 """
 
 from __future__ import annotations
 
 import re
 
+from ..check._meaning import denied
 from .verbal_cases import CASES, MODELS
-from .words import found
+from .words import pattern
 
 ELEMENTS = ("hedge", "leading", "alternatives", "test", "intervention", "confirm")
 LABELS = {"hedge": "hedge on comparability", "leading": "leading hypothesis",
@@ -63,8 +66,11 @@ def sentences(text: str) -> list[str]:
     return [s for s in re.split(r"[.;!?\n]+", text) if s.strip()]
 
 
-def _first(phrases, text):
-    return next((p for p in phrases if found(p, text)), None)
+def _first(phrases, text, negation: bool = True):
+    """The first of `phrases` that `text` asserts: found, and (with `negation`) not denied."""
+    lowered = text.lower()
+    return next((p for p in phrases if any(not (negation and denied(lowered, m.start()))
+                                           for m in pattern(p).finditer(lowered))), None)
 
 
 def grade(case_index: int, answer: str) -> dict:
@@ -81,8 +87,9 @@ def grade(case_index: int, answer: str) -> dict:
     for element in ELEMENTS[1:]:
         hits[element] = None
         for sentence in sentences(answer):
-            cue = _first(CUES[element], sentence)
             word = _first(content[element], sentence) if element != "confirm" else ""
+            # a content phrase that is itself a negation ("no change") asserts its cue
+            cue = _first(CUES[element], sentence, negation=not (word or "").startswith("no"))
             if cue and word is not None:
                 hits[element] = f"{cue} ... {word}" if word else cue
                 break

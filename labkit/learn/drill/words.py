@@ -80,18 +80,20 @@ OUTCOMES = {  # probe -> outcome -> phrases that predict it (shown by the `probe
 }
 
 
-def _pattern(phrase: str) -> re.Pattern:
-    end = r"(?![a-z0-9])" if len(phrase) <= 3 else ""
-    return re.compile(r"(?<![a-z0-9])" + re.escape(phrase.lower()) + end)
-
-
 _CACHE: dict[str, re.Pattern] = {}
 
 
+def pattern(phrase: str) -> re.Pattern:
+    """The compiled pattern of `phrase`: at word boundaries, as the module says."""
+    if phrase not in _CACHE:
+        end = r"(?![a-z0-9])" if len(phrase) <= 3 else ""
+        _CACHE[phrase] = re.compile(r"(?<![a-z0-9])" + re.escape(phrase.lower()) + end)
+    return _CACHE[phrase]
+
+
 def found(phrase: str, text: str) -> bool:
-    """Whether `phrase` occurs in `text` (lower-cased) at word boundaries, as the module says."""
-    pat = _CACHE.get(phrase) or _CACHE.setdefault(phrase, _pattern(phrase))
-    return pat.search(text.lower()) is not None
+    """Whether `phrase` occurs in `text` (lower-cased) at word boundaries."""
+    return pattern(phrase).search(text.lower()) is not None
 
 
 def read_outcome(probe: str, text: str) -> str | None:
