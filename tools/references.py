@@ -43,6 +43,7 @@ def strip(nb) -> None:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nb.metadata.pop("papermill", None)
+    nb.metadata.pop("widgets", None)  # saved widget views: a stale panel would show before any run
 
 
 def code_of(nb) -> list[str]:
@@ -124,6 +125,9 @@ def problems(name: str) -> list[str]:
     out = []
     if any(c.get("outputs") or c.get("execution_count") for c in learner.cells if c.cell_type == "code"):
         out.append(f"notebooks/{name} ships outputs; a learner would see results before forecasting")
+    if "widgets" in learner.metadata:
+        out.append(f"notebooks/{name} ships saved widget views; a stale panel would show before "
+                   "any cell runs")
     ref_path = REFERENCE / name
     if not ref_path.exists():
         out.append(f"tests/reference/{name} is missing")
