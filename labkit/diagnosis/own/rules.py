@@ -209,7 +209,8 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
 def _noted(found: OwnFinding, evs) -> OwnFinding:
     """The frozen parameters (a deliberate freeze convicts nothing) and the per-layer relative
     updates, reported whatever the verdict."""
-    for note in (evs[0].results.get("frozen_note"), describe_layers(evs[0]) if "own" in evs[0].results else None):
+    for note in (evs[0].results.get("frozen_note"), *evs[0].results.get("advice", ()),
+                 describe_layers(evs[0]) if "own" in evs[0].results else None):
         if note and note not in found.notes:
             found.notes.append(note)
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ..finding import OwnFinding
+from .baseline import advise, fails, learns
 from .margins import above, below
 
 UNSETTLED = 2.0  # the smoothed loss climbs back to this multiple of its best so far: it never settles
@@ -49,7 +50,9 @@ def unsettled(ev, f, own) -> OwnFinding | None:
     machines and seeds only. What holds on all of them: the loss learns (its moving mean falls
     well below its start), then climbs far back above its best (it never settles), and a tenth
     of the LR, nothing else changed, ends far lower. A loss that rises from the start (a
-    maximised objective, a sign error) never dipped, and is not this."""
+    maximised objective, a sign error) never dipped, and is not this. The learner's own run must
+    fail too (`baseline.fails`): a loop of theirs that learns (micro-batches accumulated into
+    one step) is not convicted for what a plain loop does at its LR."""
     lr, level = f["lr_first"], own.level()
     if not lr or not own.losses or not math.isfinite(level) or level <= 0:
         return None
@@ -63,6 +66,10 @@ def unsettled(ev, f, own) -> OwnFinding | None:
     low = ev.arm("lr/10")
     if not math.isfinite(low.level()) or not below("unsettled.lr/10_over_lr", low.level() / level, LOWER_LR,
                                                    seed=ev.seed, log=True):
+        return None
+    if fails(ev) is None:  # a plain loop is unstable at your LR; your own loop (accumulating) is not
+        advise(ev, f"advice, not a defect: {learns(ev)}, while a plain loop with your optimizer at LR "
+                   f"{lr:g} never settles and at LR/10 reaches {low.level():.3g}")
         return None
     return OwnFinding("H1", "unsettled", f"the LR is too high for this model: at LR {lr:g} the loss never "
                       f"settles (a plain loop's loss, averaged over {WINDOW} steps, falls to "
