@@ -44,6 +44,14 @@ _LOSS_SENTENCE = {
     "softmax_over_batch": "normalise over the classes: softmax/log_softmax with dim=1 (or -1), "
                           "not dim=0",
     "loss_floor": "compute the loss on the logits, with no softmax, offset or scale before it",
+    "nll_logits": "give nll_loss log-probabilities: log_softmax of the logits first (or call "
+                  "cross_entropy on the logits)",
+    "loss_sign": "put the minus sign back: minimise the negative log-likelihood, not the "
+                 "log-likelihood",
+    "below_floor": "compute the loss as the textbook loss of the outputs and labels (it is never "
+                   "below 0)",
+    "loss_summed": "average the loss over the batch: reduction='mean' (or .mean() in place of "
+                   ".sum())",
     "loss_rebuilt": "backpropagate the loss tensor itself: no .item(), torch.tensor(...) or "
                     "detach() between the model's output and backward()",
 }

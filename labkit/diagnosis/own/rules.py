@@ -6,7 +6,8 @@
   H1  frozen parameters that stop the model learning (`frozen`), layers whose units
       never fire or whose relative update is orders of magnitude below the others'
       (`norms`): both fool the label-shuffle control below, as a model that cannot learn
-  H1  the loss path, read here because a broken loss fools the control below
+  H1  the loss path, read here because a broken loss fools the control below; a loss below
+      the floor of the loss it is (`lossrange`: a sign flipped, nll_loss on logits)
       (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
       predictions not paired with their labels, a floor near chance such as label smoothing
       0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
@@ -15,7 +16,8 @@
       from noise, one feature's scale swamping the others); held-out batches whose loss
       never improves while the training loss falls
   H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
-      optimizer setting at a time back to its default (`settings`)
+      optimizer setting at a time back to its default (`settings`); behind a divergence or a
+      setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
   --  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
       no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
       but not on the mechanism get a third seed (`seeds`).
@@ -32,6 +34,7 @@ from ..finding import OwnFinding
 from .logger import check_logger
 from .margins import above, below
 from .losspath import loss_path
+from .lossrange import range_rule, summed
 from .flow import h1_rules
 from .frozen import frozen_rule
 from .logcount import recount
@@ -42,6 +45,7 @@ from .settings import settings_rule
 
 SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
 OWN_LEARNS = 0.75  # the own arm's last fifth below this share of its first loss: it learns
+LR_KEYS = ("divergence", "unsettled")  # optimizer findings a summed loss can stand behind
 
 
 
@@ -163,7 +167,10 @@ def _h1(evs) -> OwnFinding | None:
     if found[0] is None and found[1] is None:  # then one optimizer setting at a time
         rule = settings_rule
         found = [rule(ev) for ev in evs]
-    return settle(evs, found, rule, "H1", "the replay finds a mechanism")
+    finding = settle(evs, found, rule, "H1", "the replay finds a mechanism")
+    if finding is not None and finding.system == "H1" and (finding.key in LR_KEYS or finding.key.startswith("setting:")):
+        return summed(evs, finding)  # a summed loss is closer to the cause than the LR or a setting
+    return finding
 
 
 def _healthy_or_unknown(evs) -> OwnFinding:
@@ -199,7 +206,7 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
     The loss path (`losspath`) is read before the label-shuffle control: a loss that
     compares every prediction with every label makes real and shuffled labels train alike,
     which would otherwise read as data without signal."""
-    for rule in (_h3, _h2, frozen_rule, norms_rule, loss_path, padding_rule, _h2_signal, _h1):
+    for rule in (_h3, _h2, frozen_rule, norms_rule, loss_path, range_rule, padding_rule, _h2_signal, _h1):
         found = rule(evs)
         if found is not None:
             return _noted(found, evs)
