@@ -77,32 +77,26 @@ def _ratio(rel: list[dict]) -> float | None:
     return ratios[0] if all(abs(q - ratios[0]) <= SAME * abs(ratios[0]) for q in ratios) else None
 
 
-def _nll_on_logits(ev) -> str | None:
-    """The first nll_loss call on the prediction, when its rows are not log-probabilities."""
+def _first_call(ev) -> tuple | None:
+    """(name, input) of the first cross_entropy / nll_loss call on the prediction, or None."""
     from .losspath import _follow
     def make():
         torch.manual_seed(ev.seed)
         model = copy.deepcopy(proto.make_model(ev.setup, ev.seed))
         with torch.no_grad():
             mode, _ = _follow(ev.setup, model, ev.batches[0])
-        if not mode.meets or mode.meets[0][1] != "nll_loss":
-            return None
-        x = mode.meets[0][2][0].detach().float()
-        total = float(x.logsumexp(1).exp().mean()) if x.dim() >= 2 else 1.0
-        return None if abs(total - 1) < 1e-3 else f"{total:.3g}"
-    return ev.once("nll_on_logits", make)
-
-
-def _called(ev) -> str | None:
-    """The bounded loss the learner calls on the prediction (cross_entropy, nll_loss), if any."""
-    from .losspath import _follow
-    def make():
-        torch.manual_seed(ev.seed)
-        model = copy.deepcopy(proto.make_model(ev.setup, ev.seed))
-        with torch.no_grad():
-            mode, _ = _follow(ev.setup, model, ev.batches[0])
-        return mode.meets[0][1] if mode.meets else None
+        return (mode.meets[0][1], mode.meets[0][2][0].detach().float()) if mode.meets else None
     return ev.once("bounded_call", make)
+
+
+def _nll_on_logits(ev) -> str | None:
+    """The mean of exp(input) summed over a row of the first nll_loss call on the prediction,
+    when its rows are not log-probabilities (that sum is 1 for them)."""
+    call = _first_call(ev)
+    if call is None or call[0] != "nll_loss" or call[1].dim() < 2:
+        return None
+    total = float(call[1].logsumexp(1).exp().mean())
+    return None if abs(total - 1) < 1e-3 else f"{total:.3g}"
 
 
 def _below_floor(ev) -> dict | None:
@@ -114,14 +108,14 @@ def _below_floor(ev) -> dict | None:
     low = min((v for v in raw if math.isfinite(v)), default=math.inf)
     if not below("range.below_floor", low, -BELOW * start, seed=ev.seed):
         return None
-    call = _called(ev)
+    call = _first_call(ev)
     if call is None:  # not a loss labkit knows the floor of: it must run away from the reference
         ref = [float(v) for v in refloss.run(ev.setup, ev.seed, ev.steps, "scored", ev.batches).table["loss_raw"]]
         tail = ref[-max(1, len(ref) // 5):]
         end = sum(tail) / len(tail) if all(map(math.isfinite, tail)) else math.inf
         if not above("range.reference_rises", end / ref[0], RISES, seed=ev.seed, log=True):
             return None
-    return {"low": low, "start": start, "call": call, "ratio": _ratio(rel), "nll": _nll_on_logits(ev)}
+    return {"low": low, "start": start, "call": call and call[0], "ratio": _ratio(rel), "nll": _nll_on_logits(ev)}
 
 
 def range_rule(evs) -> OwnFinding | None:
