@@ -82,6 +82,8 @@ CHANGES = {
     "grad_accumulates": ({LOOP}, "call optimizer.zero_grad() once per step, before backward()"),
     "lr_collapse": ({LOOP}, "step the scheduler at the interval it was built for (once per "
                     "epoch for a per-epoch schedule)"),
+    "lr_never_rises": ({LOOP}, "let the LR reach its base value within the run: a warm-up shorter "
+                       "than the run (a few percent of its steps), or no schedule"),
     "fp16_overflow": ({LOOP, MODEL, LOSS}, "keep the loss and the softmax in float32 (autocast's "
                       "default for them), or scale with a GradScaler"),
     "other_params": ({OPT}, "build the optimizer on the model it trains: model.parameters()"),
