@@ -10,7 +10,11 @@ and scored against the rules at ca083fd before any rule for them.
   sign, log_softmax before nll_loss, a Gaussian NLL with a learned variance (legitimately below
   0), label smoothing 0.1;
 - an LR too small all along (item 2): a linear warm-up far longer than the run (Adam on a
-  classifier, SGD on a regression, LinearLR on an LM); twins: the same warm-ups short enough.
+  classifier, SGD on a regression, LinearLR on an LM); twins: the same warm-ups short enough;
+- which target each output is scored against (item 3): batches already shifted and shifted
+  again in the loss (offset 2), the shift applied to the inputs (offset -1), sequence-first
+  batches whose targets are the inputs (offset 0 along the time axis, axis 0); twins: one shift
+  in the loss, sequence-first batches shifted right.
 
 Nothing here uses labkit but `Run.from_log`.
 """
@@ -363,6 +367,71 @@ class LmLinearLRShort(_LmLinearLR):
     FACTOR, ITERS = 0.1, 40
 
 
+# ---------------------------------------------------------------------- which target each output is scored against
+class LmDoubleShift(_Lm):
+    """Bug: the batches are already shifted (inputs ids[:, :-1], labels ids[:, 1:]) and the loss
+    shifts again, logits[:, :-1] against labels[:, 1:]: position t is scored against token t+2."""
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return F.cross_entropy(model(x)[:, :-1].flatten(0, 1), y[:, 1:].flatten())
+
+
+class LmShiftedOnce(_Lm):
+    """Healthy: the batches carry the whole rows as inputs and labels; the loss shifts once."""
+
+    def batches(self, seed):
+        return [{"input_ids": self.ids[i], "labels": self.ids[i]} for i in shuffled(256, 16, seed)]
+
+    def loss_fn(self, model, batch):
+        logits = model(batch["input_ids"])
+        return F.cross_entropy(logits[:, :-1].flatten(0, 1), batch["labels"][:, 1:].flatten())
+
+
+class LmInputsShifted(_Lm):
+    """Bug: the shift applied to the inputs instead of the targets: inputs ids[:, 1:], labels
+    ids[:, :-1]; position t is scored against the token it saw one step before."""
+
+    def batches(self, seed):
+        return [(self.ids[i, 1:], self.ids[i, :-1]) for i in shuffled(256, 16, seed)]
+
+
+class _SeqFirstLm(_Lm):
+    """Sequence-first batches, (time, batch), as PyTorch's word_language_model batchifies them;
+    the model's output (T, B, V) is flattened for the loss."""
+
+    class Model(nn.Module):
+        def __init__(self, vocab=20, dim=32):
+            super().__init__()
+            self.embed, self.rnn, self.out = nn.Embedding(vocab, dim), nn.GRU(dim, dim), nn.Linear(dim, vocab)
+
+        def forward(self, ids):  # (T, B) -> (T * B, V)
+            return self.out(self.rnn(self.embed(ids))[0]).flatten(0, 1)
+
+    SHIFT = 1
+
+    def make_model(self, seed):
+        torch.manual_seed(seed)
+        return self.Model()
+
+    def batches(self, seed):
+        t = self.ids.T  # (16, 256)
+        return [(t[:-1, i], t[self.SHIFT:t.shape[0] - 1 + self.SHIFT, i]) for i in shuffled(256, 16, seed)]
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return F.cross_entropy(model(x), y.reshape(-1))
+
+
+class SeqFirstUnshifted(_SeqFirstLm):
+    """Bug: sequence-first batches whose targets are the inputs themselves (the shift lost)."""
+    SHIFT = 0
+
+
+class SeqFirstShifted(_SeqFirstLm):
+    """Healthy: the same, targets one step ahead."""
+
+
 NINTH = {
     "ninth_ok_accumulation_momentum": AccumulationMomentum,
     "ninth_ok_linear_probe": LinearProbe,
@@ -384,6 +453,11 @@ NINTH = {
     "ninth_ok_regression_warmup_short": RegressionWarmupShort,
     "ninth_h1_lm_linear_lr_too_long": LmLinearLRTooLong,
     "ninth_ok_lm_linear_lr_short": LmLinearLRShort,
+    "ninth_h2_lm_double_shift": LmDoubleShift,
+    "ninth_ok_lm_shifted_once": LmShiftedOnce,
+    "ninth_h2_lm_inputs_shifted": LmInputsShifted,
+    "ninth_h2_seq_first_unshifted": SeqFirstUnshifted,
+    "ninth_ok_seq_first_shifted": SeqFirstShifted,
 }
 
 _SIGN = [("sign", "minus"), ("log-likelihood", "log-probabilit", "loss")]
@@ -400,5 +474,8 @@ NINTH_EXPECTED = {
     "ninth_h1_warmup_longer_than_run": ("H1", _WARM),
     "ninth_h1_regression_warmup_long": ("H1", _WARM),
     "ninth_h1_lm_linear_lr_too_long": ("H1", _WARM),
+    "ninth_h2_lm_double_shift": ("H2", [("shift",), ("twice", "t+2", "two")]),
+    "ninth_h2_lm_inputs_shifted": ("H2", [("shift",), ("t-1", "already sees", "copy")]),
+    "ninth_h2_seq_first_unshifted": ("H2", [("shift", "copy", "same position")]),
 }
 assert set(NINTH) == set(NINTH_EXPECTED)

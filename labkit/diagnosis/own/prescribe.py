@@ -61,6 +61,8 @@ CHANGES = {
     **{k: ({LOSS}, s) for k, s in _LOSS_SENTENCE.items()},
     "labels_are_inputs": ({DATA, LOSS}, "shift the targets by one: logits[:, :-1] against "
                           "labels[:, 1:], so position t predicts token t+1"),
+    "double_shift": ({DATA, LOSS}, "shift the targets exactly once: either the batches carry "
+                     "labels[:, 1:] against inputs[:, :-1], or the loss shifts, not both"),
     "input_nonfinite": ({DATA}, "replace or drop the non-finite input values in batches() "
                         "(torch.nan_to_num, or the training mean)"),
     "repeated_rows": ({DATA}, "make batches(seed) return each example once per epoch: advance the "

@@ -11,7 +11,8 @@
       (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
       predictions not paired with their labels, a floor near chance such as label smoothing
       0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
-      padding counted in a sequence loss (`padding`)
+      padding counted in a sequence loss (`padding`); token targets scored at an offset other
+      than the next token's, measured through the loss call (`offset`: a double shift)
   H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
       from noise, one feature's scale swamping the others); held-out batches whose loss
       never improves while the training loss falls
@@ -35,6 +36,7 @@ from .logger import check_logger
 from .margins import above, below
 from .losspath import loss_path
 from .lossrange import range_rule, summed
+from .offset import offset_rule
 from .flow import h1_rules
 from .frozen import frozen_rule
 from .logcount import recount
@@ -206,7 +208,8 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
     The loss path (`losspath`) is read before the label-shuffle control: a loss that
     compares every prediction with every label makes real and shuffled labels train alike,
     which would otherwise read as data without signal."""
-    for rule in (_h3, _h2, frozen_rule, norms_rule, loss_path, range_rule, padding_rule, _h2_signal, _h1):
+    for rule in (_h3, _h2, frozen_rule, norms_rule, loss_path, offset_rule, range_rule, padding_rule,
+                 _h2_signal, _h1):
         found = rule(evs)
         if found is not None:
             return _noted(found, evs)
