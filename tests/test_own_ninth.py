@@ -70,3 +70,18 @@ def test_two_ninth_setups_triaged_whole(name):
     if name == "ninth_ok_linear_probe":
         notes = report.record_of(name).notes
         assert any(n.startswith("advice, not a defect") for n in notes), notes
+
+
+def test_the_logger_is_named_by_the_candidates_that_rebuild_its_reports():
+    from labkit.diagnosis.own import rebuild
+    raw = [2.0 - 0.1 * t for t in range(12)]  # falls from 2.0, in 3 epochs of 4
+    rows = list(range(12))
+    int_total = [sum(int(v) for v in raw[t - t % 4:t + 1]) / (t % 4 + 1) for t in rows]  # each add truncates
+    assert rebuild.reproducing(raw, int_total, rows, 4) == ["int_total"]
+    first = [raw[0]] * 12  # a falling loss: the first value is also the running max
+    assert rebuild.reproducing(raw, first, rows, 4) == ["first_value", "running_max"]
+    run = Run.from_log({"step": rows, "loss_raw": raw, "loss_reported": first}, seed=0, started_at=0.0)
+    key, line = rebuild.explain(run, 4)
+    assert key == "first_value|running_max" and "tell them apart" in line
+    honest = [sum(raw[t - t % 4:t + 1]) / (t % 4 + 1) for t in rows]
+    assert rebuild.reproducing(raw, honest, rows, 4) == []

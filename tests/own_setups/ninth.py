@@ -14,7 +14,9 @@ and scored against the rules at ca083fd before any rule for them.
 - which target each output is scored against (item 3): batches already shifted and shifted
   again in the loss (offset 2), the shift applied to the inputs (offset -1), sequence-first
   batches whose targets are the inputs (offset 0 along the time axis, axis 0); twins: one shift
-  in the loss, sequence-first batches shifted right.
+  in the loss, sequence-first batches shifted right;
+- the logger's hypothesis (item 5): an epoch total kept in an integer array, a progress value
+  set at the first batch and never refreshed; twins: a float array, a value refreshed every 10.
 
 Nothing here uses labkit but `Run.from_log`.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -432,6 +435,71 @@ class SeqFirstShifted(_SeqFirstLm):
     """Healthy: the same, targets one step ahead."""
 
 
+# ---------------------------------------------------------------------- the logger's hypothesis
+class _EpochTotals(_Blobs):
+    """An epoch's total kept in a NumPy array, one slot per epoch, divided by the count."""
+    DTYPE = float
+
+    def train(self, seed, epochs):
+        started = time.time()
+        model, raw, shown = self.make_model(seed), [], []
+        opt = self.make_optimizer(model)
+        totals = np.zeros(epochs, dtype=self.DTYPE)
+        for epoch in range(epochs):
+            for i, batch in enumerate(self.batches(seed * 10 + epoch)):
+                opt.zero_grad()
+                loss = self.loss_fn(model, batch)
+                loss.backward()
+                opt.step()
+                totals[epoch] += loss.item()
+                raw.append(loss.item())
+                shown.append(float(totals[epoch]) / (i + 1))
+        return Run.from_log({"step": list(range(len(raw))), "loss_raw": raw, "loss_reported": shown},
+                            seed=seed, started_at=started)
+
+
+class IntEpochTotals(_EpochTotals):
+    """Bug (H3): np.zeros(epochs, dtype=int): each add truncates the epoch total to an integer."""
+    DTYPE = int
+
+
+class FloatEpochTotals(_EpochTotals):
+    """Healthy: the same with a float array."""
+
+
+class _Snapshot(_Regression):
+    """The progress value is `shown`, refreshed every `EVERY` batches (0: never)."""
+    EVERY = 0
+
+    def train(self, seed, epochs):
+        started = time.time()
+        model, raw, shown = self.make_model(seed), [], []
+        opt = self.make_optimizer(model)
+        value = None
+        for epoch in range(epochs):
+            for batch in self.batches(seed * 10 + epoch):
+                opt.zero_grad()
+                loss = self.loss_fn(model, batch)
+                loss.backward()
+                opt.step()
+                raw.append(loss.item())
+                fresh = self.EVERY and len(raw) % self.EVERY == 0
+                if value is None or fresh:
+                    value = sum(raw[-self.EVERY:]) / len(raw[-self.EVERY:]) if self.EVERY else loss.item()
+                shown.append(value if fresh or not self.EVERY else None)
+        return Run.from_log({"step": list(range(len(raw))), "loss_raw": raw, "loss_reported": shown},
+                            seed=seed, started_at=started)
+
+
+class SnapshotNeverRefreshed(_Snapshot):
+    """Bug (H3): the progress value is set at the first batch and never refreshed."""
+
+
+class SnapshotRefreshed(_Snapshot):
+    """Healthy: the progress value is the mean of the last 10 raw losses, logged every 10."""
+    EVERY = 10
+
+
 NINTH = {
     "ninth_ok_accumulation_momentum": AccumulationMomentum,
     "ninth_ok_linear_probe": LinearProbe,
@@ -458,6 +526,10 @@ NINTH = {
     "ninth_h2_lm_inputs_shifted": LmInputsShifted,
     "ninth_h2_seq_first_unshifted": SeqFirstUnshifted,
     "ninth_ok_seq_first_shifted": SeqFirstShifted,
+    "ninth_h3_int_epoch_totals": IntEpochTotals,
+    "ninth_ok_float_epoch_totals": FloatEpochTotals,
+    "ninth_h3_snapshot_never_refreshed": SnapshotNeverRefreshed,
+    "ninth_ok_snapshot_refreshed": SnapshotRefreshed,
 }
 
 _SIGN = [("sign", "minus"), ("log-likelihood", "log-probabilit", "loss")]
@@ -477,5 +549,7 @@ NINTH_EXPECTED = {
     "ninth_h2_lm_double_shift": ("H2", [("shift",), ("twice", "t+2", "two")]),
     "ninth_h2_lm_inputs_shifted": ("H2", [("shift",), ("t-1", "already sees", "copy")]),
     "ninth_h2_seq_first_unshifted": ("H2", [("shift", "copy", "same position")]),
+    "ninth_h3_int_epoch_totals": ("H3", [("int", "integer", "truncat")]),
+    "ninth_h3_snapshot_never_refreshed": ("H3", [("first",), ("never refreshed", "snapshot")]),
 }
 assert set(NINTH) == set(NINTH_EXPECTED)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from .rebuild import CANDIDATES as REBUILT
 from .refloss import level
 
 LOOP, OPT, MODEL, DATA, LOSS = "train", "make_optimizer", "make_model", "batches", "loss_fn"
@@ -57,7 +58,7 @@ _LOSS_SENTENCE = {
 }
 CHANGES = {
     **{k: _LOGGER for k in ("stale", "divisor", "sum", "never_reset", "after_step", "other_tensor",
-                            "ema_from_zero", "running_extreme")},
+                            "ema_from_zero", "running_extreme", *REBUILT)},
     **{k: ({LOSS}, s) for k, s in _LOSS_SENTENCE.items()},
     "labels_are_inputs": ({DATA, LOSS}, "shift the targets by one: logits[:, :-1] against "
                           "labels[:, 1:], so position t predicts token t+1"),
@@ -142,7 +143,9 @@ def prescribe(finding, evs, labkit_plan=None) -> dict:
     """The prescription for `finding` (an `OwnFinding`) on the seeds of `evs` (see above);
     `labkit_plan` is labkit's own intervention, whose forecast a fix in the logger or the loss
     must meet too."""
-    touches, change = CHANGES.get(finding.key, ({LOOP, OPT, MODEL, DATA, LOSS},
+    parts = finding.key.split("|")  # two candidate loggers: one change, if both live in the logger
+    same = len({id(CHANGES.get(k)) for k in parts}) == 1 and parts[0] in CHANGES
+    touches, change = CHANGES.get(parts[0] if same else finding.key, ({LOOP, OPT, MODEL, DATA, LOSS},
                                                 f"undo what the mechanism names: {finding.mechanism}"))
     judged_by, forecast, why = OWN, None, None
     if finding.key in RESCALED or finding.system == "H3":

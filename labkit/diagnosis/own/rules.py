@@ -1,7 +1,8 @@
 """The setup triage's decision, H3 -> H2 -> H1, over two seeds that must agree.
 
   H3  the learner's reported values against honest recomputations of the raw losses
-      (`logcount`: a sliding-window mean is honest; a count off by one is named)
+      (`logcount`: a sliding-window mean is honest; a count off by one is named), named by the
+      candidate loggers that rebuild the reports exactly (`rebuild`)
   H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
   H1  frozen parameters that stop the model learning (`frozen`), layers whose units
       never fire or whose relative update is orders of magnitude below the others'
@@ -42,6 +43,7 @@ from .frozen import frozen_rule
 from .logcount import recount
 from .norms import describe as describe_layers, norms_rule
 from .padding import padding_rule
+from .rebuild import explain
 from .seeds import settle
 from .settings import settings_rule
 
@@ -66,7 +68,11 @@ def _h3_one(ev: SeedEvidence) -> OwnFinding | None:
     check = logger_check(ev)
     if check.details["agree"]:
         return None
-    return OwnFinding("H3", check.details["mechanism"], check.verdict.removeprefix("disagree: "), arm="logger",
+    key, text = check.details["mechanism"], check.verdict.removeprefix("disagree: ")
+    rebuilt = explain(ev.run, ev.rows_per_epoch)  # the candidate loggers that reproduce the reports
+    if rebuilt is not None:
+        key, text = rebuilt
+    return OwnFinding("H3", key, text, arm="logger",
                       variable=("logger", "your reported value", "the running mean of loss_raw"))
 
 
