@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 from . import setup as proto
+from .acquit import checked
 from .data import REPEATED, WHITE, describe_signal, held_out_verdict, label_signal, scale_shift
 from .evidence import SeedEvidence
 from ..finding import OwnFinding
@@ -202,10 +203,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     sig = evs[0].results.get("signal", {})
     if sig.get("verdict") != "signal":
         return _unknown(f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}")
-    return OwnFinding("NONE", "healthy", "no defect found: the logger is honest, the inputs are finite "
-                      "and varied, the labels carry signal (real beat shuffled by more than the seed "
-                      "spread), every parameter gets gradients and updates, and your loop learns like a "
-                      "plain loop with the same model, data, loss and optimizer")
+    return OwnFinding("NONE", "healthy", checked(evs, plain[0]))
 
 
 def decide(evs: list[SeedEvidence]) -> OwnFinding:
