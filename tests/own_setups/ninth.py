@@ -18,6 +18,23 @@ and scored against the rules at ca083fd before any rule for them.
 - the logger's hypothesis (item 5): an epoch total kept in an integer array, a progress value
   set at the first batch and never refreshed; twins: a float array, a value refreshed every 10.
 
+First scores, each against the rules before any rule for its kind (`python -m
+own_setups.score_ninth`, seeds 0 and 1):
+- the first 20 (slower-is-not-broken, range, LR) at ca083fd: right system on 2 of 9 buggy, right
+  mechanism on 0 of 9; 2 of 11 healthy convicted: the accumulation loop (as "the LR never
+  settles", a plain loop's instability) and the linear probe (frozen parameters). The summed
+  losses were called divergence, the sign flips H2 (labels decorrelated, inputs drowned in
+  noise), nll_loss on logits NONE or H2, the three warm-ups UNKNOWN;
+- the five offset setups at 633c190: 1 of 3 right (the sequence-first copy was already caught);
+  the double shift and the inputs shifted acquitted;
+- the four logger setups at 2c3b184: 2 of 2 right system, 0 of 2 right mechanism (the integer
+  total called stale, the snapshot "stuck"); the refreshed twin, then logged at every step
+  with the value held between refreshes, was convicted as stale: it now logs only when it
+  refreshes (a held value shown every step is a stale report).
+After the rules of issue 46 (`baseline`, `lossrange`, `lowlr`, `offset`, `rebuild`): 14 of 14
+buggy right system and mechanism, 0 of 15 healthy convicted, 12 of 14 signed by labkit alone
+(the two copies found by the offset are not: the reference loss shifts batch-first grids only).
+
 Nothing here uses labkit but `Run.from_log`.
 """
 

@@ -22,6 +22,7 @@ from .margins import above, below
 
 NO_DESCENT = 0.8  # the run's last fifth above this share of its first loss: it did not learn
 DIVERGED = 10.0  # the run's loss rose to this multiple of its first value: it diverged
+WINDOW = 10  # steps in the moving mean that a rebound is read on (one noisy batch is no rebound)
 LOST = 0.25  # the last fifth this share of the first loss above the best moving mean: it lost it
 
 
@@ -42,12 +43,22 @@ def fails(ev) -> str | None:
             return f"it does not learn (loss {raw[0]:.3g} -> {level:.3g} over its last fifth)"
         if not below("baseline.growth", max(raw) / start, DIVERGED, seed=ev.seed, log=True):
             return f"its loss diverges (x{max(raw) / start:.3g} its first value)"
-        from .unsettled import smoothed
         best = min(smoothed(raw))
         if above("baseline.lost", (level - best) / start, LOST, seed=ev.seed):
             return f"it loses what it learned (its moving mean reached {best:.3g}, its last fifth is {level:.3g})"
         return None
     return ev.once("baseline_fails", make)
+
+
+def smoothed(losses: list[float], window: int = WINDOW) -> list[float]:
+    """The moving mean of the last `window` losses at each step (inf once one is not finite)."""
+    out, total = [], 0.0
+    for i, v in enumerate(losses):
+        if v is None or not math.isfinite(v):
+            return out + [math.inf] * (len(losses) - i)
+        total += v - (losses[i - window] if i >= window else 0.0)
+        out.append(total / min(i + 1, window))
+    return out
 
 
 def learns(ev) -> str:

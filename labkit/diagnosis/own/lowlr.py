@@ -39,6 +39,17 @@ def _relative(res) -> float | None:
     return sum(moved) / len(moved) / weights if weights and moved else None
 
 
+def _largest_relative(ev) -> float | None:
+    """The largest mean update per step of any parameter of the learner's run, over its norm."""
+    out = []
+    for p in ev.replay.watched():
+        acc = ev.replay.per_param.get(id(p))
+        norm = float(p.detach().float().norm()) if p.is_floating_point() else 0.0
+        if acc and acc[2] and norm > 0:
+            out.append(acc[1] / acc[2] / norm)
+    return max(out, default=None)
+
+
 def low_lr_rule(ev, f) -> OwnFinding | None:
     """H1 when the LR never rises to a useful size and the base LR learns (see above)."""
     lrs = [max(st["lr"]) for st in ev.replay.steps if st["lr"]]
@@ -54,11 +65,9 @@ def low_lr_rule(ev, f) -> OwnFinding | None:
     plain = ev.arm("own")
     if not below("lowlr.base_learns", plain.level(), HALF * f["own_level"], seed=ev.seed):
         return None
-    from .norms import layer_norms
-    rows = layer_norms(ev)
-    largest = max((r["rel_update"] for r in rows), default=None)
+    largest = _largest_relative(ev)
     at_base = _relative(plain)
-    sizes = (f"; the largest relative update per step of any layer is {largest:.1e} of its weights"
+    sizes = (f"; the largest relative update per step of any parameter is {largest:.1e} of its norm"
              if largest is not None else "") + (f", against {at_base:.1e} at the base LR" if at_base else "")
     return OwnFinding("H1", "lr_never_rises", f"the learning rate is too small all along: your schedule holds it "
                       f"at {lrs[0]:.2g} at the first step and {peak:.2g} at most, {base / peak:.0f}x below the "

@@ -11,24 +11,12 @@ from __future__ import annotations
 import math
 
 from ..finding import OwnFinding
-from .baseline import advise, fails, learns
+from .baseline import WINDOW, advise, fails, learns, smoothed
 from .margins import above, below
 
 UNSETTLED = 2.0  # the smoothed loss climbs back to this multiple of its best so far: it never settles
 DIPPED = 0.5  # ... after its best fell below this share of its start: it learned, then lost it
 LOWER_LR = 0.2  # at LR/10 the same plain loop ends below this share of its level at the learner's LR
-WINDOW = 10  # steps in the moving mean that the rebound is read on (one noisy batch is no rebound)
-
-
-def smoothed(losses: list[float], window: int = WINDOW) -> list[float]:
-    """The moving mean of the last `window` losses at each step (inf once one is not finite)."""
-    out, total = [], 0.0
-    for i, v in enumerate(losses):
-        if v is None or not math.isfinite(v):
-            return out + [math.inf] * (len(losses) - i)
-        total += v - (losses[i - window] if i >= window else 0.0)
-        out.append(total / min(i + 1, window))
-    return out
 
 
 def rebound(losses: list[float], window: int = WINDOW) -> float:
