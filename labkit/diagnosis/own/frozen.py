@@ -26,6 +26,8 @@ from .margins import below
 from .flow import param_names
 
 MARGIN = 0.05  # the unfrozen loop's loss below the frozen one's by this share of the start loss
+INIT_BOUND = 1.05  # the largest |value| over the init's bound 1/sqrt(fan_in): within it (a draw reaches ~1)
+INIT_SPREAD = 0.15  # the spread off a uniform's std by less than this share: drawn as the init draws
 
 
 def _order(ev) -> list[str]:
@@ -81,8 +83,9 @@ def _at_default_init(module, p) -> bool:
         return False
     bound = 1 / module.weight[0].numel() ** 0.5
     v = p.detach().float()
-    spread = float(v.std()) / (bound / 3 ** 0.5)
-    return float(v.abs().max()) <= bound * (1 + 1e-6) and 0.85 < spread < 1.15
+    spread = float(v.std()) / (bound / 3 ** 0.5)  # 1 for a uniform within the bound
+    return below("frozen.init_within_bound", float(v.abs().max()) / bound, INIT_BOUND) and \
+        below("frozen.init_spread", abs(spread - 1), INIT_SPREAD)
 
 
 def _random_init(evs, frozen: list[dict]) -> list[str]:
