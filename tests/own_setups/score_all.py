@@ -5,7 +5,8 @@
 Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes every row
 (batch, setup, system, mechanism, ...): `tools/portability.py` compares them across CPU paths.
 
-Batches: the first to third (report.SETUPS), the fourth to eighth and the blind-spot batch,
+Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
+ninth (issue 46),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -23,13 +24,14 @@ from .blind import BLIND, BLIND_EXPECTED
 from .eighth import EIGHTH, EIGHTH_EXPECTED
 from .fifth import FIFTH, FIFTH_EXPECTED
 from .fourth import FOURTH, FOURTH_EXPECTED
+from .ninth import NINTH, NINTH_EXPECTED
 from .seventh import SEVENTH, SEVENTH_EXPECTED
 from .sixth import SIXTH, SIXTH_EXPECTED
 
 BATCHES = {"first-third": (ALL_SETUPS, ALL_EXPECTED), "fourth": (FOURTH, FOURTH_EXPECTED),
            "fifth": (FIFTH, FIFTH_EXPECTED), "sixth": (SIXTH, SIXTH_EXPECTED),
            "seventh": (SEVENTH, SEVENTH_EXPECTED), "eighth": (EIGHTH, EIGHTH_EXPECTED),
-           "blind": (BLIND, BLIND_EXPECTED)}
+           "blind": (BLIND, BLIND_EXPECTED), "ninth": (NINTH, NINTH_EXPECTED)}
 
 
 def _one(item):

@@ -202,6 +202,10 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
     tiny = _tiny_steps(ev, f, own)
     if tiny is not None:
         return tiny
+    from .lowlr import low_lr_rule
+    low = low_lr_rule(ev, f)
+    if low is not None:
+        return low
     if f["lr_collapse_step"] is not None and above("collapse.own_behind_plain", f["own_level"],
                                                    own.level() + 0.02 * abs(own.losses[0]), seed=ev.seed):
         return _loop_finding("lr_collapse", f"the LR schedule collapses: the LR falls from "

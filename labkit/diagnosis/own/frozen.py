@@ -1,15 +1,17 @@
 """Frozen parameters (`requires_grad=False`) in the learner's model: which, how many elements,
 whether the optimizer holds them, and whether the freeze is a mistake.
 
-Freezing on purpose is common (a pretrained backbone, a fixed normalisation), so a frozen
-parameter alone convicts nothing: it is reported in the record's notes. It convicts (H1,
-the model/optimizer setup) when the plain loop with everything unfrozen reaches a clearly
-lower loss than the same loop as given, on both seeds, and either
+Freezing on purpose is common (a pretrained backbone under a new head, a linear probe, a
+fixed normalisation), so a frozen parameter alone convicts nothing: it is reported in the
+record's notes. Learning faster unfrozen is no defect either: a probe that learns is healthy,
+and the faster unfrozen loop is advice (`baseline.advise`). It convicts (H1, the
+model/optimizer setup) when the plain loop with everything unfrozen reaches a clearly lower
+loss than the same loop as given, on both seeds, and either
 - the freeze has a shape no deliberate freeze has: part of a layer frozen while the rest of
   it trains (a weight frozen, its bias training), a frozen layer that runs after a
-  trainable one (a frozen head on a trained body), or frozen values that change with the
-  seed (a random init frozen, where pretrained or computed weights are the same on every
-  seed); or
+  trainable one (a frozen head on a trained body), or frozen layers that hold their own
+  random init (they differ between seeds and lie exactly as nn.Linear / nn.Conv draws them:
+  nothing was ever loaded into them, so there is nothing pretrained to keep); or
 - the loop as given does not learn at all while the unfrozen one does.
 """
 
@@ -18,11 +20,14 @@ from __future__ import annotations
 import torch
 
 from . import setup as proto
+from .baseline import advise, learns
 from ..finding import OwnFinding
 from .margins import below
 from .flow import param_names
 
 MARGIN = 0.05  # the unfrozen loop's loss below the frozen one's by this share of the start loss
+INIT_BOUND = 1.05  # the largest |value| over the init's bound 1/sqrt(fan_in): within it (a draw reaches ~1)
+INIT_SPREAD = 0.15  # the spread off a uniform's std by less than this share: drawn as the init draws
 
 
 def _order(ev) -> list[str]:
@@ -71,12 +76,27 @@ def _by_name(ev) -> dict:
     return {names[id(p)][0]: p for p in ev.replay.watched() if id(p) in names}
 
 
+def _at_default_init(module, p) -> bool:
+    """`p` (a weight or bias of an nn.Linear / nn.ConvNd) lies as the layer's own init draws it:
+    uniform within 1/sqrt(fan_in), with a uniform's spread. Trained or loaded weights leave it."""
+    if not isinstance(module, (torch.nn.Linear, torch.nn.modules.conv._ConvNd)) or p.numel() < 32:
+        return False
+    bound = 1 / module.weight[0].numel() ** 0.5
+    v = p.detach().float()
+    spread = float(v.std()) / (bound / 3 ** 0.5)  # 1 for a uniform within the bound
+    return below("frozen.init_within_bound", float(v.abs().max()) / bound, INIT_BOUND) and \
+        below("frozen.init_spread", abs(spread - 1), INIT_SPREAD)
+
+
 def _random_init(evs, frozen: list[dict]) -> list[str]:
-    """The frozen parameters whose values differ between the seeds' models: a random init
-    (weights loaded from a checkpoint are the same whatever the seed)."""
+    """The frozen parameters that hold their own random init: their values differ between the
+    seeds' models (weights loaded from a checkpoint are the same whatever the seed) and lie as
+    the layer's init draws them (a body pretrained from a seeded init has moved away)."""
     a, b = _by_name(evs[0]), _by_name(evs[1])
+    modules = {n: m for model in evs[0].replay.models.values() for n, m in model.named_modules()}
     return [f["name"] for f in frozen if f["name"] in a and f["name"] in b
-            and a[f["name"]].shape == b[f["name"]].shape and not torch.equal(a[f["name"]], b[f["name"]])]
+            and a[f["name"]].shape == b[f["name"]].shape and not torch.equal(a[f["name"]], b[f["name"]])
+            and _at_default_init(modules.get(_owner(f["name"]) if "." in f["name"] else ""), a[f["name"]])]
 
 
 def _shape_of_mistake(evs, frozen: list[dict]) -> str | None:
@@ -130,6 +150,10 @@ def frozen_rule(evs) -> OwnFinding | None:
     shape = _shape_of_mistake(evs, found[0])
     stuck = all(ref > 0.8 * start and free < 0.5 * start for free, ref, start in levels)
     if shape is None and not stuck:
+        free, ref, _ = levels[0]
+        advise(evs[0], f"advice, not a defect: the freeze looks deliberate and {learns(evs[0])}; with "
+                       f"every parameter trainable a plain loop reaches {free:.3g} instead of {ref:.3g} "
+                       "(fine-tuning the frozen layers would learn faster, if that is what you want)")
         return None
     why = shape or "the loop as given does not learn, and with them unfrozen it does"
     free, ref, _ = levels[0]

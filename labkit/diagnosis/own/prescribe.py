@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from .rebuild import CANDIDATES as REBUILT
 from .refloss import level
 
 LOOP, OPT, MODEL, DATA, LOSS = "train", "make_optimizer", "make_model", "batches", "loss_fn"
@@ -44,15 +45,25 @@ _LOSS_SENTENCE = {
     "softmax_over_batch": "normalise over the classes: softmax/log_softmax with dim=1 (or -1), "
                           "not dim=0",
     "loss_floor": "compute the loss on the logits, with no softmax, offset or scale before it",
+    "nll_logits": "give nll_loss log-probabilities: log_softmax of the logits first (or call "
+                  "cross_entropy on the logits)",
+    "loss_sign": "put the minus sign back: minimise the negative log-likelihood, not the "
+                 "log-likelihood",
+    "below_floor": "compute the loss as the textbook loss of the outputs and labels (it is never "
+                   "below 0)",
+    "loss_summed": "average the loss over the batch: reduction='mean' (or .mean() in place of "
+                   ".sum())",
     "loss_rebuilt": "backpropagate the loss tensor itself: no .item(), torch.tensor(...) or "
                     "detach() between the model's output and backward()",
 }
 CHANGES = {
     **{k: _LOGGER for k in ("stale", "divisor", "sum", "never_reset", "after_step", "other_tensor",
-                            "ema_from_zero", "running_extreme")},
+                            "ema_from_zero", "running_extreme", *REBUILT)},
     **{k: ({LOSS}, s) for k, s in _LOSS_SENTENCE.items()},
     "labels_are_inputs": ({DATA, LOSS}, "shift the targets by one: logits[:, :-1] against "
                           "labels[:, 1:], so position t predicts token t+1"),
+    "double_shift": ({DATA, LOSS}, "shift the targets exactly once: either the batches carry "
+                     "labels[:, 1:] against inputs[:, :-1], or the loss shifts, not both"),
     "input_nonfinite": ({DATA}, "replace or drop the non-finite input values in batches() "
                         "(torch.nan_to_num, or the training mean)"),
     "repeated_rows": ({DATA}, "make batches(seed) return each example once per epoch: advance the "
@@ -74,6 +85,8 @@ CHANGES = {
     "grad_accumulates": ({LOOP}, "call optimizer.zero_grad() once per step, before backward()"),
     "lr_collapse": ({LOOP}, "step the scheduler at the interval it was built for (once per "
                     "epoch for a per-epoch schedule)"),
+    "lr_never_rises": ({LOOP}, "let the LR reach its base value within the run: a warm-up shorter "
+                       "than the run (a few percent of its steps), or no schedule"),
     "fp16_overflow": ({LOOP, MODEL, LOSS}, "keep the loss and the softmax in float32 (autocast's "
                       "default for them), or scale with a GradScaler"),
     "other_params": ({OPT}, "build the optimizer on the model it trains: model.parameters()"),
@@ -130,7 +143,9 @@ def prescribe(finding, evs, labkit_plan=None) -> dict:
     """The prescription for `finding` (an `OwnFinding`) on the seeds of `evs` (see above);
     `labkit_plan` is labkit's own intervention, whose forecast a fix in the logger or the loss
     must meet too."""
-    touches, change = CHANGES.get(finding.key, ({LOOP, OPT, MODEL, DATA, LOSS},
+    parts = finding.key.split("|")  # two candidate loggers: one change, if both live in the logger
+    same = len({id(CHANGES.get(k)) for k in parts}) == 1 and parts[0] in CHANGES
+    touches, change = CHANGES.get(parts[0] if same else finding.key, ({LOOP, OPT, MODEL, DATA, LOSS},
                                                 f"undo what the mechanism names: {finding.mechanism}"))
     judged_by, forecast, why = OWN, None, None
     if finding.key in RESCALED or finding.system == "H3":

@@ -133,6 +133,7 @@ def plan(evs):
     if not (math.isfinite(after) and math.isfinite(worst) and after < worst):
         return None
     target = after + 0.5 * (worst - after)
-    return (f"loss < {target:.4g} by step {step}",
+    from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
+    return (f"loss < {_num(target)} by step {step}",
             lambda seed: run(ev.setup, seed, ev.steps, "reference", by_seed[seed]),
             ("loss_fn", "yours", "the reference loss on the same model output and labels"))

@@ -1,21 +1,25 @@
 """The setup triage's decision, H3 -> H2 -> H1, over two seeds that must agree.
 
   H3  the learner's reported values against honest recomputations of the raw losses
-      (`logcount`: a sliding-window mean is honest; a count off by one is named)
+      (`logcount`: a sliding-window mean is honest; a count off by one is named), named by the
+      candidate loggers that rebuild the reports exactly (`rebuild`)
   H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
   H1  frozen parameters that stop the model learning (`frozen`), layers whose units
       never fire or whose relative update is orders of magnitude below the others'
       (`norms`): both fool the label-shuffle control below, as a model that cannot learn
-  H1  the loss path, read here because a broken loss fools the control below
+  H1  the loss path, read here because a broken loss fools the control below; a loss below
+      the floor of the loss it is (`lossrange`: a sign flipped, nll_loss on logits)
       (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
       predictions not paired with their labels, a floor near chance such as label smoothing
       0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
-      padding counted in a sequence loss (`padding`)
+      padding counted in a sequence loss (`padding`); token targets scored at an offset other
+      than the next token's, measured through the loss call (`offset`: a double shift)
   H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
       from noise, one feature's scale swamping the others); held-out batches whose loss
       never improves while the training loss falls
   H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
-      optimizer setting at a time back to its default (`settings`)
+      optimizer setting at a time back to its default (`settings`); behind a divergence or a
+      setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
   --  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
       no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
       but not on the mechanism get a third seed (`seeds`).
@@ -26,22 +30,27 @@ from __future__ import annotations
 import math
 
 from . import setup as proto
+from .acquit import checked
 from .data import REPEATED, WHITE, describe_signal, held_out_verdict, label_signal, scale_shift
 from .evidence import SeedEvidence
 from ..finding import OwnFinding
 from .logger import check_logger
 from .margins import above, below
 from .losspath import loss_path
+from .lossrange import range_rule, summed
+from .offset import offset_rule
 from .flow import h1_rules
 from .frozen import frozen_rule
 from .logcount import recount
 from .norms import describe as describe_layers, norms_rule
 from .padding import padding_rule
+from .rebuild import explain
 from .seeds import settle
 from .settings import settings_rule
 
 SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
 OWN_LEARNS = 0.75  # the own arm's last fifth below this share of its first loss: it learns
+LR_KEYS = ("divergence", "unsettled")  # optimizer findings a summed loss can stand behind
 
 
 
@@ -60,7 +69,11 @@ def _h3_one(ev: SeedEvidence) -> OwnFinding | None:
     check = logger_check(ev)
     if check.details["agree"]:
         return None
-    return OwnFinding("H3", check.details["mechanism"], check.verdict.removeprefix("disagree: "), arm="logger",
+    key, text = check.details["mechanism"], check.verdict.removeprefix("disagree: ")
+    rebuilt = explain(ev.run, ev.rows_per_epoch)  # the candidate loggers that reproduce the reports
+    if rebuilt is not None:
+        key, text = rebuilt
+    return OwnFinding("H3", key, text, arm="logger",
                       variable=("logger", "your reported value", "the running mean of loss_raw"))
 
 
@@ -163,7 +176,10 @@ def _h1(evs) -> OwnFinding | None:
     if found[0] is None and found[1] is None:  # then one optimizer setting at a time
         rule = settings_rule
         found = [rule(ev) for ev in evs]
-    return settle(evs, found, rule, "H1", "the replay finds a mechanism")
+    finding = settle(evs, found, rule, "H1", "the replay finds a mechanism")
+    if finding is not None and finding.system == "H1" and (finding.key in LR_KEYS or finding.key.startswith("setting:")):
+        return summed(evs, finding)  # a summed loss is closer to the cause than the LR or a setting
+    return finding
 
 
 def _healthy_or_unknown(evs) -> OwnFinding:
@@ -187,10 +203,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     sig = evs[0].results.get("signal", {})
     if sig.get("verdict") != "signal":
         return _unknown(f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}")
-    return OwnFinding("NONE", "healthy", "no defect found: the logger is honest, the inputs are finite "
-                      "and varied, the labels carry signal (real beat shuffled by more than the seed "
-                      "spread), every parameter gets gradients and updates, and your loop learns like a "
-                      "plain loop with the same model, data, loss and optimizer")
+    return OwnFinding("NONE", "healthy", checked(evs, plain[0]))
 
 
 def decide(evs: list[SeedEvidence]) -> OwnFinding:
@@ -199,7 +212,8 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
     The loss path (`losspath`) is read before the label-shuffle control: a loss that
     compares every prediction with every label makes real and shuffled labels train alike,
     which would otherwise read as data without signal."""
-    for rule in (_h3, _h2, frozen_rule, norms_rule, loss_path, padding_rule, _h2_signal, _h1):
+    for rule in (_h3, _h2, frozen_rule, norms_rule, loss_path, offset_rule, range_rule, padding_rule,
+                 _h2_signal, _h1):
         found = rule(evs)
         if found is not None:
             return _noted(found, evs)
@@ -209,7 +223,8 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
 def _noted(found: OwnFinding, evs) -> OwnFinding:
     """The frozen parameters (a deliberate freeze convicts nothing) and the per-layer relative
     updates, reported whatever the verdict."""
-    for note in (evs[0].results.get("frozen_note"), describe_layers(evs[0]) if "own" in evs[0].results else None):
+    for note in (evs[0].results.get("frozen_note"), *evs[0].results.get("advice", ()),
+                 describe_layers(evs[0]) if "own" in evs[0].results else None):
         if note and note not in found.notes:
             found.notes.append(note)
     return found

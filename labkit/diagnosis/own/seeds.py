@@ -15,7 +15,7 @@ from __future__ import annotations
 from .evidence import SeedEvidence
 from ..finding import OwnFinding
 
-UNSTABLE = ("divergence", "fp16_overflow")
+UNSTABLE = ("divergence", "fp16_overflow", "unsettled")
 
 
 def third(evs) -> SeedEvidence:

@@ -1,5 +1,9 @@
 """H1 in the optimizer's settings: one setting at a time, back to its default.
 
+A reset that learns faster convicts only when the learner's own run fails by its own test
+(`baseline.fails`: no descent, divergence, never settling); a run that learns, only slower,
+is healthy, and the faster setting is advice in the record's notes.
+
 When the learner's optimizer trains far worse than the reference optimizer on the same
 model, data and loss, and no other H1 mechanism was measured, each setting of the
 learner's optimizer that differs from its constructor's default (weight_decay, momentum,
@@ -16,6 +20,7 @@ import math
 import torch
 
 from . import setup as proto, skips as own_skips
+from .baseline import advise, fails, learns
 from ..finding import OwnFinding
 from .margins import above
 
@@ -86,9 +91,15 @@ def settings_rule(ev) -> OwnFinding | None:
         return None
     key, _, level = best
     value, default = changed[key]
+    why = fails(ev)
+    if why is None:
+        advise(ev, f"advice, not a defect: {learns(ev)}; in a plain loop (one step per batch) your "
+                   f"optimizer reaches {own.level():.3g}, and with {key} reset to its default ({default!r}) "
+                   f"{level:.3g}: faster, not a fix")
+        return None
     what = (f"the learning rate lr={value!r} is too low ({default / value:.0f}x below the default) "
             "and" if key == "lr" else f"the optimizer's {key}={value!r}")
-    return OwnFinding("H1", f"setting:{key}", f"{what} stops learning: with "
+    return OwnFinding("H1", f"setting:{key}", f"{what} stops learning ({why}): with "
                       f"{key} reset to its default ({default!r}) and nothing else changed, the same plain "
                       f"loop reaches {level:.3g} instead of {own.level():.3g} (a reference Adam(lr=1e-3) "
                       f"reaches {ref.level():.3g})", arm=f"default:{key}",

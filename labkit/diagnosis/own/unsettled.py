@@ -11,23 +11,12 @@ from __future__ import annotations
 import math
 
 from ..finding import OwnFinding
+from .baseline import WINDOW, advise, fails, learns, smoothed
 from .margins import above, below
 
 UNSETTLED = 2.0  # the smoothed loss climbs back to this multiple of its best so far: it never settles
 DIPPED = 0.5  # ... after its best fell below this share of its start: it learned, then lost it
 LOWER_LR = 0.2  # at LR/10 the same plain loop ends below this share of its level at the learner's LR
-WINDOW = 10  # steps in the moving mean that the rebound is read on (one noisy batch is no rebound)
-
-
-def smoothed(losses: list[float], window: int = WINDOW) -> list[float]:
-    """The moving mean of the last `window` losses at each step (inf once one is not finite)."""
-    out, total = [], 0.0
-    for i, v in enumerate(losses):
-        if v is None or not math.isfinite(v):
-            return out + [math.inf] * (len(losses) - i)
-        total += v - (losses[i - window] if i >= window else 0.0)
-        out.append(total / min(i + 1, window))
-    return out
 
 
 def rebound(losses: list[float], window: int = WINDOW) -> float:
@@ -49,7 +38,9 @@ def unsettled(ev, f, own) -> OwnFinding | None:
     machines and seeds only. What holds on all of them: the loss learns (its moving mean falls
     well below its start), then climbs far back above its best (it never settles), and a tenth
     of the LR, nothing else changed, ends far lower. A loss that rises from the start (a
-    maximised objective, a sign error) never dipped, and is not this."""
+    maximised objective, a sign error) never dipped, and is not this. The learner's own run must
+    fail too (`baseline.fails`): a loop of theirs that learns (micro-batches accumulated into
+    one step) is not convicted for what a plain loop does at its LR."""
     lr, level = f["lr_first"], own.level()
     if not lr or not own.losses or not math.isfinite(level) or level <= 0:
         return None
@@ -63,6 +54,10 @@ def unsettled(ev, f, own) -> OwnFinding | None:
     low = ev.arm("lr/10")
     if not math.isfinite(low.level()) or not below("unsettled.lr/10_over_lr", low.level() / level, LOWER_LR,
                                                    seed=ev.seed, log=True):
+        return None
+    if fails(ev) is None:  # a plain loop is unstable at your LR; your own loop (accumulating) is not
+        advise(ev, f"advice, not a defect: {learns(ev)}, while a plain loop with your optimizer at LR "
+                   f"{lr:g} never settles and at LR/10 reaches {low.level():.3g}")
         return None
     return OwnFinding("H1", "unsettled", f"the LR is too high for this model: at LR {lr:g} the loss never "
                       f"settles (a plain loop's loss, averaged over {WINDOW} steps, falls to "
