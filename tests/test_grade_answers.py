@@ -141,3 +141,18 @@ def test_hidden_checks_run_in_the_grader_and_send_only_their_calls(tmp_path):
     with pytest.raises(ValueError, match=r"hidden checks ex_a.py do not run in the grader "
                                          r"\(NameError: name 'steps' is not defined\)"):
         read_hidden(tmp_path / "ex_a.py").define()
+
+
+def test_the_learners_kernel_never_sees_the_graders_secrets(monkeypatch):
+    import nbformat
+
+    from labkit.learn.grade_run import _kernel_env
+    for name in ("GITHUB_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "AWS_SECRET_ACCESS_KEY",
+                 "GRADER_PASSWORD", "OPENAI_API_KEY", "SSH_PRIVATE_KEY", "HF_AUTH"):
+        monkeypatch.setenv(name, "do-not-leak")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")  # a setting, not a secret
+    env = _kernel_env(nbformat.v4.new_notebook())
+    assert "do-not-leak" not in env.values()
+    assert env["OMP_NUM_THREADS"] == "1" and env["TOKENIZERS_PARALLELISM"] == "false"
+    assert "PATH" in env and env["LABKIT_HOME"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -31,6 +32,8 @@ STUBS = ("NotImplementedError", "PredictionNotGiven")  # an answer not written y
 # raise, or a prediction form nobody sealed (labkit.widgets.ask_prediction)
 TIMEOUT_RANGE_S = (0.1, 1e6)  # a cell's limit: below 0.1 s no cell can start; a million
 # seconds (11 days) is far beyond any exercise, and well inside what the timers can hold
+SECRET = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|KEY|AUTH)(_|$)",
+                    re.IGNORECASE)  # environment variables the learner's kernel never sees
 PROBE_S = 5  # after a timeout, how long the kernel has to answer before it counts as stuck
 _INSTALL = ("exec(compile({source!r}, '<labkit grade: hand-over>', 'exec'), _lk := {{}})\n"
             "_lk['install']({folder!r}, get_ipython().user_ns)\ndel _lk")
@@ -180,12 +183,14 @@ def _started(client, env: dict):
 
 
 def _kernel_env(nb) -> dict:
-    """An empty $LABKIT_HOME, so grading never adds to the learner's records, and the
-    sketches the learner sealed by hand, taken from the notebook's saved outputs."""
+    """An empty $LABKIT_HOME, so grading never adds to the learner's records, the sketches
+    the learner sealed by hand, taken from the notebook's saved outputs, and the grader's
+    environment without what names a secret (a CI job's tokens, keys and passwords)."""
     from ..forecast.carry import ENV, sketches_in
     from ..forecast.gate import NO_WAIT
     home = tempfile.mkdtemp(prefix="labkit-grade-")
-    env = {**os.environ, "LABKIT_HOME": home, NO_WAIT: "1"}  # nobody sees a grader's widgets
+    env = {k: v for k, v in os.environ.items() if not SECRET.search(k)}  # a CI job's tokens
+    env.update({"LABKIT_HOME": home, NO_WAIT: "1"})  # nobody sees a grader's widgets
     drawn = sketches_in(nb)
     if drawn:
         handed = os.path.join(home, "sketches.json")
