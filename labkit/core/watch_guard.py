@@ -18,17 +18,23 @@ class WatchStopped(RuntimeWarning):
     """Said once, when `labkit.watch` stopped measuring after an error of its own."""
 
 
+def safely(w, fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` for watch `w` inside the learner's calls: None once `w` stopped,
+    and an error stops `w` instead of reaching the learner."""
+    if w.stopped is not None:
+        return None
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the learner's loop goes on
+        stop(w, exc)
+        return None
+
+
 def guarded(method):
     """`method` of a Watch, made safe to run inside the learner's calls."""
     @functools.wraps(method)
     def run(self, *args, **kwargs):
-        if self.stopped is not None:
-            return None
-        try:
-            return method(self, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - whatever it is, the learner's loop goes on
-            stop(self, exc)
-            return None
+        return safely(self, method, self, *args, **kwargs)
     return run
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from .watch_guard import safely
+
 EVERY = 50  # optimizer steps between two checks
 TOLERANCE = 1e-6  # relative difference beyond which two ranks' groups differ; DDP's are 0
 WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel", "DataParallel")
@@ -63,7 +65,7 @@ class RankCheck:
         if self.buffers:  # BatchNorm's running statistics and the like, checked in a forward
             def before_forward(module, args) -> None:  # returns None: the input is untouched
                 if self._buffers_due:
-                    _safely(w, self._check_buffers)
+                    safely(w, self._check_buffers, w)
             w._handles.append(w._model.register_forward_pre_hook(before_forward))
         self.check(w)  # at the start: the ranks should begin equal (DDP broadcasts rank 0's)
 
@@ -85,12 +87,15 @@ class RankCheck:
         head = torch.tensor([float(w.steps)], dtype=torch.float64)
         return torch.cat([head, torch.stack(fp).flatten().cpu(), norms])
 
-    def check(self, w) -> None:
-        mine = self._summary(w)
+    def _gather(self, mine: torch.Tensor) -> torch.Tensor:
+        """Every rank's `mine`, stacked on the CPU: (world, len(mine))."""
         device = _device(self.dist)
         gathered = [torch.empty_like(mine, device=device) for _ in range(self.world)]
         self.dist.all_gather(gathered, mine.to(device))
-        rows = torch.stack([g.cpu() for g in gathered])  # (world, 1 + 4 * groups)
+        return torch.stack([g.cpu() for g in gathered])
+
+    def check(self, w) -> None:
+        rows = self._gather(self._summary(w))  # (world, 1 + 4 * groups)
         names, n = list(w.groups), len(w.groups)
         counts = [sum(w.params[i].numel() for i in idx) for idx in w.groups.values()]
         diff = _rel_diff(rows[:, 1:1 + 2 * n].view(self.world, n, 2), counts)
@@ -109,11 +114,7 @@ class RankCheck:
         does): the buffers' fingerprints, compared across ranks."""
         self._buffers_due = False
         with torch.no_grad():
-            mine = _fingerprint(self.buffers).cpu()
-        device = _device(self.dist)
-        gathered = [torch.empty_like(mine, device=device) for _ in range(self.world)]
-        self.dist.all_gather(gathered, mine.to(device))
-        fp = torch.stack([g.cpu() for g in gathered]).view(self.world, 1, 2)
+            fp = self._gather(_fingerprint(self.buffers).cpu()).view(self.world, 1, 2)
         d = float(_rel_diff(fp, [sum(b.numel() for b in self.buffers)])[0])
         self.checks[-1]["buffers_rel_diff"] = d
         if self.buffer_finding is None and d > TOLERANCE:
@@ -124,17 +125,6 @@ class RankCheck:
     def describe(self) -> dict:
         return {"world_size": self.world, "rank": self.rank, "every": self.every,
                 "tolerance": TOLERANCE, "checks": list(self.checks)}
-
-
-def _safely(w, fn) -> None:
-    """`fn(w)` inside the learner's forward: an error stops the watch, never the forward."""
-    if w.stopped is not None:
-        return
-    try:
-        fn(w)
-    except Exception as exc:  # noqa: BLE001
-        from .watch_guard import stop
-        stop(w, exc)
 
 
 def _rel_diff(fp: torch.Tensor, counts: list) -> torch.Tensor:

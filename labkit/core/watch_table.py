@@ -71,7 +71,7 @@ def describe(w) -> dict:
             "exact_groups": [g for g in w.groups if g not in estimated],
             "steps": w.steps, "skipped_steps": sum(w._skipped),
             "findings": list(w.findings),
-            **({"ranks": w._ranks.describe()} if getattr(w, "_ranks", None) else {})}
+            **({"ranks": w._ranks.describe()} if w._ranks is not None else {})}
 
 
 def text(w) -> str:

@@ -27,7 +27,7 @@ def triage(name: str) -> dict:
     try:
         return report.triage(name)
     except Exception as exc:  # noqa: BLE001 - the crash is what the row records
-        return {"name": name, "expected": EIGHTH_EXPECTED[name][0], "system": "CRASH",
+        return {"name": name, "expected": report.EXPECTED[name][0], "system": "CRASH",
                 "mechanism": f"{type(exc).__name__}: {exc}", "right_system": False,
                 "right_mechanism": False, "granted": False, "seconds": time.perf_counter() - started}
 

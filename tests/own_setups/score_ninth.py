@@ -10,23 +10,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import torch
 
 from . import report
 from .ninth import NINTH, NINTH_EXPECTED
-from .score_eighth import summary
-
-
-def triage(name: str) -> dict:
-    started = time.perf_counter()
-    try:
-        return report.triage(name)
-    except Exception as exc:  # noqa: BLE001 - the crash is what the row records
-        return {"name": name, "expected": NINTH_EXPECTED[name][0], "system": "CRASH",
-                "mechanism": f"{type(exc).__name__}: {exc}", "right_system": False,
-                "right_mechanism": False, "granted": False, "seconds": time.perf_counter() - started}
+from .score_eighth import summary, triage
 
 
 def main(argv=None) -> int:
