@@ -192,7 +192,7 @@ def sig_constant_inputs(run, ok, seed):
 
 
 def sig_nan_in_inputs(run, ok, seed):
-    from labkit.bugs.nan_in_inputs import CORRUPT_ROW
+    from labkit.bugs.h2.nan_in_inputs import CORRUPT_ROW
     cfg = Config(seed=seed)
     first = next(s for s in range(len(run))
                  if CORRUPT_ROW in batch_indices(cfg, 1024, *divmod(s, 16)).tolist())
@@ -270,7 +270,7 @@ def test_cli_lists_bugs_and_refuses_unknown_names():
 
 
 def test_all_masked_guard_catches_what_pytorch_turns_into_nan():
-    from labkit.bugs.all_masked_labels import data_all_masked
+    from labkit.bugs.h2.all_masked_labels import data_all_masked
     from labkit.core.guards import require_supervised_tokens
     data = data_all_masked(Config(task="lm"))
     with pytest.raises(ValueError, match="no supervised tokens"):

@@ -10,8 +10,9 @@ import pytest
 
 from helpers import one_sentence
 from labkit import check
-from labkit.learn import curve_quiz, curves
-from labkit.learn.curve_probes import spike_steps
+from labkit.learn.curves import quiz as curve_quiz
+from labkit.learn import curves
+from labkit.learn.curves.probes import spike_steps
 
 SEEDS = (0, 1)
 LN10 = math.log(10)
@@ -48,7 +49,7 @@ def sig_high_flat(c, e, fixed):
 
 
 def sig_spiking(c, e, fixed):
-    from labkit.learn.curve_setups import OUTLIER_ROW
+    from labkit.learn.curves.setups import OUTLIER_ROW
     assert len(e["spikes"]) >= 2 and e["culprit_row"] == OUTLIER_ROW and e["culprit_in_every_spike"]
     assert e["replay_spiking"] > 2 * e["replay_normal"]  # the batch spikes from the same weights
     assert e["culprit_loss"] > 20 * e["others_median"] and e["culprit_size"] > 10

@@ -25,7 +25,7 @@ from labkit.learn.drill.probes import answer
 from labkit.learn.drill.score import MAX, score
 from labkit.learn.drill.session import Drill
 from labkit.learn.drill.verbal import ELEMENTS, grade, model_answer
-from labkit.learn.drill.verbal_cases import CASES
+from labkit.learn.drill.verbal.cases import CASES
 from labkit.learn.drill.words import OUTCOMES, read_outcome
 
 ROOT = Path(__file__).resolve().parents[1]

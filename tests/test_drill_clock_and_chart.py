@@ -6,7 +6,7 @@ import time
 from labkit.learn.drill.log import DrillLog
 from labkit.learn.drill.mystery import draw
 from labkit.learn.drill.session import Drill
-from labkit.learn.drill.text import ascii_plot
+from labkit.learn.drill.front.text import ascii_plot
 
 
 def test_the_chart_labels_its_ends_apart_on_a_narrow_range():

@@ -45,7 +45,7 @@ def test_panel_buttons_drive_the_explorer_and_show_unknown_then_verdict():
 
 @pytest.mark.slow
 def test_panel_works_on_a_setup_one_step_at_a_time():
-    from labkit.diagnosis.own.explorer import STEPS as SETUP_STEPS
+    from labkit.diagnosis.own.step6_decide.explorer import STEPS as SETUP_STEPS
     from own_setups.h1 import StepNeverCalled
     panel = ExplorerPanel(setup=StepNeverCalled(), mode="auto")
     assert panel.next_button.description == "Run next: check"

@@ -300,7 +300,7 @@ class Forever:
 @pytest.mark.parametrize("torch_loop", [False, True], ids=["python", "torch"])
 def test_diagnose_stops_a_train_that_never_returns_within_its_budget(torch_loop):
     import labkit
-    import labkit.diagnosis.own.explorer  # noqa: F401 (loaded first: the time measured is the triage's)
+    import labkit.diagnosis.own.step6_decide.explorer  # noqa: F401 (loaded first: the time measured is the triage's)
     setup = Forever(torch_loop)
     model = setup.make_model(0)  # torch loads parts of itself on a first optimizer step
     setup.loss_fn(model, setup.batches(0)[0]).backward()

@@ -126,7 +126,7 @@ def test_an_error_inside_the_watch_stops_it_and_never_reaches_the_learners_loop(
             optimizer.step()  # never raises
             losses.append(loss.item())
         w.close()
-    said = [str(c.message) for c in caught if c.category is labkit.core.watch_guard.WatchStopped]
+    said = [str(c.message) for c in caught if c.category is labkit.core.watch.guard.WatchStopped]
     assert len(said) == 1 and f"stopped measuring at step {kept}" in said[0], said
     assert "a fault inside labkit's own measuring" in said[0]
     assert w.steps == kept and not optimizer._optimizer_step_pre_hooks

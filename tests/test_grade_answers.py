@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from labkit.learn import grade_handover
-from labkit.learn.grade_answers import AnswerUnreadable, decode, read_answer
-from labkit.learn.grade_sites import hand_over, occurrence
-from labkit.learn.grade_verdict import answer_file, verdict
+from labkit.learn.grade import handover as grade_handover
+from labkit.learn.grade.answers import AnswerUnreadable, decode, read_answer
+from labkit.learn.grade.sites import hand_over, occurrence
+from labkit.learn.grade.verdict import answer_file, verdict
 
 
 def handed(tmp_path, *args, **kwargs):
@@ -38,7 +38,7 @@ def test_what_the_checks_take_comes_back_equal(tmp_path):
 
 
 def test_a_quiz_is_handed_over_as_its_seed_and_redrawn_without_training(tmp_path):
-    from labkit.learn import curve_quiz
+    from labkit.learn.curves import quiz as curve_quiz
     quiz = curve_quiz.draw(12, train=False)
     (got,), _ = handed(tmp_path, quiz)
     assert got.seed == 12 and got.answer_key() == quiz.answer_key()
@@ -126,7 +126,7 @@ def test_call_sites_are_rewritten_in_place_magics_included():
 
 
 def test_hidden_checks_run_in_the_grader_and_send_only_their_calls(tmp_path):
-    from labkit.learn.hidden import read_hidden
+    from labkit.learn.grade.hidden import read_hidden
     (tmp_path / "ex_a.py").write_text(
         "from labkit.learn.check._base import answer_check\nLIMIT = 3\n\n@answer_check\n"
         "def ex_a_hidden(x):\n    'x is small'\n    return x < LIMIT\n\n"
@@ -146,7 +146,7 @@ def test_hidden_checks_run_in_the_grader_and_send_only_their_calls(tmp_path):
 def test_the_learners_kernel_never_sees_the_graders_secrets(monkeypatch):
     import nbformat
 
-    from labkit.learn.grade_run import _kernel_env
+    from labkit.learn.grade.run import _kernel_env
     for name in ("GITHUB_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "AWS_SECRET_ACCESS_KEY",
                  "GRADER_PASSWORD", "OPENAI_API_KEY", "SSH_PRIVATE_KEY", "HF_AUTH"):
         monkeypatch.setenv(name, "do-not-leak")

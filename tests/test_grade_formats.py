@@ -12,7 +12,8 @@ import jsonschema
 import nbformat
 import pytest
 
-from labkit.learn import check, grade_formats as formats
+from labkit.learn import check
+from labkit.learn.grade import formats
 from labkit.learn.check._base import answer_check
 from labkit.learn.grade import Row
 
@@ -80,7 +81,7 @@ def test_csv_has_one_row_per_check_with_a_relative_path_and_the_learner(tmp_path
 
 
 def test_hidden_files_are_read_with_their_points_and_refused_with_a_sentence(tmp_path):
-    from labkit.learn.hidden import read_hidden
+    from labkit.learn.grade.hidden import read_hidden
     hidden = read_hidden(ROOT / "instructor" / "hidden")
     assert hidden.points == {"ex_a_hidden_order": 1, "ex_a_hidden_deeper": 2}
     assert hidden.cells_for(["ex_a_predict"]) and hidden.cells_for(["ex_b_predict"]) == []

@@ -163,7 +163,7 @@ def test_ctrl_c_ends_grading_even_when_the_kernels_clean_up_hangs(tmp_path):
     """Seen in `make test` under load: after Ctrl-C, `labkit grade` had not ended in 30 s.
     With nbclient's clean-up made to hang, grading still ends in about 10 s (CTRL_C_EXIT_S):
     exit 130, the usual line, the kernel killed and its scratch home removed."""
-    from labkit.learn.grade_run import CTRL_C_EXIT_S
+    from labkit.learn.grade.run import CTRL_C_EXIT_S
     proc, err, seconds = interrupted_grading(tmp_path, ["-c", STUCK_CLEANUP])
     assert proc.returncode == 130 and CTRL_C_EXIT_S <= seconds < 30
     assert err.strip().endswith("labkit: interrupted; the notebooks were not changed, and the "

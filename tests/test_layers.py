@@ -127,9 +127,9 @@ def test_diagnosis_families_import_only_lower_floors():
 
 def test_an_import_between_zoo_and_own_is_refused():
     planted = {**GRAPH, "labkit.diagnosis.zoo.rules": GRAPH["labkit.diagnosis.zoo.rules"]
-               | {"labkit.diagnosis.own.evidence"}}
+               | {"labkit.diagnosis.own.step6_decide.evidence"}}
     assert _family_breaks(planted) == [
-        "labkit.diagnosis.zoo.rules (zoo, rank 3) imports labkit.diagnosis.own.evidence (own, rank 3)"]
+        "labkit.diagnosis.zoo.rules (zoo, rank 3) imports labkit.diagnosis.own.step6_decide.evidence (own, rank 3)"]
 
 
 def _circles() -> list[list[str]]:

@@ -41,7 +41,7 @@ class Tiny(L.LightningModule):
 
 @pytest.mark.slow
 def test_callback_records_20_steps_as_lightning_trains_them(tmp_path):
-    from labkit.core.watch_lightning import WatchCallback
+    from labkit.core.watch.lightning import WatchCallback
     torch.manual_seed(0)
     x, y = torch.randn(64, 4), torch.randint(0, 2, (64,))
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from labkit import Run
-from labkit.diagnosis.own.logger import check_logger
+from labkit.diagnosis.own.step2_h3.logger import check_logger
 from labkit.probes import raw_vs_reported
 
 RAW = [2.0, 1.8, 1.6, 1.5, 1.2, 1.1, 1.0, 0.9]  # two epochs of four batches

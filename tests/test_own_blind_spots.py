@@ -9,12 +9,12 @@ import torch
 
 import own_setups.report as report
 from labkit import Run
-from labkit.diagnosis.own.evidence import SeedEvidence
+from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 from labkit.diagnosis.finding import OwnFinding
-from labkit.diagnosis.own.logcount import recount
-from labkit.diagnosis.own.logger import check_logger
-from labkit.diagnosis.own.padding import padding_rule
-from labkit.diagnosis.own.seeds import settle
+from labkit.diagnosis.own.step2_h3.logcount import recount
+from labkit.diagnosis.own.step2_h3.logger import check_logger
+from labkit.diagnosis.own.step4_h1.padding import padding_rule
+from labkit.diagnosis.own.step6_decide.seeds import settle
 from own_setups.blind import BLIND, BLIND_EXPECTED, PaddingCounted, PaddingIgnored
 from own_setups.report import triage
 

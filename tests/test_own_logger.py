@@ -3,7 +3,7 @@
 import pytest
 
 from labkit import Run
-from labkit.diagnosis.own.logger import check_logger
+from labkit.diagnosis.own.step2_h3.logger import check_logger
 
 PER_EPOCH, EPOCHS = 5, 4
 RAW = [2.3 * 0.93 ** t + 0.05 * ((t * 7) % 3) for t in range(PER_EPOCH * EPOCHS)]  # descending, noisy

@@ -1,12 +1,12 @@
 """The loss path of a learner's own setup: what loss_fn does between the model's output and
-the labels, measured on one batch at init (labkit.diagnosis.own.losspath)."""
+the labels, measured on one batch at init (labkit.diagnosis.own.step4_h1.losspath)."""
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from labkit.diagnosis.own.losspath import audit
+from labkit.diagnosis.own.step4_h1.losspath import audit
 
 G = torch.Generator().manual_seed(0)
 X = torch.randn(64, 6, generator=G)
@@ -89,8 +89,8 @@ def test_a_piecewise_constant_op_with_zero_gradients_is_measured(op):
 
 
 def test_the_rule_needs_both_seeds_and_names_the_mechanism():
-    from labkit.diagnosis.own.evidence import SeedEvidence
-    from labkit.diagnosis.own.losspath import loss_path
+    from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
+    from labkit.diagnosis.own.step4_h1.losspath import loss_path
     s = setup(1, Y_REAL, loss=lambda p, y: F.mse_loss(torch.round(p), y.unsqueeze(1)))
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.system == "H1" and found.key == "no_gradient" and "torch.round" in found.mechanism
@@ -102,7 +102,7 @@ def test_the_rule_needs_both_seeds_and_names_the_mechanism():
 def test_the_floor_of_the_loss_is_measured_with_the_calls_own_options(smoothing, flagged):
     """A confident right answer scores ~0 without smoothing; with 0.9 over 4 classes the best
     reachable loss sits within a few percent of a uniform guess."""
-    from labkit.diagnosis.own.targets import FLOOR
+    from labkit.diagnosis.own.step4_h1.targets import FLOOR
     s = setup(loss=nn.CrossEntropyLoss(label_smoothing=smoothing))
     fl = audit(s, 0, s.batches(0))["floor"]
     assert fl["chance"] == pytest.approx(torch.log(torch.tensor(4.0)).item(), rel=1e-5)
@@ -113,8 +113,8 @@ def test_the_floor_of_the_loss_is_measured_with_the_calls_own_options(smoothing,
 
 
 def test_the_floor_rule_names_label_smoothing():
-    from labkit.diagnosis.own.evidence import SeedEvidence
-    from labkit.diagnosis.own.losspath import loss_path
+    from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
+    from labkit.diagnosis.own.step4_h1.losspath import loss_path
     s = setup(loss=lambda p, y: F.cross_entropy(p, y, label_smoothing=0.9))
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.system == "H1" and found.key == "floor_near_chance"
@@ -169,8 +169,8 @@ def test_labels_equal_to_a_causal_models_inputs_are_measured(model, shift, copie
 
 
 def test_the_copy_rule_is_h2_and_says_shift():
-    from labkit.diagnosis.own.evidence import SeedEvidence
-    from labkit.diagnosis.own.losspath import loss_path
+    from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
+    from labkit.diagnosis.own.step4_h1.losspath import loss_path
     s = TokenSetup()
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.system == "H2" and found.key == "labels_are_inputs" and "shift" in found.mechanism
@@ -189,8 +189,8 @@ def test_a_square_similarity_matrix_may_be_normalised_over_dim_0():
         return F.cross_entropy(p, y) - 0.1 * F.log_softmax(sim, dim=0).diagonal().mean()
     s = setup(loss=loss)
     assert audit(s, 0, s.batches(0))["batch_softmax"] == []
-    from labkit.diagnosis.own.evidence import SeedEvidence
-    from labkit.diagnosis.own.losspath import loss_path
+    from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
+    from labkit.diagnosis.own.step4_h1.losspath import loss_path
     s = setup(loss=lambda p, y: F.nll_loss(F.log_softmax(p, dim=0), y))
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.key == "softmax_over_batch" and "log_softmax(dim=0)" in found.mechanism
@@ -203,7 +203,7 @@ def test_a_square_similarity_matrix_may_be_normalised_over_dim_0():
     (lambda p, y: F.cross_entropy(p, y) + 0.5 * (1 - F.normalize(p, dim=1)[:, 0]).mean(), False),
 ])
 def test_the_loss_floor_needs_saturation_not_just_a_bounded_term(loss, floored):
-    from labkit.diagnosis.own.floor import loss_floor
+    from labkit.diagnosis.own.step4_h1.floor import loss_floor
     s = setup(loss=loss)
     found = loss_floor(s, 0, s.batches(0) * 2)
     assert (found is not None and found.key == "loss_floor") is floored

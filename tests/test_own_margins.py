@@ -3,7 +3,7 @@ the edge-of-stability rule reads (own.flow.rebound): both without training."""
 
 import math
 
-from labkit.diagnosis.own.unsettled import rebound, smoothed
+from labkit.diagnosis.own.step4_h1.unsettled import rebound, smoothed
 from labkit.diagnosis.own.margins import above, below, closest, distance, recording
 
 

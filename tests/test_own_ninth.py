@@ -15,8 +15,10 @@ from own_setups.ninth import (NINTH, NINTH_EXPECTED, LmDoubleShift, LmShiftedOnc
 from own_setups.score_ninth import triage
 
 from labkit import Run
-from labkit.diagnosis.own import baseline, lossrange, offset
-from labkit.diagnosis.own.evidence import SeedEvidence
+from labkit.diagnosis.own import baseline
+from labkit.diagnosis.own.step4_h1 import lossrange
+from labkit.diagnosis.own.step3_h2 import offset
+from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +75,7 @@ def test_two_ninth_setups_triaged_whole(name):
 
 
 def test_the_logger_is_named_by_the_candidates_that_rebuild_its_reports():
-    from labkit.diagnosis.own import rebuild
+    from labkit.diagnosis.own.step2_h3 import rebuild
     raw = [2.0 - 0.1 * t for t in range(12)]  # falls from 2.0, in 3 epochs of 4
     rows = list(range(12))
     int_total = [sum(int(v) for v in raw[t - t % 4:t + 1]) / (t % 4 + 1) for t in rows]  # each add truncates

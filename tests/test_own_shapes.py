@@ -8,13 +8,13 @@ import pytest
 import torch
 
 import labkit
-from labkit.diagnosis.own import inner as own_inner, setup as proto
-from labkit.diagnosis.own.carry import LoopUpdate, adapt
-from labkit.diagnosis.own.loops import plain_loop
-from labkit.diagnosis.own.losspath import _first_prediction, audit
-from labkit.diagnosis.own.flow import facts
-from labkit.diagnosis.own.shapes import time_axis
-from labkit.diagnosis.own.replay import Replay
+from labkit.diagnosis.own.step1_capture import inner as own_inner, setup as proto
+from labkit.diagnosis.own.step1_capture.carry import LoopUpdate, adapt
+from labkit.diagnosis.own.step1_capture.loops import plain_loop
+from labkit.diagnosis.own.step4_h1.losspath import _first_prediction, audit
+from labkit.diagnosis.own.step4_h1.flow import facts
+from labkit.diagnosis.own.step1_capture.shapes import time_axis
+from labkit.diagnosis.own.step1_capture.replay import Replay
 from own_setups.shapes import GPTSetup, HFStyleSetup, WordLMSetup, repackage_hidden
 
 

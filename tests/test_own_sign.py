@@ -17,9 +17,9 @@ import torch.nn.functional as F
 
 import labkit
 from labkit import Prediction, TriageRecord, TriageRefused
-from labkit.diagnosis.own.evidence import SeedEvidence
-from labkit.diagnosis.own.onechange import changes
-from labkit.diagnosis.own.refloss import reference
+from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
+from labkit.diagnosis.own.step5_sign.onechange import changes
+from labkit.diagnosis.own.step5_sign.refloss import reference
 from own_setups.common import MLP
 from own_setups.fixed import FIXED, DetachRemoved
 from own_setups.h1 import DetachMidModel, LossFromItem, _DetachedBody

@@ -6,9 +6,10 @@ import warnings
 import pytest
 
 import labkit
-from labkit.diagnosis.own import evidence as own_evidence, skips as own_skips
-from labkit.diagnosis.own.budget import budget
-from labkit.diagnosis.own.evidence import SeedEvidence
+from labkit.diagnosis.own.step6_decide import evidence as own_evidence
+from labkit.diagnosis.own.step1_capture import skips as own_skips
+from labkit.diagnosis.own.step1_capture.budget import budget
+from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 from own_setups.healthy import BlobSetup
 
 
@@ -44,7 +45,7 @@ def test_diagnose_under_a_tight_budget_says_what_it_skipped(monkeypatch):
     """What is left of the budget is set, not timed (a loaded machine would move a timed
     one): always a little less than the overfit gate costs at the rate measured so far, so
     that gate, and only a check as long, is skipped, and the record says so."""
-    from labkit.diagnosis.own.explorer import OVERFIT_STEPS
+    from labkit.diagnosis.own.step6_decide.explorer import OVERFIT_STEPS
     rate = lambda: own_skips._SEEN["seconds"] / max(own_skips._SEEN["steps"], 1)  # noqa: E731
     monkeypatch.setattr(own_skips, "left", lambda: 0.9 * OVERFIT_STEPS * rate())
     with warnings.catch_warnings():

@@ -61,7 +61,8 @@ def test_a_wrong_conviction_is_worse_than_unknown_when_seeds_disagree():
     """Seeds that point to different mechanisms never convict one of them: a third seed runs,
     and when it sides with neither, the system is convicted with both candidates named."""
     from labkit.diagnosis.finding import OwnFinding
-    from labkit.diagnosis.own import rules as own_rules, seeds as own_seeds
+    from labkit.diagnosis.own.step6_decide import rules as own_rules
+    from labkit.diagnosis.own.step6_decide import seeds as own_seeds
 
     class Ev:
         def __init__(self, seed, key):

@@ -7,8 +7,8 @@ import torch.nn.functional as F
 import torch.optim.optimizer as optim_hooks
 from torch.nn.modules import module as module_hooks
 
-from labkit.diagnosis.own.flow import facts
-from labkit.diagnosis.own.replay import Replay
+from labkit.diagnosis.own.step4_h1.flow import facts
+from labkit.diagnosis.own.step1_capture.replay import Replay
 
 
 class Net(nn.Module):

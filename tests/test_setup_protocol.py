@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import labkit
-from labkit.diagnosis.own import setup as proto
+from labkit.diagnosis.own.step1_capture import setup as proto
 
 
 def _data(n=64):

@@ -73,7 +73,7 @@ class Recorder:
 
 
 def test_writes_every_so_many_steps_not_every_step():
-    from labkit.core.watch_writer import EVERY
+    from labkit.core.watch.writer import EVERY
     model = nn.Linear(2, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     rec = Recorder()

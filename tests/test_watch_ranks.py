@@ -8,7 +8,7 @@ import torch
 
 import labkit
 from labkit.bugs.ddp import DDP_BUGS
-from labkit.core import watch_ranks
+from labkit.core.watch import ranks as watch_ranks
 from labkit.learn.lessons.ranks import train_two_ranks
 
 EVERY = 50

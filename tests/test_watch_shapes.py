@@ -52,7 +52,7 @@ def test_clipping_records_the_norm_before_the_clip():
 def no_other_watch():
     """This process as a fresh one sees it: no watch open (another test's watch whose model is
     still alive keeps the wrapper), put back afterwards."""
-    from labkit.core import watch_clip
+    from labkit.core.watch import clip as watch_clip
     saved = list(watch_clip._OPEN)
     watch_clip._OPEN.clear()
     watch_clip._restore_if_idle()

@@ -4,10 +4,10 @@
     >>> get_bug("detach").symptom
     >>> labkit.train(bug="detach")
 
-Each bug lives in its own module with a `BUG` object; its module docstring
-gives Symptom, Mechanism, Fix, the stage of the diagnostic stack, the triage
-system (H1 optimizer/loss, H2 data, H3 instrumentation) and where it is taught.
-A module is registered by adding its name to `_MODULES` below.
+Each bug lives in its own module with a `BUG` object, in the folder of its triage system:
+`h1/` (optimizer and loss), `h2/` (data), `h3/` (instrumentation). Its module docstring
+gives Symptom, Mechanism, Fix, the stage of the diagnostic stack, the system and where it
+is taught. A module is registered by adding its bug's name and path to `_MODULES` below.
 """
 
 from __future__ import annotations
@@ -17,18 +17,23 @@ import importlib
 from ._base import STAGES, SYSTEMS, Bug
 from ..errors import suggest
 
-_MODULES = (
+_MODULES = {
     # the eight named in the course
-    "detach", "missing_optimizer_params", "zero_lr", "double_shift", "padding_in_loss",
-    "all_masked_labels", "fp16_overflow", "wrong_logging_divisor",
+    "detach": "h1.detach", "missing_optimizer_params": "h1.missing.optimizer_params",
+    "zero_lr": "h1.zero_lr", "double_shift": "h2.double_shift",
+    "padding_in_loss": "h1.padding_in_loss", "all_masked_labels": "h2.all_masked_labels",
+    "fp16_overflow": "h1.fp16_overflow", "wrong_logging_divisor": "h3.wrong_logging_divisor",
     # more that people ship
-    "lr_too_high", "missing_step", "loss_from_item", "double_softmax", "missing_zero_grad",
-    "shuffled_labels", "constant_inputs", "nan_in_inputs", "stale_log",
-)
+    "lr_too_high": "h1.lr_too_high", "missing_step": "h1.missing.step",
+    "loss_from_item": "h1.loss_from_item", "double_softmax": "h1.double_softmax",
+    "missing_zero_grad": "h1.missing.zero_grad", "shuffled_labels": "h2.shuffled_labels",
+    "constant_inputs": "h2.constant_inputs", "nan_in_inputs": "h2.nan_in_inputs",
+    "stale_log": "h3.stale_log",
+}
 
 BUGS: dict[str, Bug] = {}
-for _name in _MODULES:
-    _bug = importlib.import_module(f"{__name__}.{_name}").BUG
+for _name, _path in _MODULES.items():
+    _bug = importlib.import_module(f"{__name__}.{_path}").BUG
     if _bug.name != _name:
         raise RuntimeError(f"bug module {_name!r} registers a bug named {_bug.name!r}")
     BUGS[_name] = _bug

@@ -101,12 +101,12 @@ def cmd_triage(args) -> int:
     from ..core.config import Config
     from ..diagnosis.diagnose import diagnose
     if args.setup is not None:
-        from ..diagnosis.own.budget import check_budget
+        from ..diagnosis.own.step1_capture.budget import check_budget
         check_budget(args.budget, "--budget")  # before the learner's file is loaded
         if args.bug or args.task:
             raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
         from contextlib import redirect_stdout
-        from ..diagnosis.own.setup import load
+        from ..diagnosis.own.step1_capture.setup import load
         try:  # with --json -, stdout holds one JSON document: what the setup prints goes to stderr
             with redirect_stdout(human(args.json)):
                 record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
@@ -193,14 +193,14 @@ def cmd_forecasts(args) -> int:
 
 
 def _add_drill(sub):
-    from ..learn.drill.terminal import add_arguments  # cheap: the drill loads when it runs
+    from ..learn.drill.front.terminal import add_arguments  # cheap: the drill loads when it runs
     p = sub.add_parser("drill", help="an interview drill: a hidden bug, a probe budget, a score")
     add_arguments(p)
     p.set_defaults(func=cmd_drill)
 
 
 def cmd_drill(args) -> int:
-    from ..learn.drill.terminal import run
+    from ..learn.drill.front.terminal import run
 
     def write_stats(attempts, path):
         from ..learn.drill.stats import stats_document
@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
         why = "nothing more was done"
         if getattr(args, "command", None) == "grade":
-            from ..learn.grade_run import INTERRUPTED as why  # the same line as a forced end
+            from ..learn.grade.run import INTERRUPTED as why  # the same line as a forced end
         print(f"labkit: interrupted; {why}.", file=sys.stderr)
         return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder

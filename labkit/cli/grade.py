@@ -1,5 +1,5 @@
 """``labkit grade``: run exercise notebooks and report every answer check, in the formats
-instructors keep grades in (`labkit.learn.grade_formats`).
+instructors keep grades in (`labkit.learn.grade.formats`).
 
     labkit grade exercises/*.ipynb                          # the table
     labkit grade exercises/*.ipynb --json grades.json       # labkit.grades/2 (--json - : stdout)
@@ -27,7 +27,7 @@ def add_grade(sub):
                    help="write one CSV row per notebook and check here (- for stdout)")
     p.add_argument("--hidden", default=None, metavar="PATH",
                    help="the instructor's hidden checks: a .py file or a folder of them, run "
-                        "after each notebook of the same exercise (see labkit.learn.hidden)")
+                        "after each notebook of the same exercise (see labkit.learn.grade.hidden)")
     p.add_argument("--learner", default=None,
                    help="the learner id for --csv (default: the notebook's labkit_learner "
                         "metadata)")
@@ -35,9 +35,9 @@ def add_grade(sub):
 
 
 def cmd_grade(args) -> int:
-    from ..learn import grade_formats as formats
+    from ..learn.grade import formats
     from ..learn.grade import grade, summary
-    from ..learn.grade_run import check_timeout
+    from ..learn.grade.run import check_timeout
     check_timeout("--timeout", args.timeout)
     outputs = {f"--{n}": getattr(args, n) for n in ("json", "gradescope", "csv")}
     if list(outputs.values()).count("-") > 1:
@@ -45,7 +45,7 @@ def cmd_grade(args) -> int:
     formats.gradescope([], visibility=args.visibility)  # a bad --visibility fails before grading
     hidden = None
     if args.hidden:
-        from ..learn.hidden import read_hidden
+        from ..learn.grade.hidden import read_hidden
         hidden = read_hidden(args.hidden)
     from ..learn.grade import notebooks_in
     from ..store.outputs import check_command

@@ -9,9 +9,9 @@ knows of the other: the choice is made here, once.
 from __future__ import annotations
 
 from ..core.config import Config
-from .own.bounded import bounded
-from .own.budget import DEFAULT_BUDGET_S, budget
-from .own.explorer import diagnose_setup
+from .own.step1_capture.bounded import bounded
+from .own.step1_capture.budget import DEFAULT_BUDGET_S, budget
+from .own.step6_decide.explorer import diagnose_setup
 from .record.triage import TriageRecord
 from .zoo.explorer import Explorer
 
@@ -22,7 +22,7 @@ def diagnose(bug=None, seeds=(0, 1), config: Config | None = None, *,
 
     ``diagnose("stale_log")`` triages labkit's loop with a bug of the zoo;
     ``diagnose(MySetup())`` triages your own code, given as an object with the five
-    methods of `labkit.diagnosis.own.setup` (make_model, make_optimizer, batches, loss_fn,
+    methods of `labkit.diagnosis.own.step1_capture.setup` (make_model, make_optimizer, batches, loss_fn,
     train). Returns a filled `TriageRecord` whose conviction is marked as a suggestion.
     The same steps, one button at a time, are `zoo.explorer.Explorer` and
     `own.explorer.SetupExplorer`.

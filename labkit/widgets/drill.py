@@ -18,9 +18,9 @@ import ipywidgets as w
 from ..learn.drill.log import DrillLog
 from ..learn.drill.menu import CURVE_PROBES, MENU
 from ..learn.drill.session import Drill
-from ..learn.drill.svg import curves_svg
+from ..learn.drill.front.svg import curves_svg
 from ..learn.drill.verbal import model_answer, report_lines
-from ..learn.drill.verbal_cases import CASES
+from ..learn.drill.verbal.cases import CASES
 from ..learn.drill.words import OUTCOMES
 from .sketch import SketchForecast
 

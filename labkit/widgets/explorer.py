@@ -32,7 +32,7 @@ class ExplorerPanel(w.VBox):
         if setup is not None:
             if bug is not None or config is not None or explorer is not None:
                 raise ValueError("setup= triages your own code; pass it without bug=, config= or explorer=.")
-            from ..diagnosis.own.explorer import SetupExplorer
+            from ..diagnosis.own.step6_decide.explorer import SetupExplorer
             explorer = SetupExplorer(setup, seeds=seeds)
         self.explorer = explorer or Explorer(bug, seeds=seeds, config=config)
         self.mode = mode

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...errors import suggest
-from ..curve_quiz import Quiz
+from ..curves.quiz import Quiz
 from ..curves import CASES
 from ._base import CheckFailed, answer_check
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .answers import answer_lines
 from .menu import MENU
 from .score import Score
-from .text import wrap
+from .front.text import wrap
 
 
 def path_text(path) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .text import wrap
+from .front.text import wrap
 from .words import OUTCOMES
 
 TIERS = {1: "cheap", 3: "moderate", 8: "expensive"}

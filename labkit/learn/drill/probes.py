@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ...forecast.shapes import classify_shape
 from .case import Case
-from .text import num, point_rows
+from .front.text import num, point_rows
 
 @dataclass
 class Answer:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ...forecast.shapes import classify_shape
-from .text import ascii_plot, point_rows, wrap
+from .front.text import ascii_plot, point_rows, wrap
 
 
 def teammate_says(reported: list, chance: float) -> str:

@@ -1,0 +1,253 @@
+"""`labkit.watch`: per-step gradient and update norms on any training loop, in one line.
+
+    watch = labkit.watch(model, optimizer)        # hooks optimizer.step (no optimizer: watch_manual)
+    for batch in batches:                         # your loop, unchanged
+        optimizer.zero_grad(); loss = loss_fn(model, batch); loss.backward(); optimizer.step()
+        raw.append(loss.item())
+    run = watch.run(loss_raw=raw)                 # a labkit.Run, for the probes and the triage
+    watch.close()                                 # removes the hooks
+
+At every ``optimizer.step()`` a step post-hook records, per layer group (`record.group_name`)
+and in total: the gradient norm (None where every gradient of the group is None, never 0;
+taken before clipping, see `watch_clip`), the update norm and each param group's lr. A pre-hook
+copies what the update norm needs, within a memory budget (`labkit.budget`: exact for small
+models, an honest estimate above). The norms stay on the device as 0-d tensors (one fused
+``torch._foreach_norm``), read back only by `run()` or a `writer`. `labkit.train` uses this.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn as nn
+
+from . import (clip as watch_clip, follow as watch_follow, manual as watch_manual, ranks as watch_ranks, scaler as watch_scaler, table as watch_table, writer as watch_writer)
+from .guard import guarded
+from .table import lr_value as _lr
+from ..budget import default_budget, dense_values, nbytes
+from ..record import group_name
+from .checks import check_arguments as _check
+
+CHUNK = 256  # steps of 0-d norms kept as tensors before one stack folds them into a block
+
+
+class Watch:
+    """The hooks and the per-step rows. Build it with `labkit.watch`."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
+                 budget: int | None = None, seed: int = 0, writer=None,
+                 check_every: int = watch_ranks.EVERY):
+        _check(model, optimizer, scaler, budget)
+        model = watch_ranks.unwrap(model)  # DDP's `module.0` is the learner's `0`
+        self._writer = None if writer is None else watch_writer.ScalarWriter(writer)
+        owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad or id(p) in owned]
+        if not any(id(p) in owned for _, p in named):
+            raise ValueError(f"the optimizer ({type(optimizer).__name__}) holds none of the "
+                             f"trainable parameters of model {type(model).__name__}; it was "
+                             "built for another model, or before the model's layers were made.")
+        self.model_name, self.optimizer, self.scaler = type(model).__name__, optimizer, scaler
+        self.names = [n for n, _ in named]
+        self.params = [p for _, p in named]
+        self.groups: dict[str, list[int]] = {}
+        for i, n in enumerate(self.names):
+            self.groups.setdefault(group_name(n), []).append(i)
+        self.param_bytes = sum(nbytes(p) for p in self.params)
+        self.budget = default_budget(self.param_bytes) if budget is None else int(budget)
+        self._norm_dtype = (None if all(p.dtype in (torch.float32, torch.float64)
+                                        for p in self.params) else torch.float32)
+        watch_follow.start(self, model, named, owned, seed)  # the plan; findings
+        self._zero = torch.zeros((), device=self.params[0].device)
+        self._multi_device = len({p.device for p in self.params}) > 1
+        self._all_present = (True,) * len(self.params)
+        self._rows: list[list] = []  # this chunk's rows: P grad norms, then the update norms
+        self._blocks: list[torch.Tensor] = []  # earlier chunks, stacked: (CHUNK, width) each
+        self._present: list[tuple] = []  # per step: which gradients were not None
+        self._lrs: list = []  # per step: the lr (one param group) or a tuple of lrs
+        self._scales: list = []  # with a scaler, per step: its scale (0-d tensor), or None
+        self._skipped: list[bool] = []  # per step: True where optimizer.step() did not run
+        self._pending = None  # (grad norms, present) measured early, e.g. before clipping
+        self._marked = 0  # rows when mark_step() was last called
+        self._scale_now = None
+        self.started_at = time.time()
+        self.stopped = None  # why the watch stopped measuring after an error of its own
+        self._handles = [optimizer.register_step_pre_hook(self._pre), optimizer.register_step_post_hook(self._post),
+                         watch_clip.register(self)]  # the norm before clipping (labkit/core/watch/clip.py)
+        if scaler is not None:
+            watch_scaler.wrap(self, scaler)
+        dist = watch_ranks.process_group()  # two or more ranks: a check every `check_every` steps
+        self._ranks = None if dist is None else watch_ranks.RankCheck(self, dist, check_every)
+
+    @property
+    def steps(self) -> int:
+        return len(self._present)
+
+    @guarded
+    def measure_grads(self) -> None:
+        """Measure the gradients now, for the coming step (``clip_grad_norm_`` calls it)."""
+        grads = [dense_values(p.grad) for p in self.params]
+        kept = [g for g in grads if g is not None]
+        self._pending = (self._fill(self._norms(kept), grads),
+                         tuple(g is not None for g in grads))
+
+    @guarded
+    def mark_step(self) -> None:
+        """End of one loop iteration: if the optimizer did not step since the last mark (a
+        GradScaler skip without ``scaler=``, a step left out), record a row with zero update."""
+        if self.steps == self._marked:
+            self._no_step_row(skipped=True)
+        self._marked = self.steps
+
+    @guarded
+    def _pre(self, optimizer, args, kwargs) -> None:
+        watch_follow.follow(self)  # a param group added since the last step joins here
+        self.plan.keep()
+
+    @guarded
+    def _post(self, optimizer, args, kwargs) -> None:
+        grads = [dense_values(p.grad) for p in self.params]
+        diffs = self.plan.diffs()
+        if self._fast and self._pending is None and not any(g is None for g in grads):
+            # the common case, kept lean: one fused norm call is the whole row
+            self._add(torch._foreach_norm(grads + diffs), self._all_present, False)
+            return
+        if self._pending is not None:
+            (gnorms, present), self._pending = self._pending, None
+            unorms = list(self._norms(diffs))
+        else:
+            present = self._all_present
+            if any(g is None for g in grads):
+                present = tuple(g is not None for g in grads)
+            if self.plan.all_exact:
+                kept = grads if present is self._all_present else [g for g in grads if g is not None]
+                norms = self._norms(kept + diffs)  # one fused call: gradients and updates
+                gnorms = self._fill(norms[:len(kept)], grads)
+            else:  # sampled tensors' gradient norms came from their unit norms, before the step
+                kept = [grads[i] for i in self._dense if grads[i] is not None]
+                norms = self._norms(kept + diffs)
+                it, gnorms = iter(norms[:len(kept)]), [self._zero] * len(grads)
+                for i in self._dense:
+                    if grads[i] is not None:
+                        gnorms[i] = next(it)
+                for i, s in self.plan.samples.items():
+                    if grads[i] is not None and s.grad_norm is not None:
+                        gnorms[i] = s.grad_norm
+            unorms = list(norms[len(kept):])
+        self._add(gnorms + unorms, present, skipped=False)
+
+    @guarded
+    def _no_step_row(self, skipped: bool) -> None:
+        if self._pending is not None:
+            (gnorms, present), self._pending = self._pending, None
+        else:
+            grads = [dense_values(p.grad) for p in self.params]
+            present = tuple(g is not None for g in grads)
+            gnorms = self._fill(self._norms([g for g in grads if g is not None]), grads)
+        width = self.plan.width
+        if self.scaler is not None and self._scale_now is None:
+            self._scale_now = watch_scaler.read_scale(self)
+        self._add(gnorms + [self._zero] * width, present, skipped=skipped)
+
+    def _add(self, row, present: tuple, skipped: bool) -> None:
+        self._rows.append(row)
+        self._present.append(present)
+        groups = self.optimizer.param_groups
+        lr = groups[0]["lr"] if len(groups) == 1 else tuple(_lr(g["lr"]) for g in groups)
+        self._lrs.append(lr if type(lr) is float else _lr(lr))
+        self._skipped.append(skipped)
+        if self.scaler is not None:
+            self._scales.append(self._scale_now)
+        if len(self._rows) == CHUNK:  # fold 0-d tensors into one block: bounded host memory
+            self._blocks.append(self._stack(self._rows))
+            self._rows = []
+        watch_writer.guarded(self, flush=False)  # TensorBoard: every `every` steps, one host read
+        if self._ranks is not None:
+            self._ranks.step_done(self)
+
+    def _norms(self, tensors: list) -> list:
+        if not tensors:
+            return []
+        if self._norm_dtype is None:
+            return torch._foreach_norm(tensors)
+        return torch._foreach_norm(tensors, 2, dtype=self._norm_dtype)
+
+    def _fill(self, norms, grads) -> list:
+        """One norm per parameter: a placeholder 0 where the gradient was None."""
+        it = iter(norms)
+        return [self._zero if g is None else next(it) for g in grads]
+
+    def _stack(self, rows: list[list]) -> torch.Tensor:
+        flat = [n for row in rows for n in row]
+        if self._multi_device:
+            flat = [n.to(self._zero.device) for n in flat]
+        return torch.stack(flat).view(len(rows), -1)  # (steps, P + updates)
+
+    # ---- reading (labkit/watch_table.py; the writer: labkit/watch_writer.py) -------
+    def columns(self) -> dict[str, list]:
+        """Total and per-group norms, the lr, and (with a scaler) amp_scale and skipped."""
+        return watch_table.columns(self)
+
+    def describe(self) -> dict:
+        """What `run.meta["watch"]` says: the budget, and which groups are estimated, how."""
+        return watch_table.describe(self)
+
+    def run(self, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "mean",
+            **meta):
+        """The `labkit.Run` of the steps watched so far; how losses line up with steps under
+        gradient accumulation, and what `meta` takes, is `labkit.core.watch.table.to_run`."""
+        self.flush()
+        return watch_table.to_run(self, loss_raw, loss_reported=loss_reported,
+                                  batch_id=batch_id, per_step=per_step, **meta)
+
+    def flush(self) -> None:
+        """Write the steps not yet written to the `writer` given to `labkit.watch`, if any."""
+        watch_writer.guarded(self, flush=True)
+
+    def close(self) -> None:
+        """Remove the hooks (and the scaler's wrapper), whatever the writer does; the rows
+        stay readable."""
+        try:
+            self.flush()
+            if (self._ranks is not None and self.stopped is None
+                    and self._ranks.checks[-1]["step"] != self.steps):
+                self._ranks.check(self)  # the last steps, compared across ranks
+        finally:
+            self._unhook()
+
+    def _unhook(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        watch_scaler.unwrap(self.scaler)
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        return watch_table.text(self)
+
+
+def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None, *, scaler=None,
+          budget: int | None = None, writer=None, check_every: int = watch_ranks.EVERY) -> Watch:
+    """Hook `optimizer` so that every step records gradient (before any clipping) and update
+    norms of `model`; with no optimizer, read a loop's own update from the parameters
+    (`labkit.core.watch.manual`). `scaler`: your ``torch.amp.GradScaler``, so that a step it
+    skips (inf/NaN gradients: no ``optimizer.step()``) is recorded, with ``skipped=True``, the
+    scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default 5%
+    of them, at least 1 MiB; see `labkit.budget`). Make the watch once the model is on its
+    device and the optimizer is built; `watch.findings` names, once, parameters that can
+    never move. `writer`: a TensorBoard ``SummaryWriter`` (`labkit.core.watch.writer`).
+    Inside a torch.distributed run (DDP), every `check_every` steps the ranks compare their
+    parameters in one small all-gather (`labkit.core.watch.ranks`).
+    """
+    if optimizer is None and scaler is None:
+        return watch_manual.manual(Watch, model, budget=budget, writer=writer)
+    if not isinstance(check_every, int) or isinstance(check_every, bool) or check_every < 1:
+        raise ValueError(f"check_every={check_every!r}: give a whole number of steps, 1 or more.")
+    return Watch(model, optimizer, scaler=scaler, budget=budget, writer=writer,
+                 check_every=check_every)

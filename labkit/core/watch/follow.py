@@ -1,0 +1,81 @@
+"""`labkit.watch` follows the optimizer: a param group added after the watch was made
+(``optimizer.add_param_group``, as when a layer is unfrozen mid-run) is measured from the
+step it joins, and the finding that its parameters are "not in the optimizer" is withdrawn.
+A parameter the watch did not measure at first (frozen, and not in the optimizer) joins its
+tensors, after the ones already measured, so earlier columns keep their places.
+
+Each time the optimizer's parameters change, the rows so far are closed as one segment with
+the `Plan` that measured them and its width, and a new plan (the same budget and seed)
+measures the rest; `watch_table.columns` combines each segment with its own plan, and a
+tensor that joined later reads 0 (update) and no gradient before it joined.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..budget import Plan
+from .checks import findings
+
+
+def held(optimizer) -> int:
+    """How many tensors the optimizer holds: a cheap test, once per step, for a change."""
+    return sum(len(g["params"]) for g in optimizer.param_groups)
+
+
+def start(w, model, named, owned: set, seed: int) -> None:
+    """The first plan, and what `follow` compares against."""
+    w._model, w._named, w._seed, w._held = model, named, seed, held(w.optimizer)
+    w._done = []  # closed segments: (plan, blocks, how many tensors they measured)
+    _plan(w, owned)
+
+
+def _plan(w, owned: set) -> None:
+    w.plan = Plan(w.params, [id(p) in owned for p in w.params], w.budget, w._seed)
+    # gradient norms from the fused call: every parameter the plan does not sample
+    w._dense = [i for i in range(len(w.params)) if i not in w.plan.samples]
+    w._fast = w.plan.all_exact and w._norm_dtype is None
+    w.findings = findings(w._model, w._named, owned)
+
+
+def follow(w) -> None:
+    """Before a step: if the optimizer's parameters changed, close the segment and re-plan."""
+    now = held(w.optimizer)
+    if now == w._held:
+        return
+    w._held = now
+    if w._rows:
+        w._blocks.append(w._stack(w._rows))
+        w._rows = []
+    if w._blocks:
+        w._done.append((w.plan, w._blocks, len(w.params)))
+        w._blocks = []
+    owned = {id(p) for g in w.optimizer.param_groups for p in g["params"]}
+    _join(w, owned)
+    _plan(w, owned)
+
+
+def _join(w, owned: set) -> None:
+    """Add the model's parameters the optimizer now holds and the watch did not measure."""
+    known = {id(p) for p in w.params}
+    new = [(n, p) for n, p in w._model.named_parameters() if id(p) in owned and id(p) not in known]
+    if not new:
+        return
+    from ..record import group_name
+    from ..budget import nbytes
+    for n, p in new:
+        w.groups.setdefault(group_name(n), []).append(len(w.params))
+        w.names.append(n)
+        w.params.append(p)
+    w._named = w._named + new
+    w.param_bytes += sum(nbytes(p) for _, p in new)
+    w._all_present = (True,) * len(w.params)
+    w._multi_device = len({p.device for p in w.params}) > 1
+    if any(p.dtype not in (torch.float32, torch.float64) for _, p in new):
+        w._norm_dtype = torch.float32
+
+
+def segments(w) -> list:
+    """(plan, blocks, width) of every segment, the open one last (its rows stacked)."""
+    return w._done + [(w.plan, w._blocks + ([w._stack(w._rows)] if w._rows else []),
+                       len(w.params))]

@@ -1,0 +1,198 @@
+"""`labkit.watch` on a torch.distributed run: every rank watches its own steps, and every
+`every` steps the ranks compare what they hold.
+
+Made inside an initialised process group of two or more ranks, a watch adds no collective
+to a step. At its start, every `every` optimizer steps (default 50) and at `close`, it makes
+one `all_gather` of a small float64 summary per rank: for each layer group, the sum and the
+sum of squares of its parameters (a fingerprint), and the last step's gradient and update
+norms. The model's floating-point buffers (BatchNorm's running statistics) are compared the
+same way inside the next forward, once DDP has broadcast rank 0's (a forward pre-hook).
+Under DistributedDataParallel the ranks hold the same parameters, bit for bit, at
+every step; a group whose fingerprints differ by more than `TOLERANCE` (relative) is a
+finding, said once: between which checks the ranks diverged, where, by how much, and
+whether the gradients already differed (DDP's gradient sync was skipped) or only the
+updates (an optimizer that differs per rank).
+
+Every rank keeps its own per-step table and all the checks (the all-gather hands every rank
+every summary, so no rank is special and losing rank 0 loses nothing); `run.meta["watch"]
+["ranks"]` has them. Bytes exchanged per check: 8 x (1 + 4 x groups) per rank, and 16 more for the buffers.
+
+All ranks must make the watch, step and close it together, as they run DDP's collectives
+together; a rank that stops early leaves the others waiting in the check until the process
+group's timeout (`init_process_group(..., timeout=...)`).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from .guard import safely
+
+EVERY = 50  # optimizer steps between two checks
+TOLERANCE = 1e-6  # relative difference beyond which two ranks' groups differ; DDP's are 0
+WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel", "DataParallel")
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The module inside a DDP (or FSDP, DataParallel) wrapper, so groups read `0`, not
+    `module.0`; any other model as it is."""
+    inner = getattr(model, "module", None)
+    if type(model).__name__ in WRAPPERS and isinstance(inner, nn.Module):
+        return inner
+    return model
+
+
+def process_group():
+    """torch.distributed when a process group of two or more ranks is running, else None."""
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        return dist
+    return None
+
+
+class RankCheck:
+    """The cross-rank check of one watch: a summary all-gathered every `every` steps."""
+
+    def __init__(self, w, dist, every: int = EVERY):
+        self.dist, self.every = dist, every
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.checks: list[dict] = []  # {"step", "max_rel_diff": {group: d}, "grads_differ", ...}
+        self.finding: str | None = None  # the parameters' drift, said once
+        self.buffer_finding: str | None = None  # the buffers' (running statistics), said once
+        self.buffers = [b for b in w._model.buffers() if b.is_floating_point()]
+        self._buffers_due = False
+        if self.buffers:  # BatchNorm's running statistics and the like, checked in a forward
+            def before_forward(module, args) -> None:  # returns None: the input is untouched
+                if self._buffers_due:
+                    safely(w, self._check_buffers, w)
+            w._handles.append(w._model.register_forward_pre_hook(before_forward))
+        self.check(w)  # at the start: the ranks should begin equal (DDP broadcasts rank 0's)
+
+    def step_done(self, w) -> None:
+        if w.steps % self.every == 0:
+            self.check(w)
+
+    def _summary(self, w) -> torch.Tensor:
+        groups = list(w.groups.values())
+        with torch.no_grad():
+            fp = [_fingerprint(ps) for ps in ([w.params[i] for i in idx] for idx in groups)]
+            last = _last_row(w)
+        norms = torch.zeros(2 * len(groups), dtype=torch.float64)
+        if last is not None:
+            grads, updates = last
+            for k, idx in enumerate(groups):
+                norms[2 * k] = grads[idx].pow(2).sum().sqrt()
+                norms[2 * k + 1] = updates[idx].pow(2).sum().sqrt()
+        head = torch.tensor([float(w.steps)], dtype=torch.float64)
+        return torch.cat([head, torch.stack(fp).flatten().cpu(), norms])
+
+    def _gather(self, mine: torch.Tensor) -> torch.Tensor:
+        """Every rank's `mine`, stacked on the CPU: (world, len(mine))."""
+        device = _device(self.dist)
+        gathered = [torch.empty_like(mine, device=device) for _ in range(self.world)]
+        self.dist.all_gather(gathered, mine.to(device))
+        return torch.stack([g.cpu() for g in gathered])
+
+    def check(self, w) -> None:
+        rows = self._gather(self._summary(w))  # (world, 1 + 4 * groups)
+        names, n = list(w.groups), len(w.groups)
+        counts = [sum(w.params[i].numel() for i in idx) for idx in w.groups.values()]
+        diff = _rel_diff(rows[:, 1:1 + 2 * n].view(self.world, n, 2), counts)
+        norms = rows[:, 1 + 2 * n:].view(self.world, n, 2)
+        entry = {"step": int(w.steps), "steps_per_rank": [int(s) for s in rows[:, 0].tolist()],
+                 "max_rel_diff": dict(zip(names, diff.tolist())),
+                 "grads_differ": _differ(norms[:, :, 0]), "updates_differ": _differ(norms[:, :, 1])}
+        self.checks.append(entry)
+        self._buffers_due = bool(self.buffers)  # compared at the next forward, after DDP's sync
+        if self.finding is None and float(diff.max()) > TOLERANCE:
+            self.finding = _finding(self.checks, names, diff)
+            w.findings.append(self.finding)
+
+    def _check_buffers(self, w) -> None:
+        """Inside the model's next forward, once DDP has broadcast rank 0's buffers (when it
+        does): the buffers' fingerprints, compared across ranks."""
+        self._buffers_due = False
+        with torch.no_grad():
+            fp = self._gather(_fingerprint(self.buffers).cpu()).view(self.world, 1, 2)
+        d = float(_rel_diff(fp, [sum(b.numel() for b in self.buffers)])[0])
+        self.checks[-1]["buffers_rel_diff"] = d
+        if self.buffer_finding is None and d > TOLERANCE:
+            params = max(self.checks[-1]["max_rel_diff"].values(), default=0.0)
+            self.buffer_finding = _buffer_finding(self.checks, d, params)
+            w.findings.append(self.buffer_finding)
+
+    def describe(self) -> dict:
+        return {"world_size": self.world, "rank": self.rank, "every": self.every,
+                "tolerance": TOLERANCE, "checks": list(self.checks)}
+
+
+def _rel_diff(fp: torch.Tensor, counts: list) -> torch.Tensor:
+    """(world, k, 2) fingerprints -> per k, the largest relative difference from rank 0's."""
+    scale = fp[0, :, 1].sqrt() * torch.tensor(counts, dtype=torch.float64).sqrt()
+    d_sum = (fp[:, :, 0] - fp[0, :, 0]).abs() / scale.clamp_min(1e-300)
+    d_sq = (fp[:, :, 1] - fp[0, :, 1]).abs() / fp[0, :, 1].clamp_min(1e-300)
+    return torch.maximum(d_sum, d_sq).max(0).values
+
+
+def _fingerprint(tensors: list) -> torch.Tensor:
+    """The float64 sum and sum of squares of `tensors`: equal on ranks that hold equal ones."""
+    return torch.stack([torch.stack([t.detach().double().sum() for t in tensors]).sum(),
+                        torch.stack([t.detach().double().pow(2).sum() for t in tensors]).sum()])
+
+
+def _device(dist) -> torch.device:
+    """NCCL gathers CUDA tensors; gloo, CPU ones."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _last_row(w):
+    """The last step's (grad norms, update norms) per tensor, in float64 on the CPU."""
+    P = len(w.params)
+    if w._rows:
+        row = torch.stack([n.to(w._zero.device) for n in w._rows[-1]]).double().cpu()
+    elif w._blocks:
+        row = w._blocks[-1][-1].double().cpu()
+    else:
+        return None
+    return row[:P], w.plan.combine(row[P:].view(1, -1), P)[0]
+
+
+def _differ(values: torch.Tensor) -> bool:
+    """Whether any rank's norms differ from rank 0's beyond TOLERANCE (relative)."""
+    return bool(((values - values[0]).abs() > TOLERANCE * values[0].abs().clamp_min(1e-12)).any())
+
+
+def _when(checks: list[dict]) -> str:
+    now, before = checks[-1]["step"], checks[-2]["step"] if len(checks) > 1 else None
+    return (f"between step {before} and step {now}" if before is not None
+            else f"at the start (step {now}), before any step")
+
+
+def _buffer_finding(checks: list[dict], d: float, params: float) -> str:
+    same = ("while their parameters still agree" if params <= TOLERANCE
+            else "and their parameters differ too")
+    return (f"ranks' buffers (running statistics such as BatchNorm's) diverged {_when(checks)}: "
+            f"max relative difference {d:.3g} between ranks, {same}; each rank keeps its own "
+            "statistics (DDP with broadcast_buffers=False?), so the same model evaluates "
+            "differently on each rank: use SyncBatchNorm, or leave broadcast_buffers on.")
+
+
+def _finding(checks: list[dict], names: list[str], diff: torch.Tensor) -> str:
+    now = checks[-1]
+    worst = names[int(diff.argmax())]
+    when = _when(checks)
+    if now["grads_differ"]:
+        why = ("the ranks' gradients differ too at step " f"{now['step']}, so their gradients were "
+               "not averaged: DDP's gradient sync was skipped (a forward through ddp.module, or "
+               "every step under no_sync())")
+    elif now["updates_differ"]:
+        why = ("the gradients agree but the updates do not: the optimizer differs across ranks "
+               "(its settings, its state, or its learning-rate schedule)")
+    else:
+        why = ("gradients and updates agree at that step, so the parameters were changed outside "
+               "the optimizer's step, or the ranks started apart")
+    return (f"ranks diverged {when}: group {worst}, max relative difference "
+            f"{float(diff.max()):.3g} between ranks (0 under DDP); {why}.")

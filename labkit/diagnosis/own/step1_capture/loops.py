@@ -1,0 +1,163 @@
+"""Plain loops labkit owns, run on the learner's model, data and loss: the comparison arms.
+
+Every arm starts from a fresh ``make_model(seed)`` followed by ``make_optimizer(model)``
+(which may change the model, as real setup code does), then runs the same number of
+steps as the learner's own run over ``batches(seed)``, epoch after epoch, with the
+textbook step: ``zero_grad(set_to_none=True)``, ``loss_fn``, ``backward``, ``step``.
+One variable differs between arms:
+
+- ``own``: the learner's optimizer, exactly as ``make_optimizer`` built it;
+- ``ref``: a reference optimizer, Adam(lr=1e-3), over every trainable parameter;
+- ``rebuilt``: the learner's optimizer class and settings, over every trainable parameter;
+- ``lr/10`` (or ``lr/100``): the learner's optimizer with every learning rate divided by 10;
+- ``unfrozen``: the reference optimizer after ``requires_grad_(True)`` on every parameter;
+- ``default:<setting>``: the learner's optimizer with that one setting (weight_decay,
+  momentum, ...) reset to its constructor default in every group (see `settings`).
+
+Labels can be swapped for a permutation (the label-shuffle control) and a held-out set
+can be scored every few steps.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from ....core.run import Run
+from . import setup as proto
+from .replay import total_norm
+
+REFERENCE_LR = 1e-3
+ARMS = ("own", "ref", "rebuilt", "lr/10", "lr/100", "unfrozen")
+
+
+@dataclass
+class LoopResult:
+    arm: str
+    losses: list
+    grad_norms: list
+    update_norms: list
+    evals: list = field(default_factory=list)  # (step, held-out loss)
+    model: object = None
+    run: Run | None = None
+
+    @property
+    def mean(self) -> float:
+        """Mean training loss over the whole run (inf if any step was non-finite)."""
+        return sum(self.losses) / len(self.losses) if all(map(math.isfinite, self.losses)) else math.inf
+
+    def level(self, frac: float = 0.2) -> float:
+        """Mean loss over the last `frac` of the run."""
+        tail = self.losses[-max(1, int(len(self.losses) * frac)):]
+        return sum(tail) / len(tail) if all(map(math.isfinite, tail)) else math.inf
+
+
+def known_arm(arm: str) -> bool:
+    """One of ARMS, or ``default:<setting>``."""
+    return arm in ARMS or arm.startswith("default:")
+
+
+def _optimizer(arm: str, setup, model):
+    learner = proto.make_optimizer(setup, model)
+    if arm == "own":
+        return learner
+    if arm.startswith("default:"):  # one setting back to its constructor default
+        from ..step4_h1.settings import reset_setting
+        return reset_setting(learner, arm.split(":", 1)[1])
+    if arm.startswith("lr/"):
+        for g in learner.param_groups:
+            g["lr"] = g["lr"] / float(arm[3:])
+        return learner
+    if arm == "unfrozen":
+        for p in model.parameters():
+            if p.is_floating_point():
+                p.requires_grad_(True)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if arm == "rebuilt":  # the settings its constructor takes (AdamW's group also holds
+        # `decoupled_weight_decay`, which AdamW() itself refuses)
+        takes = inspect.signature(type(learner)).parameters
+        settings = {k: v for k, v in learner.param_groups[0].items() if k != "params"
+                    and (k in takes or any(p.kind is p.VAR_KEYWORD for p in takes.values()))}
+        return type(learner)(params, **settings)
+    return torch.optim.Adam(params, lr=REFERENCE_LR)
+
+
+def _perm(n: int, gen) -> torch.Tensor:
+    perm = torch.randperm(n, generator=gen)
+    return perm.roll(1) if n > 1 and torch.equal(perm, torch.arange(n)) else perm
+
+
+def shuffled_labels(batches: list, seed: int) -> list:
+    """The same batches with labels permuted across the whole epoch (whole rows, for
+    sequences); within each batch when the batches' label shapes differ (dynamic padding)."""
+    gen = torch.Generator().manual_seed(10_000 + seed)
+    labels = [proto.labels_of(b) for b in batches]
+    if len({tuple(y.shape[1:]) for y in labels}) > 1:
+        return [proto.with_labels(b, y[_perm(len(y), gen)]) for b, y in zip(batches, labels)]
+    permuted = torch.cat(labels)[_perm(sum(len(y) for y in labels), gen)]
+    out, start = [], 0
+    for b, y in zip(batches, labels):
+        out.append(proto.with_labels(b, permuted[start:start + len(y)]))
+        start += len(y)
+    return out
+
+
+@torch.no_grad()
+def held_out_loss(setup, model, batches: list) -> float:
+    was = model.training
+    model.eval()
+    try:
+        values = [float(proto.loss(setup, model, b, i)) for i, b in enumerate(batches)]
+    finally:
+        model.train(was)
+    return sum(values) / len(values)
+
+
+def plain_loop(setup, seed: int, steps: int, arm: str = "own", *, batches: list | None = None,
+               held_out: list | None = None, checkpoints: int = 5) -> LoopResult:
+    """Train a fresh model for `steps` steps with the textbook loop; see the module docstring."""
+    if not known_arm(arm):
+        raise ValueError(f"arm={arm!r} is not an arm; choose one of {', '.join(ARMS)}, or "
+                         "'default:<setting>'.")
+    started = time.time()
+    torch.manual_seed(seed)
+    model = proto.make_model(setup, seed)
+    opt = _optimizer(arm, setup, model)
+    data = batches if batches is not None else proto.batches(setup, seed)
+    params = [p for g in opt.param_groups for p in g["params"]]
+    every = max(1, steps // checkpoints)
+    res = LoopResult(arm, [], [], [], model=model)
+    model.train()
+    for step in range(steps):
+        if held_out is not None and step % every == 0:
+            res.evals.append((step, held_out_loss(setup, model, held_out)))
+        batch = data[step % len(data)]
+        opt.zero_grad(set_to_none=True)
+        loss = proto.loss(setup, model, batch, step % len(data))
+        res.losses.append(loss.item())
+        if not math.isfinite(res.losses[-1]):  # nothing after a NaN is informative
+            rest = steps - step
+            res.losses += [math.nan] * (rest - 1)
+            res.grad_norms += [None] * rest
+            res.update_norms += [0.0] * rest
+            break
+        if loss.grad_fn is None:
+            res.grad_norms.append(None)
+            res.update_norms.append(0.0)
+            continue
+        loss.backward()
+        res.grad_norms.append(total_norm([p.grad for p in params]))
+        before = [p.detach().clone() for p in params]
+        opt.step()
+        res.update_norms.append(total_norm([p.detach() - b for p, b in zip(params, before)]) or 0.0)
+    if held_out is not None:
+        res.evals.append((steps, held_out_loss(setup, model, held_out)))
+    res.run = Run.from_log({"step": list(range(steps)), "loss_raw": res.losses,
+                            "grad_norm": res.grad_norms, "update_norm": res.update_norms},
+                           seed=seed, started_at=started, config={"task": f"plain loop ({arm})"})
+    return res

@@ -1,0 +1,89 @@
+"""A logged mean whose count is off by one: a sum of n losses divided by n - 1 (or n + 1).
+
+The classic case is PyTorch's word_language_model: ``total_loss += loss``, and
+``if batch % log_interval == 0 and batch > 0:`` print ``total_loss / log_interval``. The
+first report of each epoch comes after log_interval + 1 batches, so it is the sum of 11
+losses over 10: 10% high, while every later report is honest. It is not stale (every
+report is fresh) and not a constant divisor gone wrong everywhere: it is a wrong count.
+
+`recount(run, per_epoch, result)` takes the logger check's result and, when the reports
+disagree with the raw loss, first tests one more honest logger (the mean of the last k
+raw losses, a sliding window), then whether every report is (sum over a window) / d with d
+an integer within one of that window's true count, and at least one d off by one. If so,
+the mechanism is named as that, with how much it moves the reports (k/(k-1) or (k+1)/k).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .logger import Windows, cumsum, same_value
+from ...probes import ProbeResult
+
+TOL = 2e-3  # how close (relative) sum / report must be to an integer count
+WINDOWS = ("log+epoch", "log", "epoch", "run")
+MAX_WINDOW = 200
+
+
+def _counts(rep, rows, win: Windows):
+    """(window, [(step, true count, divisor used)]) for the first window where every report
+    is a sum over it divided by a count within one of the truth, with one off; else None."""
+    for window in WINDOWS:
+        used = []
+        for t in rows:
+            total, n = win.total("v", window, t), win.count(window, t)
+            if not rep[t] or not math.isfinite(rep[t]):
+                break
+            d = total / rep[t]
+            k = round(d)
+            if k < 1 or abs(d - k) > TOL * k or abs(k - n) > 1:
+                break
+            used.append((t, n, k))
+        else:
+            if any(n != k for _, n, k in used):
+                return window, used
+    return None
+
+
+def _sliding(raw, rep, rows) -> int | None:
+    """The k for which every report is the mean of the last k raw losses (a sliding window,
+    as a deque(maxlen=k) or a smoothed progress bar keeps), if one is."""
+    cum = cumsum(raw)
+    for k in range(2, MAX_WINDOW + 1):
+        if all(same_value(rep[t], (cum[t + 1] - cum[max(0, t + 1 - k)]) / min(k, t + 1)) for t in rows):
+            return k
+    return None
+
+
+def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
+    """`result`, or a sharper one when the reports are honest sums over a miscounted number."""
+    if result.details.get("agree", True):
+        return result
+    raw = [float(v) for v in run.table["loss_raw"]]
+    rep_col = run.table.get("loss_reported") or []
+    rows = [t for t, v in enumerate(rep_col) if v is not None and math.isfinite(raw[t])]
+    if len(rows) < 2:
+        return result
+    rep = [float(v) if v is not None else math.nan for v in rep_col]
+    k = _sliding(raw, rep, rows)
+    if k is not None:
+        return ProbeResult(result.probe, f"agree: the logger shows the mean of the last {k} raw losses (a "
+                           f"sliding window; {len(rows)} reports compared)",
+                           {**result.details, "agree": True, "mechanism": None, "matches": f"last {k} mean"})
+    sizes = [1.0] * len(raw)
+    found = _counts(rep, rows, Windows(raw, per_epoch, set(rows), sizes))
+    if found is None:
+        return result
+    window, used = found
+    off = [(t, n, k) for t, n, k in used if n != k]
+    t, n, k = off[0]
+    where = {"log+epoch": "since the previous report in this epoch", "log": "since the previous report",
+             "epoch": "over this epoch", "run": "over the run"}[window]
+    text = (f"disagree: the logged mean has a wrong count (off by one): at {len(off)} of {len(used)} reports "
+            f"the sum of the batch losses {where} is divided by {'one less' if k < n else 'one more'} than "
+            f"their number (at step {t}: {n} losses summed, divided by {k}), so those reports read "
+            f"{n / k:.3g}x the honest mean ({(n / k - 1):+.0%}); the others are right. A report condition "
+            "such as `i % interval == 0 and i > 0` sums interval + 1 losses at the first report of each "
+            "epoch, and a counter started at 1 or 0 divides by one too many or too few")
+    details = {**result.details, "mechanism": "count_off_by_one", "off_by_one": off[:10]}
+    return ProbeResult(result.probe, text, details)

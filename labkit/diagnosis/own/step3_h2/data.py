@@ -1,0 +1,156 @@
+"""H2 on the learner's own data: does the data carry a signal the model can learn?
+
+A passed overfit gate does not clear the data: a model that can memorise 64 samples does
+so whatever the labels say. So the data is judged on the whole training epoch:
+- input checks: non-finite values, constant (or all-identical) inputs or labels, inputs whose
+  feature correlations are no stronger than pure noise of the same shape gives (the
+  largest eigenvalue of the feature correlation matrix within 1.2x the Marchenko-Pastur
+  edge, the bound for i.i.d. noise);
+- the label-shuffle control: a plain loop on the real labels against the same loop on
+  labels permuted across the epoch, compared with the seed-to-seed spread on two seeds;
+- held-out batches, when the setup gives them: a training loss that falls while the
+  held-out loss never improves on its value at init.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..step1_capture import setup as proto
+from ..margins import above, below
+
+WHITE = 1.2  # largest correlation eigenvalue / Marchenko-Pastur edge below this: noise-like
+CONSTANT_SHARE = 0.99  # this share of identical input rows counts as constant inputs
+REPEATED = 0.25  # at most this share of distinct input rows in an epoch: it repeats a few
+
+
+def _inputs_matrix(batches: list) -> tuple[torch.Tensor, list[bool]]:
+    """(N, D) inputs of the batches whose rows have the most common shape (batches padded to
+    other lengths are left out), and which batches were kept."""
+    xs = [proto.inputs_of(b) for b in batches]
+    shapes = [tuple(x.shape[1:]) for x in xs]
+    common = max(set(shapes), key=shapes.count)
+    kept = [s == common for s in shapes]
+    return torch.cat([x.reshape(len(x), -1) for x, k in zip(xs, kept) if k]), kept
+
+
+def input_checks(batches: list) -> dict:
+    X, kept = _inputs_matrix(batches)  # (N, D)
+    out = {"rows": len(X), "features": X.shape[1], "nonfinite_rows": 0, "constant": False,
+           "identical_share": None, "white_ratio": None, "dtype": str(X.dtype).replace("torch.", "")}
+    if X.is_floating_point():
+        bad = ~torch.isfinite(X)
+        out["nonfinite_rows"] = int(bad.any(1).sum())
+        out["nonfinite_features"] = torch.nonzero(bad.any(0)).flatten().tolist()[:8]
+    rows = X[torch.isfinite(X.double()).all(1)] if X.is_floating_point() else X
+    if len(rows) == 0:
+        return out
+    _, counts = torch.unique(rows, dim=0, return_counts=True)
+    out["identical_share"] = float(counts.max()) / len(rows)
+    out["distinct_rows"] = len(counts)  # an epoch that repeats a few rows: see REPEATED
+    out["constant"] = out["identical_share"] >= CONSTANT_SHARE and len(rows) > 1
+    if rows.is_floating_point() and len(rows) > 1:
+        r = rows.double()
+        out["constant"] |= bool((r.std(0) <= 1e-6 * (1 + r.mean(0).abs())).all())
+    labels = torch.cat([proto.labels_of(b).reshape(len(proto.labels_of(b)), -1) for b, k in
+                        zip(batches, kept) if k])
+    _, label_counts = torch.unique(labels, dim=0, return_counts=True)
+    out["labels_constant"] = len(label_counts) == 1 and len(labels) > 1
+    if X.is_floating_point() and not out["constant"]:
+        out["white_ratio"] = _white_ratio(rows.double()[:4096])
+        sd = rows.double().std(0)
+        typical = float(sd.median())
+        if typical > 0 and len(sd) > 1:
+            out["scale_ratio"], out["scale_feature"] = float(sd.max()) / typical, int(sd.argmax())
+    return out
+
+
+def _float_rows(batches: list):
+    if not batches:
+        return None
+    X, _ = _inputs_matrix(batches)
+    if not X.is_floating_point():
+        return None
+    X = X.double()
+    return X[torch.isfinite(X).all(1)]
+
+
+def scale_shift(train: list, held_out: list) -> str | None:
+    """A sentence when held-out inputs sit far outside the training inputs' range (a
+    preprocessing step applied to one split only), else None."""
+    a, b = _float_rows(train), _float_rows(held_out)
+    if a is None or b is None or len(a) < 2 or len(b) < 2 or a.shape[1] != b.shape[1]:
+        return None
+    z = (b.mean(0) - a.mean(0)).abs() / (a.std(0) + 1e-8)
+    k = int(z.argmax())
+    if float(z[k]) < 10:
+        return None
+    return (f"the held-out inputs are on another scale than the training inputs (feature {k} "
+            f"averages {float(b[:, k].mean()):.4g} there and {float(a[:, k].mean()):.4g} in training, "
+            f"{float(z[k]):.0f} training standard deviations apart): a preprocessing step such as "
+            "standardisation was applied to one split only")
+
+
+def _white_ratio(X: torch.Tensor) -> float | None:
+    sd = X.std(0)
+    X = X[:, sd > 1e-8 * (1 + X.mean(0).abs())]
+    n, d = X.shape
+    if d < 2 or n < 2 * d:
+        return None
+    Z = (X - X.mean(0)) / X.std(0)
+    top = float(torch.linalg.eigvalsh(Z.T @ Z / (n - 1))[-1])
+    return top / (1 + math.sqrt(d / n)) ** 2
+
+
+def flows(result) -> bool:
+    """Gradients reach the parameters and the steps move them (a plain loop's result)."""
+    grads = [g for g in result.grad_norms if g is not None]
+    return bool(grads) and len(grads) == len(result.grad_norms) and min(grads) > 0 \
+        and all(math.isfinite(g) for g in grads) and max(result.update_norms) > 0
+
+
+def label_signal(real: list, shuffled: list) -> dict:
+    """Compare real and shuffled labels (plain loops, one pair per seed) against the spread."""
+    means_r, means_s = [r.mean for r in real], [s.mean for s in shuffled]
+    out = {"real": means_r, "shuffled": means_s, "verdict": "unclear"}
+    if not all(map(math.isfinite, means_r + means_s)):
+        out["why"] = "a plain loop reached a non-finite loss"
+        return out
+    if not all(flows(r) for r in real):
+        out["why"] = "gradients do not flow in the plain loop, so the labels cannot be tested"
+        return out
+    spread = max(abs(means_r[0] - means_r[1]), abs(means_s[0] - means_s[1]))
+    start = sum(r.losses[0] for r in real) / len(real)
+    gaps = [s - r for r, s in zip(means_r, means_s)]
+    floor = 0.02 * abs(start)
+    out.update(gaps=gaps, spread=spread, floor=floor)
+    if all([above("signal.gap_over_spread", g, max(3 * spread, floor), seed=i) for i, g in enumerate(gaps)]):
+        out["verdict"] = "signal"
+    elif all([not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i) for i, g in enumerate(gaps)]):
+        out["verdict"] = "none"
+    return out
+
+
+def held_out_verdict(result) -> dict:
+    """A training loss that fell while the held-out loss never went below its value at init."""
+    evals = result.evals
+    if not evals or not all(math.isfinite(v) for _, v in evals):
+        return {"verdict": "unclear", "evals": evals}
+    first, best = evals[0][1], min(v for _, v in evals[1:])
+    start, level = result.losses[0], result.level()
+    trained = below("held_out.trained", level, 0.7 * start)
+    stuck = not below("held_out.improved", best, first - 0.02 * abs(first))
+    verdict = "mismatch" if trained and stuck else "ok" if trained else "unclear"
+    return {"verdict": verdict, "evals": evals, "train": [start, level], "held_out": [first, best]}
+
+
+def describe_signal(sig: dict) -> str:
+    if "gaps" not in sig:
+        return f"label-shuffle control: unclear ({sig.get('why', 'no result')})"
+    r, s = sig["real"], sig["shuffled"]
+    return (f"label-shuffle control (plain loop, mean training loss): real labels {r[0]:.3f} / "
+            f"{r[1]:.3f}, shuffled {s[0]:.3f} / {s[1]:.3f} on seeds 0 / 1; gap "
+            f"{sig['gaps'][0]:+.3f} / {sig['gaps'][1]:+.3f} against a seed-to-seed spread of "
+            f"{sig['spread']:.3f}")

@@ -1,0 +1,254 @@
+"""H1 in the loss path: what the learner's ``loss_fn`` does between the model's output and
+the labels, watched call by call on one batch at init.
+
+A `TorchFunctionMode` sees every torch call the loss function makes outside the model's
+own forward. Tensors that come from the model's output and from the labels are followed
+through those calls, and four defects are measured, not guessed:
+
+- **broadcast**: a call that combines the prediction with the labels at shapes that
+  broadcast to more elements than either has, such as (32, 1) against (32,) giving
+  (32, 32): every prediction is compared with every label, so the labels stop mattering;
+- **probabilities into a loss on logits**: ``binary_cross_entropy_with_logits`` given
+  values that all lie in [0, 1] (a sigmoid already applied), ``cross_entropy`` given rows
+  that are non-negative and sum to 1 (a softmax already applied), or ``nll_loss`` given
+  probabilities instead of log-probabilities;
+- **no gradient**: the prediction passes through a piecewise-constant call (round, floor,
+  sign, argmax, a comparison, a cast to an integer type) and backward() then gives every
+  parameter a gradient of exactly zero;
+- **unpaired**: the loss is the same when the labels are permuted within the batch (while
+  other label values, and other outputs per example, do change it): it compares aggregates,
+  not each example with its own label, as ``(pred - y).mean() ** 2`` does;
+- and, in `targets`, what the first classification loss's targets allow: a floor near
+  chance (label smoothing 0.9), token labels that are a causal model's own inputs.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ..step1_capture import setup as proto
+from ...finding import OwnFinding
+from ..step1_capture import inner
+from . import targets
+
+FLAT = {"round", "floor", "ceil", "trunc", "sign", "argmax", "argmin", "gt", "ge", "lt", "le",
+        "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__", "heaviside",
+        "long", "int", "bool", "frac"}
+INTEGER = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
+LOSSES = ("cross_entropy", "nll_loss")  # the calls whose targets the floor and copy checks read
+
+
+def _name(func) -> str:
+    name = getattr(func, "__name__", str(func))
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name  # round_ -> round
+
+
+_tensors = inner.tensors_in
+
+
+class _Audit(TorchFunctionMode):
+    """Follows prediction- and label-derived tensors through the calls of loss_fn."""
+
+    def __init__(self, labels):
+        super().__init__()
+        self.pred: dict[int, torch.Tensor] = {}
+        self.label: dict[int, torch.Tensor] = {id(t): t for t in _tensors(labels)}
+        self.inside = 0  # > 0 while the model's own forward runs
+        self.broadcasts: list[str] = []
+        self.flat_ops: list[str] = []
+        self.probabilities: list[str] = []
+        self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first classification loss
+        self.batch_softmax: list[str] = []  # softmax calls that normalise over the batch
+
+    def mark_output(self, output) -> None:
+        for t in _tensors(output):
+            self.pred[id(t)] = t
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.inside:
+            return out
+        given = _tensors(list(args)) + _tensors(kwargs)
+        pred = [t for t in given if id(t) in self.pred]
+        label = [t for t in given if id(t) in self.label and id(t) not in self.pred]
+        name = _name(func)
+        if pred and label:
+            self._broadcast(name, pred[0], label[0])
+        if pred:
+            self._probabilities(name, pred[0], args)
+            if name in LOSSES and not self.meets and args and args[0] is pred[0]:
+                self.meets.append((func, name, args, kwargs))
+            if name in ("softmax", "log_softmax") and args and args[0] is pred[0]:
+                self.batch_softmax += targets.over_batch(name, pred[0], args, kwargs)
+            if name in FLAT or (name == "to" and any(a in INTEGER for a in list(args[1:]) +
+                                                    list(kwargs.values()))):
+                self.flat_ops.append(f"torch.{name}" if name != "to" else ".to(an integer dtype)")
+            for t in _tensors(out):
+                self.pred[id(t)] = t
+        elif label:
+            for t in _tensors(out):
+                self.label[id(t)] = t
+        return out
+
+    def _broadcast(self, name, p, y) -> None:
+        try:
+            shape = torch.broadcast_shapes(p.shape, y.shape)
+        except RuntimeError:
+            return
+        if shape.numel() > max(p.numel(), y.numel()) and name not in ("getitem", "__getitem__"):
+            self.broadcasts.append(f"{name} combines the prediction {tuple(p.shape)} with the labels "
+                                   f"{tuple(y.shape)}, which broadcast to {tuple(shape)}")
+
+    def _probabilities(self, name, p, args) -> None:
+        if not (args and args[0] is p and p.is_floating_point() and p.numel() > 1):
+            return
+        v = p.detach().float()
+        if name == "binary_cross_entropy_with_logits" and v.min() >= 0 and v.max() <= 1:
+            self.probabilities.append("binary_cross_entropy_with_logits gets values that all lie in "
+                                      "[0, 1]: a sigmoid was already applied, and the loss applies its "
+                                      "own sigmoid again")
+        elif name in ("cross_entropy", "nll_loss") and v.dim() >= 2 and v.min() >= 0 and \
+                torch.allclose(v.sum(1), torch.ones(()), atol=1e-3):
+            what = ("cross_entropy applies its own log-softmax again" if name == "cross_entropy"
+                    else "nll_loss expects log-probabilities")
+            self.probabilities.append(f"{name} gets rows that are non-negative and sum to 1: a softmax "
+                                      f"was already applied, and {what}")
+
+
+def audit(setup, seed: int, batches) -> dict:
+    """What the loss function does with the prediction and the labels, on the first batch."""
+    torch.manual_seed(seed)
+    model = proto.make_model(setup, seed)
+    proto.make_optimizer(setup, model)  # it may change the model, as the loop sees it
+    model = copy.deepcopy(model)
+    batch = batches[0]
+    mode, loss = _follow(setup, model, batch)
+    if not mode.meets:  # the model may compute its loss in its own forward (own_inner)
+        mode.meets = inner.meets(setup, model, batch)
+    zero, unpaired = None, None
+    if torch.is_tensor(loss) and loss.numel() == 1:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            unpaired = _unpaired(setup, model, batch, float(loss.detach()))
+    if torch.is_tensor(loss) and loss.requires_grad and loss.numel() == 1:
+        params = [p for p in model.parameters() if p.requires_grad]
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        zero = all(g is None or not g.any() for g in grads)
+    floor = copies = None
+    if mode.meets:
+        func, name, args, kwargs = mode.meets[0]
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            floor = targets.floor(func, name, args, kwargs, target)
+            if targets.same_tokens(target, batch, kwargs):
+                copies = targets.causal(lambda b: _first_prediction(setup, model, b, seed), batch)
+    return {"broadcasts": mode.broadcasts, "flat_ops": sorted(set(mode.flat_ops)),
+            "probabilities": mode.probabilities, "zero_grads": zero, "unpaired": unpaired,
+            "floor": floor, "copies": copies, "batch_softmax": mode.batch_softmax}
+
+
+def _follow(setup, model, batch):
+    """Run `loss_fn` once under a fresh `_Audit`; the model's own forward is not followed."""
+    mode = _Audit(proto.labels_of(batch))
+
+    def enter(module, args):
+        mode.inside += 1
+
+    def leave(module, args, output):
+        mode.inside -= 1
+        if not mode.inside:
+            mode.mark_output(output)
+    handles = [model.register_forward_pre_hook(enter), model.register_forward_hook(leave)]
+    try:
+        with mode, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the learner's own warnings belong to their run
+            loss = setup.loss_fn(model, batch)
+    finally:
+        for h in handles:
+            h.remove()
+    return mode, loss
+
+
+def _first_prediction(setup, model, batch, seed):
+    """The prediction that the first classification loss in `loss_fn` receives on `batch`."""
+    torch.manual_seed(seed)  # dropout draws the same masks on both calls
+    with torch.no_grad():
+        mode, _ = _follow(setup, model, batch)
+    return mode.meets[0][2][0] if mode.meets else inner.prediction(setup, model, batch, seed)
+
+
+def _same_output(model, batch, n: int) -> bool:
+    try:
+        out = model(batch[0]) if isinstance(batch, (tuple, list)) and torch.is_tensor(batch[0]) else None
+    except Exception:  # a model called otherwise by loss_fn: not measured here
+        return False
+    return torch.is_tensor(out) and len(out) == n and torch.allclose(out, out[:1].expand_as(out))
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-6 * max(abs(a), abs(b)) + 1e-9
+
+
+@torch.no_grad()
+def _unpaired(setup, model, batch, value: float) -> float | None:
+    """The loss when the labels are permuted within the batch, if it equals `value` although
+    the loss does read the labels (another label value changes it); else None."""
+    y = proto.labels_of(batch)
+    if not torch.is_tensor(y) or y.dim() == 0 or len(y) < 4:
+        return None
+    rolled = y.roll(1, 0)
+    if torch.equal(rolled, y) or _same_output(model, batch, len(y)):  # a permutation tells nothing
+        return None
+    other = torch.zeros_like(y) if y.any() else torch.ones_like(y)
+    try:
+        permuted = float(setup.loss_fn(model, proto.with_labels(batch, rolled)))
+        changed = float(setup.loss_fn(model, proto.with_labels(batch, other)))
+    except Exception:  # labels of another value may be refused: then nothing is measured
+        return None
+    if _same(permuted, value) and not _same(changed, value):
+        return permuted
+    return None
+
+
+def loss_path(evs) -> OwnFinding | None:
+    """An H1 finding when the same loss-path defect is measured on both seeds."""
+    found = []
+    for ev in evs:
+        try:
+            found.append(ev.once("loss_path", lambda ev=ev: audit(ev.setup, ev.seed, ev.batches)))
+        except Exception:  # a loss function this audit cannot follow: no finding, no guess
+            return None
+    a = found[0]
+    also = []
+    if all(f["zero_grads"] and f["flat_ops"] for f in found):
+        ops = ", ".join(a["flat_ops"])
+        key, text = "no_gradient", (f"the loss passes the model's output through {ops}, which is "
+                                    "piecewise constant: its gradient is 0 almost everywhere, so "
+                                    "backward() gives every parameter a zero gradient and nothing "
+                                    "learns")
+        also = a["broadcasts"][:1]
+    elif all(f["probabilities"] for f in found):
+        key, text = "probabilities", (f"{a['probabilities'][0]}; the loss is computed on "
+                                      "probabilities instead of logits, so it has a floor above 0 "
+                                      "and weak gradients")
+    elif all(f["broadcasts"] for f in found):
+        key, text = "broadcast", (f"a shape mismatch in the loss: {a['broadcasts'][0]}, so every "
+                                  "prediction is compared with every label in the batch and the "
+                                  "labels stop mattering; make the shapes equal (squeeze or view)")
+    elif all(f["unpaired"] is not None for f in found):
+        key, text = "unpaired", (f"the loss does not pair each prediction with its own label: with the "
+                                 f"labels permuted within the batch it is unchanged ({a['unpaired']:.4g}), "
+                                 "so it compares batch-level aggregates (a mean or sum taken before the "
+                                 "error is squared or compared) and the model cannot learn which output "
+                                 "belongs to which input")
+    else:
+        return targets.finding(found)
+    if also:
+        text += f" (also: {also[0]})"
+    return OwnFinding("H1", key, text)

@@ -1,0 +1,160 @@
+"""The one-variable intervention that tests a finding of the setup triage, and its FORECAST.
+
+`plan(finding, evs)` returns the forecast line and a function that runs the intervention
+on a seed (after the forecast is sealed). The threshold is read off the seed-0 evidence
+gathered before the conviction (the learner's run and the plain arm it is compared
+with); seed 1 is the confirmation. Arms:
+
+- a plain-loop arm ("own", "rebuilt", "ref", "lr/10", "lr/100", "unfrozen"): the loss
+  lands at least halfway from the curve it replaces to the arm's curve;
+- "logger": the learner's own loop re-run, reported as the honest running mean of its
+  raw losses: the reported curve moves at least halfway to the honest one;
+- "shuffled": labels permuted again; the loss ends no better than with the real labels;
+- "cleaned": non-finite input values replaced by 0; the loss stays finite and bounded;
+- "held_out_train": train on all but the last fifth of the training batches and score
+  that fifth: the held-out loss falls at least halfway from its value at init.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from ....core.run import Run
+from ..step1_capture import setup as proto
+from ..step6_decide.evidence import epochs_for
+from ..step1_capture.loops import known_arm, plain_loop, shuffled_labels
+
+BASES = {"own": "run", "rebuilt": "own", "ref": "own", "lr/10": "own", "lr/100": "own", "unfrozen": "ref"}
+
+
+def _window(values, step: int) -> float:
+    part = [v for v in values[max(0, step - 9):step + 1] if v is not None]
+    return sum(part) / len(part) if part and all(map(math.isfinite, part)) else math.inf
+
+
+def _num(x: float) -> str:
+    return f"{x:.4f}" if abs(x) >= 1e-3 else f"{x:.3e}"
+
+
+def _epoch_mean(raw, per_epoch):
+    out, total = [], 0.0
+    for t, v in enumerate(raw):
+        total = (0.0 if t % per_epoch == 0 else total) + v
+        out.append(total / (t % per_epoch + 1))
+    return out
+
+
+def _logger_run(ev, seed):
+    n_batches = len(proto.batches(ev.setup, seed))
+    epochs = epochs_for(n_batches)
+    started = time.time()
+    run = proto.train(ev.setup, seed, epochs)
+    raw = [float(v) for v in run.table["loss_raw"]]
+    per = len(raw) // epochs if len(raw) % epochs == 0 else n_batches
+    return Run.from_log({"step": list(range(len(raw))), "loss_raw": raw,
+                         "loss_reported": _epoch_mean(raw, per)}, seed=seed, started_at=started,
+                        config={"task": "your loop, honest logger"})
+
+
+def _plan_logger(evs):
+    ev = evs[0]
+    raw = [float(v) for v in ev.run.table["loss_raw"]]
+    honest = _epoch_mean(raw, ev.rows_per_epoch)
+    rep = ev.run.table["loss_reported"]
+    best, where = 0.0, None
+    for t in range(9, len(raw)):
+        if rep[t] is None or not math.isfinite(rep[t]):
+            continue
+        gap = abs(rep[t] - _window(honest, t))  # the widest gap: where seeds agree best, early
+        if gap > best:
+            best, where = gap, t
+    if where is None:
+        return None
+    h, r = _window(honest, where), float(rep[where])
+    mid = (h + r) / 2
+    op = "<" if r > h else ">"
+    return f"loss_reported {op} {_num(mid)} by step {where}", lambda seed: _logger_run(ev, seed)
+
+
+def _plan_arm(finding, evs):
+    ev, arm = evs[0], finding.arm
+    step = ev.steps - 1
+    after = _window(ev.arm(arm).losses, step)
+    base_arm = BASES.get(arm, "own")  # default:<setting> arms compare with your optimizer
+    base = ev.run.table["loss_raw"] if base_arm == "run" else ev.arm(base_arm).losses
+    start = float(base[0]) if base[0] is not None else math.inf
+    before = min(_window(base, min(step, len(base) - 1)), start)
+    if not (math.isfinite(after) and after < before):
+        return None
+    target = after + 0.5 * (before - after)
+    return f"loss < {_num(target)} by step {step}", lambda seed: plain_loop(
+        ev.setup, seed, ev.steps, arm, batches=_batches(evs, seed)).run
+
+
+def _batches(evs, seed):
+    return next(ev.batches for ev in evs if ev.seed == seed)
+
+
+def _plan_shuffled(evs):
+    ev, arm = evs[0], evs[0].best_arm()
+    step = ev.steps - 1
+    real = [_window(e.arm(arm).losses, step) for e in evs]
+    if not all(map(math.isfinite, real)):
+        return None
+    margin = max(0.1 * abs(real[0]), 3 * abs(real[0] - real[1]))
+    return f"loss > {_num(real[0] - margin)} by step {step}", lambda seed: plain_loop(
+        ev.setup, seed, ev.steps, arm, batches=shuffled_labels(_batches(evs, seed), seed)).run
+
+
+def _cleaned(batches):
+    return [proto.with_inputs(b, torch.nan_to_num(proto.inputs_of(b), nan=0.0, posinf=0.0, neginf=0.0))
+            for b in batches]
+
+
+def _plan_cleaned(evs):
+    ev = evs[0]
+    with torch.no_grad():
+        start = float(proto.loss(ev.setup, proto.make_model(ev.setup, ev.seed), _cleaned(ev.batches)[0]))
+    if not math.isfinite(start):
+        return None
+    return f"loss < {_num(1.5 * abs(start))} by step {ev.steps - 1}", lambda seed: plain_loop(
+        ev.setup, seed, ev.steps, "ref", batches=_cleaned(_batches(evs, seed))).run
+
+
+def _held_out_run(ev, batches, seed):
+    started = time.time()
+    k = max(1, len(batches) // 5)
+    res = plain_loop(ev.setup, seed, ev.steps, ev.best_arm(), batches=batches[:-k] or batches,
+                     held_out=batches[-k:], checkpoints=10)
+    return Run.from_log({"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
+                        seed=seed, started_at=started, config={"task": "held-out slice of training"})
+
+
+def _plan_held_out(evs):
+    ev = evs[0]
+    if ev.n_batches < 2:
+        return None
+    trial = _held_out_run(ev, ev.batches, ev.seed)
+    first, last = trial.table["loss_raw"][0], trial.table["loss_raw"][-1]
+    if not (math.isfinite(last) and last < first):
+        return None
+    return (f"loss < {_num(last + 0.5 * (first - last))} by step {trial.table['step'][-1]}",
+            lambda seed: _held_out_run(ev, _batches(evs, seed), seed))
+
+
+def plan(finding, evs):
+    """(forecast text, run(seed) -> Run) for the finding's intervention, or None."""
+    if finding.arm == "logger":
+        return _plan_logger(evs)
+    if finding.arm == "shuffled":
+        return _plan_shuffled(evs)
+    if finding.arm == "cleaned":
+        return _plan_cleaned(evs)
+    if finding.arm == "held_out_train":
+        return _plan_held_out(evs)
+    if known_arm(finding.arm):
+        return _plan_arm(finding, evs)
+    return None

@@ -1,0 +1,139 @@
+"""A reference loss on the model's own output: labkit's intervention for a mechanism in the loss.
+
+labkit cannot edit a learner's ``loss_fn``, but it can let the learner's code run the model on
+the batch exactly as it does, catch the model's output with a forward hook, and replace only
+what happens to that output. `reference(output, batch)` is the textbook loss for the output's
+and the labels' shapes and dtypes, or None when none applies:
+
+- class ids with one more dim on the output: cross-entropy over the last dim; for token ids
+  that are the model's own inputs, shifted by one (``logits[:, :-1]`` against ``ids[:, 1:]``);
+- one logit per example against 0/1 labels: binary cross-entropy with logits;
+- real-valued targets with as many values as the output: mean squared error.
+
+`Swapped(setup, mode)` is the learner's setup with that one method changed:
+- ``"reference"``: the reference loss trains and is logged (the intervention);
+- ``"scored"``: the learner's loss trains, the reference loss is logged (the baseline, on the
+  same ruler as the intervention).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ....core.run import Run
+from ..step1_capture import setup as proto
+from ..step1_capture.loops import plain_loop
+
+MODES = ("reference", "scored")
+
+
+def _tensor(out):
+    if torch.is_tensor(out):
+        return out
+    if isinstance(out, dict) or hasattr(out, "logits"):
+        return getattr(out, "logits", None) if not isinstance(out, dict) else out.get("logits")
+    if isinstance(out, (tuple, list)):
+        return next((o for o in out if torch.is_tensor(o)), None)
+    return None
+
+
+def reference(out, batch) -> torch.Tensor | None:
+    """The textbook loss of the model's output `out` against the batch's labels (see above)."""
+    y, x = proto.labels_of(batch), proto.inputs_of(batch)
+    if not torch.is_tensor(out) or not out.is_floating_point() or len(out) != len(y):
+        return None
+    out = out.float()
+    if not y.is_floating_point():
+        ids = y[y != -100]  # cross_entropy's default ignore_index
+        if (out.dim() == y.dim() + 1 and out.shape[:-1] == y.shape and out.shape[-1] > 1
+                and (ids.numel() == 0 or 0 <= int(ids.min()) <= int(ids.max()) < out.shape[-1])):
+            if y.dim() == 2 and y.shape[1] > 1 and x.shape == y.shape and torch.equal(x, y):
+                return F.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), y[:, 1:].reshape(-1))
+            return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        if out.numel() == y.numel() and bool(((y == 0) | (y == 1)).all()):
+            return F.binary_cross_entropy_with_logits(out.reshape(y.shape), y.float())
+        return None
+    if out.numel() == y.numel():
+        return F.mse_loss(out.reshape(y.shape), y.float())
+    return None
+
+
+class NoReference(ValueError):
+    pass
+
+
+class Swapped:
+    """The learner's setup with ``loss_fn`` changed as `mode` says; every other method is theirs."""
+
+    def __init__(self, setup, mode: str):
+        if mode not in MODES:
+            raise ValueError(f"mode={mode!r} is not a mode; choose one of {', '.join(MODES)}.")
+        self.setup, self.mode = setup, mode
+
+    def __getattr__(self, name):
+        return getattr(self.setup, name)
+
+    def loss_fn(self, model, batch):
+        outs = []
+        hook = model.register_forward_hook(lambda m, a, o: outs.append(o))
+        try:
+            yours = self.setup.loss_fn(model, batch)
+        finally:
+            hook.remove()
+        ref = reference(_tensor(outs[0]), batch) if outs else None
+        if ref is None:
+            raise NoReference("no reference loss applies to this model's output and labels")
+        if self.mode == "reference" or not torch.is_tensor(yours):
+            return ref
+        yours = yours.reshape(()).float()
+        return yours + (ref - yours).detach()  # the value is the reference's, the gradient yours
+
+
+def applies(setup, seed: int, batches: list) -> bool:
+    """Whether a reference loss can be read off the model's output on the first batch."""
+    torch.manual_seed(seed)
+    model = proto.make_model(setup, seed)
+    try:
+        with torch.no_grad():
+            value = Swapped(setup, "reference").loss_fn(model, batches[0])
+    except Exception:  # the learner's loss or model may refuse anything: then nothing applies
+        return False
+    return math.isfinite(float(value))
+
+
+def run(setup, seed: int, steps: int, mode: str, batches: list) -> Run:
+    """A plain loop with the learner's optimizer, its loss swapped as `mode` says."""
+    return plain_loop(Swapped(setup, mode), seed, steps, "own", batches=batches).run
+
+
+def level(run_, step: int) -> float:
+    """The loss a forecast reads at `step`: the mean over the ten steps ending there."""
+    from ...record.prediction import Prediction
+    return Prediction(f"loss < 0 by step {step}").judge(run_.table["step"], run_.column("loss_raw"))[1]
+
+
+def plan(evs):
+    """(forecast, run(seed) -> Run, variable) for the reference loss on both seeds, or None when
+    no reference loss applies or it does not beat yours on seed 0 (measured on its own scale)."""
+    ev = evs[0]
+    if not applies(ev.setup, ev.seed, ev.batches):
+        return None
+    step, by_seed = ev.steps - 1, {e.seed: e.batches for e in evs}
+    try:
+        before = [level(run(e.setup, e.seed, ev.steps, "scored", e.batches), step) for e in evs]
+        fixed = run(ev.setup, ev.seed, ev.steps, "reference", ev.batches)
+    except ValueError:  # the learner's loss refused a batch: labkit does not guess
+        return None
+    after, worst = level(fixed, step), min(before)
+    if not math.isfinite(worst):  # yours ends non-finite: the reference must finish, and learn
+        worst = fixed.column("loss_raw")[0]
+    if not (math.isfinite(after) and math.isfinite(worst) and after < worst):
+        return None
+    target = after + 0.5 * (worst - after)
+    from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
+    return (f"loss < {_num(target)} by step {step}",
+            lambda seed: run(ev.setup, seed, ev.steps, "reference", by_seed[seed]),
+            ("loss_fn", "yours", "the reference loss on the same model output and labels"))

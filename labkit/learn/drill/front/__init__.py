@@ -1,0 +1,3 @@
+"""The drill's front ends: `labkit drill` in a terminal (`terminal`, `text`) and the SVG charts
+of the notebook drill (`svg`).
+"""

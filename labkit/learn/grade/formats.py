@@ -1,0 +1,153 @@
+"""`labkit grade`'s rows in the formats instructors keep grades in.
+
+    labkit.grades/2   labkit's own JSON: every row, with its points (``--json``)
+    Gradescope        the autograder's ``results.json``: score, max_score, and per check a
+                      name, output, status and visibility (``--gradescope``)
+    CSV               one row per notebook and check, with a learner id (``--csv``)
+
+A check is worth its `points` (1 unless set beside the check: ``@answer_check(points=2)``);
+a passed check scores all of them, any other status none. Paths are written relative to
+the folder grading ran from, so the same fork graded in two places gives the same rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import asdict
+from pathlib import Path
+
+STATUSES = ("passed", "failed", "not yet answered")
+GRADES_FORMAT = "labkit.grades/2"
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+CSV_COLUMNS = ("learner", "notebook", "exercise", "check", "status", "points", "max_points",
+               "message")
+LEARNER_KEY = "labkit_learner"  # notebook metadata: {"labkit_learner": "ada"}
+
+
+def points_of(check: str, hidden=None) -> int:
+    """What the answer check named `check` is worth (1 unless set beside it); `hidden`: the
+    instructor's hidden checks (`labkit.learn.grade.hidden.Hidden`), with their own points."""
+    if hidden is not None and check in hidden.points:
+        return hidden.points[check]
+    from .. import check as checks
+    return getattr(getattr(checks, check, None), "points", 1)
+
+
+def relative(path) -> str:
+    """`path` relative to the working folder where it lies inside it, else as given."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def scored(rows, hidden=None) -> list[dict]:
+    """Every row as a dict with a relative notebook path, its points and its score."""
+    out = []
+    for r in rows:
+        d = asdict(r)
+        d["notebook"] = relative(r.notebook)
+        d["max_points"] = points_of(r.check, hidden)
+        d["points"] = d["max_points"] if r.status == "passed" else 0
+        out.append(d)
+    return out
+
+
+def grades_document(rows, summary: dict, hidden=None) -> dict:
+    """labkit's own format: rows with points, the summary, the score out of the total."""
+    from ... import __version__
+    done = scored(rows, hidden)
+    return {"format": GRADES_FORMAT, "labkit": __version__, "rows": done, "summary": summary,
+            "score": sum(r["points"] for r in done), "max_score": sum(r["max_points"] for r in done)}
+
+
+def _visibility(name: str, value: str) -> str:
+    if value not in VISIBILITIES:
+        from ...errors import suggest
+        raise ValueError(f"{name}={value!r} is not one Gradescope knows; use one of "
+                         f"{', '.join(VISIBILITIES)}.{suggest(value, list(VISIBILITIES))}")
+    return value
+
+
+def gradescope(rows, *, visibility: str = "visible", hidden=None,
+               hidden_visibility: str = "after_published") -> dict:
+    """Gradescope's autograder ``results.json`` (its "Autograder Specifications" page); the
+    instructor's `hidden` checks get `hidden_visibility`."""
+    _visibility("visibility", visibility)
+    _visibility("hidden_visibility", hidden_visibility)
+    secret = set(hidden.points) if hidden is not None else set()
+    tests = []
+    for n, r in enumerate(scored(rows, hidden), 1):
+        output = r["question"] if r["status"] == "passed" else f"{r['status']}: {r['message']}"
+        tests.append({"name": f"{r['notebook']}: {r['check']}", "number": str(n),
+                      "score": float(r["points"]), "max_score": float(r["max_points"]),
+                      "status": "passed" if r["status"] == "passed" else "failed",
+                      "output": output,
+                      "visibility": hidden_visibility if r["check"] in secret else visibility})
+    return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
+            "visibility": visibility, "stdout_visibility": "visible",
+            "output": f"labkit grade: {sum(t['status'] == 'passed' for t in tests)}/{len(tests)} "
+                      "checks passed", "tests": tests}
+
+
+def learner_of(notebook, given: str | None) -> str:
+    """The learner id: `given` (``--learner``), else the notebook's ``labkit_learner``
+    metadata, else "" (a gradebook import then shows the blank)."""
+    if given:
+        return given
+    try:
+        import nbformat
+        return str(nbformat.read(notebook, as_version=4).metadata.get(LEARNER_KEY, ""))
+    except Exception:  # an unreadable notebook was already reported by grading itself
+        return ""
+
+
+def csv_text(rows, *, learner: str | None = None, hidden=None) -> str:
+    """One line per notebook and check: learner, notebook, exercise, check, status, points."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    ids = {}
+    for r, d in zip(rows, scored(rows, hidden)):
+        if r.notebook not in ids:
+            ids[r.notebook] = learner_of(r.notebook, learner)
+        writer.writerow({"learner": ids[r.notebook], **{k: d[k] for k in CSV_COLUMNS[1:]}})
+    return buf.getvalue()
+
+
+def write_csv(path, text: str, parameter: str = "--csv") -> None:
+    from ...store.outputs import write_output  # labkit's one output rule
+    write_output(path, text, parameter=parameter)
+
+
+def summary(rows) -> dict:
+    per = {}
+    for r in rows:
+        per.setdefault(r.exercise, {s: 0 for s in STATUSES})[r.status] += 1
+    return {"exercises": per, "total": {s: sum(r.status == s for r in rows) for s in STATUSES}}
+
+
+def format_table(rows, width: int = 100) -> str:
+    """One line per check, the sentence wrapped under it; a summary per exercise; a total."""
+    import textwrap
+    lines = []
+    for nb in dict.fromkeys(r.notebook for r in rows):
+        lines.append(nb)
+        for r in (r for r in rows if r.notebook == nb):
+            lines += textwrap.wrap(f"{r.check}: {r.question}", width, initial_indent=
+                                   f"  {r.status:16s}  ", subsequent_indent=" " * 20)
+            if r.status != "passed":
+                lines += textwrap.wrap(r.message, width, initial_indent=" " * 20 + "> ",
+                                       subsequent_indent=" " * 22)
+    s = summary(rows)
+    lines.append("")
+    for ex, counts in s["exercises"].items():
+        n = sum(counts.values())
+        lines.append(f"{ex}: {counts['passed']}/{n} passed, {counts['failed']} failed, "
+                     f"{counts['not yet answered']} not yet answered")
+    t = s["total"]
+    lines.append(f"TOTAL: {t['passed']} passed, {t['failed']} failed, {t['not yet answered']} "
+                 f"not yet answered, in {len(s['exercises'])} exercise(s)")
+    return "\n".join(lines) + "\n"

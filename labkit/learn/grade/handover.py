@@ -1,0 +1,129 @@
+"""The hand-over: what `labkit grade` puts into the learner's kernel, as source, before the
+notebook's first cell. It is the only grading code that runs there, and it decides nothing.
+
+The grader rewrites each answer check's call site, ``ex_a_transfer(groups, reason, deeper)``,
+as ``__labkit_answer__(CELL, 'ex_a_transfer', K, ex_a_transfer)(groups, reason, deeper)``: the
+arguments are written, as data, to ``FOLDER/CELL-ex_a_transfer-K.json`` (K: which call of that
+check in the cell; the first call of a site wins), and then the
+check is called as before, for the learner's feedback. The grader reads that file as data
+(`labkit.learn.grade.answers`) and runs the check itself, in its own process.
+
+Everything this needs is taken when `install` runs, before any learner cell: a cell that
+later patches ``json``, ``print``, ``open``, labkit's checks or their outcome list changes
+nothing here. A learner who rewrites the hand-over itself can only change what their answer
+is; the verdict on it is the grader's. No labkit module is imported here: labkit objects are
+known by their class's qualified name and read through their own attributes.
+"""
+
+MAX_DEPTH = 40  # deeper nesting than any answer has is written as unreadable
+TYPES = {  # qualified class name -> tag; each is read by `_labkit`
+    "labkit.core.run.Run": "run",
+    "labkit.diagnosis.probes._common.ProbeResult": "probe_result",
+    "labkit.diagnosis.record.triage.TriageRecord": "triage_record",
+    "labkit.widgets.sketch.SketchForecast": "sketch",
+    "labkit.forecast.forecast.Forecast": "forecast",
+    "labkit.widgets.prediction_form.PredictionForm": "prediction_form",
+    "labkit.learn.curves.quiz.Quiz": "quiz",
+}
+
+
+def install(folder, namespace) -> None:
+    """Define ``__labkit_answer__`` in `namespace` (the kernel's user namespace), writing
+    each answer into `folder`."""
+    import json.encoder
+    import math
+    import os
+    import types
+    escape, join, isfinite = json.encoder.encode_basestring_ascii, os.path.join, math.isfinite
+    _open, _type, _repr, _isinstance, _list, _dict, _str, _int = (
+        open, type, repr, isinstance, list, dict, str, int)
+    bases = (bool, int, float, str, list, tuple, dict, set, frozenset)
+    exact = {_type(None), _type(...), *bases}
+
+    def name_of(t) -> str:
+        return f"{getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', '?')}"
+
+    def plain(v, depth=0):
+        if depth > MAX_DEPTH:
+            return {"$": "unreadable", "type": "nesting deeper than 40 levels"}
+        t, d = _type(v), depth + 1
+        if t not in exact:
+            return other(v, t, d)
+        if v is None or t in (bool, int, str):
+            return v
+        if t is float:
+            return v if isfinite(v) else {"$": "float", "value": _repr(v)}
+        if t is list:
+            return [plain(x, d) for x in v]
+        if t is dict:
+            return {"$": "dict", "items": [[plain(k, d), plain(x, d)] for k, x in v.items()]}
+        if v is ...:
+            return {"$": "..."}
+        return {"$": "tuple" if t is tuple else "set", "items": [plain(x, d) for x in v]}
+
+    def other(v, t, d):
+        name = name_of(t)
+        try:
+            if name in ("torch.Tensor", "torch.nn.parameter.Parameter", "numpy.ndarray"):
+                flat = v.detach().cpu().reshape(-1) if name != "numpy.ndarray" else v.reshape(-1)
+                return {"$": "tensor" if name != "numpy.ndarray" else "array",
+                        "dtype": _str(v.dtype).removeprefix("torch."),
+                        "shape": [_int(n) for n in v.shape], "data": plain(flat.tolist(), d)}
+            if t.__module__ == "numpy" and hasattr(v, "item"):  # numpy.float64 and the like
+                return plain(v.item(), d)
+            if name in TYPES:
+                return {"$": TYPES[name], **_labkit(TYPES[name], v, lambda x: plain(x, d))}
+            if _isinstance(v, types.FunctionType):
+                import inspect
+                return {"$": "function", "name": v.__name__, "source": inspect.getsource(v)}
+            for base in bases:
+                if _isinstance(v, base):  # a subclass (a version string, OrderedDict): as its base
+                    return plain(base(v), d)
+        except Exception as exc:  # noqa: BLE001 -- any failure is written down as unreadable
+            return {"$": "unreadable", "type": f"{name} ({_type(exc).__name__} while reading it)"}
+        return {"$": "unreadable", "type": name}
+
+    def dump(v) -> str:  # JSON by hand: only the escaping function taken above is used
+        if _isinstance(v, _dict):
+            return "{" + ",".join(f"{escape(k)}:{dump(x)}" for k, x in v.items()) + "}"
+        if _isinstance(v, _list):
+            return "[" + ",".join([dump(x) for x in v]) + "]"
+        if _isinstance(v, _str):
+            return escape(v)
+        return "null" if v is None else ("true" if v else "false") if _type(v) is bool else _repr(v)
+
+    def record(cell, name, k, args, kwargs) -> None:
+        path = join(folder, f"{_int(cell)}-{_str(name)}-{_int(k)}.json")
+        try:
+            text = dump({"args": plain(_list(args)), "kwargs": plain(_dict(kwargs))})
+            with _open(path, "x", encoding="ascii") as f:
+                f.write(text)
+        except FileExistsError:  # a check called in a loop: its first call is its answer
+            pass
+        except Exception:  # noqa: BLE001 -- the grader finds no file: "could not be read"
+            pass
+
+    def answer(cell, name, k, check):
+        def call(*args, **kwargs):
+            record(cell, name, k, args, kwargs)
+            return None if check is None else check(*args, **kwargs)
+        return call
+    namespace["__labkit_answer__"] = answer
+
+
+def _labkit(tag: str, v, plain) -> dict:
+    """The data of one labkit object, read through its attributes."""
+    if tag == "run":
+        return {"table": plain(v.table), "evals": plain(v.evals), "meta": plain(v.meta),
+                "timing": plain(v.timing)}
+    if tag == "probe_result":
+        return {"probe": plain(v.probe), "verdict": plain(v.verdict), "details": plain(v.details)}
+    if tag in ("triage_record", "forecast"):
+        return {"record": plain(v.to_dict())}
+    if tag == "sketch":
+        sealed = bool(v.sealed)
+        return {"sealed": sealed, "forecasts": plain({k: None if f is None else f.to_dict() for k, f
+                                                      in v.forecasts().items()} if sealed else {})}
+    if tag == "prediction_form":
+        return {"prediction": plain(v.prediction)}
+    return {"seed": plain(v.seed)}  # quiz
