@@ -93,7 +93,7 @@ lab: $(LAB_STAMP)
 PORTABLE := $(shell $(or $(PYTHON),python3) tools/cpu_paths.py portable)
 # Pass 2 collects only where its tests are (the notebooks, and the test files that mark a test
 # chaotic, found by name): each worker then imports 7 test files, not 90 (373 items either way).
-PORTABLE_PATHS = tests/reference solutions $(shell grep -l chaotic tests/test_*.py)
+PORTABLE_PATHS = tests/reference solutions $(shell grep -rl --include='test_*.py' chaotic tests)
 # One worker more than the cores (a worker that waits, for a kernel, a browser page or a
 # grading time-out, leaves its core to the others), and no more than about 1.5 GB of the
 # available memory each: see tools/workers.py. Each runs torch on cores / workers threads.

@@ -34,6 +34,11 @@ def _load(folder: str, name: str):
     return module
 
 
+# tests/ holds helpers.py and the test files' shared modules; its test files sit in folders
+# that mirror labkit/ (tests/core/, tests/diagnosis/own/, ...), each of which pytest puts on
+# sys.path for its own files, so tests/ itself is put there once, here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests"))
+
 _cores = _load("tools", "workers").cores  # what `make test` counts its workers from
 
 

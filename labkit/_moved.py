@@ -2,7 +2,8 @@
 
 `SHORT` are short names kept for good: ``labkit.probes`` is ``labkit.diagnosis.probes``,
 ``labkit.check`` is ``labkit.learn.check`` and ``labkit.checklist`` is
-``labkit.learn.checklist``, the very same module objects.
+``labkit.learn.checklist``, the very same module objects; ``labkit.check.ex_a`` to
+``labkit.check.ex_f``, as the notebooks import them, are ``labkit.learn.check.ex.a`` to ``.f``.
 `OLD` are the flat module paths of labkit 0.1; they still import, with a
 DeprecationWarning naming the new path, until labkit 0.3.
 
@@ -20,7 +21,9 @@ import sys
 import warnings
 
 SHORT = {"labkit.probes": "labkit.diagnosis.probes", "labkit.check": "labkit.learn.check",
-         "labkit.checklist": "labkit.learn.checklist"}
+         "labkit.checklist": "labkit.learn.checklist",
+         # the exercises' checks by the names the notebooks import them by
+         **{f"labkit.learn.check.ex_{x}": f"labkit.learn.check.ex.{x}" for x in "abcdef"}}
 OLD = {
     "labkit.config": "labkit.core.config", "labkit.data": "labkit.core.data",
     "labkit.models": "labkit.core.models", "labkit.seams": "labkit.core.seams",
@@ -96,6 +99,10 @@ RENAMED = {f"labkit.{old}": f"labkit.{new}" for old, new in {
     "diagnosis.own.targets": "diagnosis.own.step4_h1.targets",
     "diagnosis.own.unsettled": "diagnosis.own.step4_h1.unsettled",
     "learn.checklist_items": "learn.checklist.items",
+    "learn.check.rubrics": "learn.check.ex.rubrics",
+    **{f"learn.check.rubrics.ex_{x}": f"learn.check.ex.rubrics.{x}" for x in "abcdef"},
+    "widgets.sketch_gate": "widgets.sketch.gate", "widgets.sketch_keys": "widgets.sketch.keys",
+    "widgets.sketch_series": "widgets.sketch.series",
     "learn.curve_plots": "learn.curves.plots", "learn.curve_probes": "learn.curves.probes",
     "learn.curve_quiz": "learn.curves.quiz", "learn.curve_setups": "learn.curves.setups",
     "learn.drill.svg": "learn.drill.front.svg",

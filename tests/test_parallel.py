@@ -2,6 +2,7 @@
 threads, and the work units keep what must run together on one worker (conftest.py)."""
 
 import os
+from pathlib import Path
 
 import torch
 
@@ -30,21 +31,21 @@ def test_torch_threads_are_cores_over_workers_unless_the_caller_set_them():
 def test_a_notebook_and_the_browser_tests_are_each_one_unit_and_the_long_files_are_split():
     nb = "tests/reference/00_start_here.ipynb"
     assert conftest.work_unit(f"{nb}::Cell 0") == conftest.work_unit(f"{nb}::Cell 9") == nb
-    assert conftest.work_unit("tests/test_browser.py::test_x") == \
-        conftest.work_unit("tests/test_exercises_browser.py::test_y") == "browser"
-    assert conftest.work_unit("tests/test_grade.py::test_a") == \
-        conftest.work_unit("tests/test_grade.py::test_b") == "tests/test_grade.py"
-    split = "tests/test_diagnose.py::test_d[detach]"
+    assert conftest.work_unit("tests/browser/test_browser.py::test_x") == \
+        conftest.work_unit("tests/browser/test_exercises_browser.py::test_y") == "browser"
+    assert conftest.work_unit("tests/learn/grade/test_grade.py::test_a") == \
+        conftest.work_unit("tests/learn/grade/test_grade.py::test_b") == "tests/learn/grade/test_grade.py"
+    split = "tests/diagnosis/test_diagnose.py::test_d[detach]"
     assert conftest.work_unit(split) == split
-    assert conftest.work_unit("tests/test_diagnose.py::test_d[zero_lr]") != conftest.work_unit(split)
-    sig = "tests/test_bugs.py::test_bug_reproduces_its_signature[{}]"  # one seed's signatures: one unit
+    assert conftest.work_unit("tests/diagnosis/test_diagnose.py::test_d[zero_lr]") != conftest.work_unit(split)
+    sig = "tests/bugs/test_bugs.py::test_bug_reproduces_its_signature[{}]"  # one seed's signatures: one unit
     assert conftest.work_unit(sig.format("double_shift-0")) == conftest.work_unit(sig.format("zero_lr:per_batch_scheduler-0")) \
         != conftest.work_unit(sig.format("double_shift-1"))
-    eighth = "tests/test_own_eighth.py::test_eighth_setups_stay_right[{}]"  # 71 s as one unit: split
+    eighth = "tests/setups/test_own_eighth.py::test_eighth_setups_stay_right[{}]"  # 71 s as one unit: split
     assert conftest.work_unit(eighth.format("a")) == eighth.format("a") != conftest.work_unit(eighth.format("b"))
-    gpt2 = "tests/test_examples.py::test_{}[gpt2_finetune]"  # one example's tests: one unit
+    gpt2 = "tests/setups/test_examples.py::test_{}[gpt2_finetune]"  # one example's tests: one unit
     assert conftest.work_unit(gpt2.format("bug")) == conftest.work_unit(gpt2.format("fixed")) != \
-        conftest.work_unit("tests/test_examples.py::test_bug[cnn_synthetic_images]")
+        conftest.work_unit("tests/setups/test_examples.py::test_bug[cnn_synthetic_images]")
 
 
 def test_the_split_files_units_and_the_long_files_are_handed_out_round_robin_over_the_files():
@@ -54,35 +55,41 @@ def test_the_split_files_units_and_the_long_files_are_handed_out_round_robin_ove
     def item(nodeid):
         return SimpleNamespace(nodeid=nodeid, path=Path(nodeid.split("::")[0]))
     ids = ["tests/test_reference.py::t",  # a whole file: after the split ones
-           "tests/test_exercise_gate.py::t[a]", "tests/test_exercise_gate.py::t[b]",
-           "tests/test_exercise_gate.py::t[c]", "tests/test_own_eighth.py::t[x]",
-           "tests/test_own_eighth.py::t[y]", "tests/reference/00_start_here.ipynb::Cell 0",
-           "tests/reference/00_start_here.ipynb::Cell 1", "tests/test_browser.py::t"]
-    sig = "tests/test_bugs.py::test_bug_reproduces_its_signature[{}]"
+           "tests/notebooks/test_exercise_gate.py::t[a]", "tests/notebooks/test_exercise_gate.py::t[b]",
+           "tests/notebooks/test_exercise_gate.py::t[c]", "tests/setups/test_own_eighth.py::t[x]",
+           "tests/setups/test_own_eighth.py::t[y]", "tests/reference/00_start_here.ipynb::Cell 0",
+           "tests/reference/00_start_here.ipynb::Cell 1", "tests/browser/test_browser.py::t"]
+    sig = "tests/bugs/test_bugs.py::test_bug_reproduces_its_signature[{}]"
     ids += [sig.format("detach-0"), sig.format("zero_lr-0"), sig.format("detach-1")]  # two units
-    ids += ["tests/test_grade_limits.py::a", "tests/test_grade_limits.py::b"]  # a long whole file
+    ids += ["tests/learn/grade/test_grade_limits.py::a", "tests/learn/grade/test_grade_limits.py::b"]  # a long whole file
     items = [item(i) for i in ids]
     order = [i.nodeid for i in sorted(items, key=conftest._order(items))]
-    assert order == ["tests/test_browser.py::t", "tests/reference/00_start_here.ipynb::Cell 0",
+    assert order == ["tests/browser/test_browser.py::t", "tests/reference/00_start_here.ipynb::Cell 0",
                      "tests/reference/00_start_here.ipynb::Cell 1",
-                     "tests/test_exercise_gate.py::t[a]", "tests/test_own_eighth.py::t[x]",
+                     "tests/notebooks/test_exercise_gate.py::t[a]", "tests/setups/test_own_eighth.py::t[x]",
                      sig.format("detach-0"), sig.format("zero_lr-0"),  # one unit, kept together
-                     "tests/test_grade_limits.py::a", "tests/test_grade_limits.py::b",
-                     "tests/test_exercise_gate.py::t[b]", "tests/test_own_eighth.py::t[y]",
-                     sig.format("detach-1"), "tests/test_exercise_gate.py::t[c]",
+                     "tests/learn/grade/test_grade_limits.py::a", "tests/learn/grade/test_grade_limits.py::b",
+                     "tests/notebooks/test_exercise_gate.py::t[b]", "tests/setups/test_own_eighth.py::t[y]",
+                     sig.format("detach-1"), "tests/notebooks/test_exercise_gate.py::t[c]",
                      "tests/test_reference.py::t"]
 
 
 def test_a_fix_is_signed_in_the_unit_that_triaged_its_setup():
     """test_own_sign signs a copy of the triage that its setup's batch test kept: they must run
     on one worker, as one unit (each fix's setup triaged by exactly one such test)."""
-    import test_own_held_out
-    import test_own_triage
+    import importlib.util
     from own_setups.fixed import FIXED
+
+    def load(name):  # the two batch files, from the folder they sit in
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "setups" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    test_own_triage, test_own_held_out = load("test_own_triage"), load("test_own_held_out")
 
     units: dict = {}
     for module in (test_own_triage, test_own_held_out):
-        path = f"tests/{module.__name__}.py"
+        path = f"tests/setups/{module.__name__}.py"
         for fname, fn in vars(module).items():
             for mark in getattr(fn, "pytestmark", []):
                 if mark.name == "parametrize" and mark.args[0] == "name":
@@ -90,7 +97,7 @@ def test_a_fix_is_signed_in_the_unit_that_triaged_its_setup():
                         units.setdefault(name, []).append(conftest.work_unit(f"{path}::{fname}[{name}]"))
     assert len(units) > 60  # 81 today: the first to seventh batches
     for name in FIXED:
-        sign = conftest.work_unit(f"tests/test_own_sign.py::test_each_fix_signs[{name}]")
+        sign = conftest.work_unit(f"tests/diagnosis/own/test_own_sign.py::test_each_fix_signs[{name}]")
         assert units[name] == [sign], name
     assert len(set(u for us in units.values() for u in us)) == sum(map(len, units.values()))
 

@@ -39,10 +39,10 @@ def test_short_names_are_the_same_modules():
     import labkit.check
     import labkit.check.ex_a
     import labkit.diagnosis.probes
-    import labkit.learn.check.ex_a
+    import labkit.learn.check.ex.a
     import labkit.probes
     assert labkit.probes is labkit.diagnosis.probes
-    assert labkit.check.ex_a is labkit.learn.check.ex_a
+    assert labkit.check.ex_a is labkit.learn.check.ex.a
     from labkit.probes import overfit_probe
     from labkit.diagnosis.probes.overfit import overfit_probe as same
     assert overfit_probe is same

@@ -37,12 +37,12 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "py
 # The test files that train and assert a number or a verdict on it, and the executed
 # notebooks; the rest (the store, the CLI's words, the widgets, the browser) compute nothing
 # a CPU path could move.
-NUMERIC = ["tests/reference", "solutions", "tests/test_own_*.py", "tests/test_diagnose.py", "tests/test_triage.py",
-           "tests/test_lab15_*.py", "tests/test_check_ex_*.py", "tests/test_bugs.py", "tests/test_probes.py",
-           "tests/test_train.py", "tests/test_examples.py", "tests/test_gallery.py", "tests/test_forecast.py",
-           "tests/test_curves.py", "tests/test_explorer.py", "tests/test_watch*.py", "tests/test_replay.py",
-           "tests/test_naive_strategies.py", "tests/test_lessons.py", "tests/test_drill.py",
-           "tests/test_run.py", "tests/test_metrics.py", "tests/test_lightning.py", "tests/test_calibration.py"]
+NUMERIC = ["tests/reference", "solutions", "tests/diagnosis", "tests/setups", "tests/lab15",
+           "tests/learn/check", "tests/bugs/test_bugs.py", "tests/core/test_train.py",
+           "tests/core/watch", "tests/learn/test_gallery.py", "tests/learn/test_curves.py",
+           "tests/learn/test_lessons.py", "tests/learn/drill/test_drill.py",
+           "tests/forecast/test_forecast.py", "tests/forecast/test_calibration.py",
+           "tests/core/test_run.py", "tests/core/test_metrics.py", "tests/core/test_lightning.py"]
 
 
 def _env(path: str) -> dict:

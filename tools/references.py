@@ -4,7 +4,7 @@ A learner opens `notebooks/` and must not see a run's result before forecasting 
 notebooks ship with no outputs. nbval still needs executed copies to compare against: this
 script runs each study notebook with papermill (headless parameters below, e.g. the sketch
 as points), writes the executed copy to `tests/reference/`, and writes the learner copy back
-to `notebooks/` with every output cleared. `tests/test_notebooks.py` checks the two agree.
+to `notebooks/` with every output cleared. `tests/notebooks/test_notebooks.py` checks the two agree.
 
 Usage: python tools/references.py [NAME ...]        (default: every notebook)
        python tools/references.py --check           (exit 1 if a learner copy has outputs or
@@ -57,7 +57,7 @@ TIMING = "labkit_timing"  # cell metadata: seconds, and when its first output ca
 
 def execute_timed(nb, cwd: str) -> None:
     """Run `nb` in place with nbclient, noting in each slow cell's metadata how long it took
-    and how soon it first showed something (tests/test_silent_cells.py reads these)."""
+    and how soon it first showed something (tests/notebooks/test_silent_cells.py reads these)."""
     from nbclient import NotebookClient
 
     class Timed(NotebookClient):

@@ -57,7 +57,7 @@ class ForecastHistory:
         """Record a sealed forecast, or attach its score to the entry already recorded.
 
         `drawn`: the learner drew it by hand (a sketch widget), so a sketch made again may
-        bring it back (`labkit.widgets.sketch_gate`); curves given in code never come back."""
+        bring it back (`labkit.widgets.sketch.gate`); curves given in code never come back."""
         forecast.verify()
         new = {"forecast": forecast.to_dict(), "added_at": time.time(),
                "score": score.to_dict() if score is not None else None}

@@ -37,7 +37,7 @@ from ..forecast.carry import carried_prediction, show_prediction
 from ..forecast.gate import wait_for
 from ..learn.check import _predict
 from ..learn.check._base import CheckFailed
-from . import sketch_gate
+from .sketch import gate as sketch_gate
 
 HERE = Path(__file__).parent
 _FORMS: dict = {}  # key -> the live form of this kernel, so a re-run shows the same one
@@ -54,11 +54,11 @@ EXERCISES = ("ex_a", "ex_b", "ex_c", "ex_d", "ex_e", "ex_f")  # the ones that se
 
 
 def forms_of(key: str) -> dict:
-    """The exercise's questions: FORMS of `labkit.learn.check.<key>`."""
+    """The exercise's questions: FORMS of `labkit.learn.check.ex.<letter>` (``labkit.check.<key>``)."""
     if key not in EXERCISES:
         raise ValueError(f"key={key!r} is not an exercise with a prediction; the keys are "
                          f"{', '.join(EXERCISES)}.{suggest(key, EXERCISES)}")
-    return importlib.import_module(f"labkit.learn.check.{key}").FORMS
+    return importlib.import_module(f"labkit.learn.check.ex.{key[3:]}").FORMS
 
 
 def _spec(forms: dict) -> list[dict]:
@@ -108,7 +108,7 @@ def _text(form: tuple, value):
 
 class PredictionForm(anywidget.AnyWidget):
     _esm = HERE / "prediction_form.js"
-    _css = HERE / "sketch.css"
+    _css = HERE / "sketch" / "sketch.css"  # the sketch's own look
 
     spec = t.List().tag(sync=True)
     answers = t.Dict().tag(sync=True)  # name -> the front end's text, list or dict

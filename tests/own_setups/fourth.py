@@ -10,7 +10,7 @@ each written as a general measurement (`own.losspath`: broadcast, probabilities 
 on logits, a piecewise-constant op with zero gradients; `own.settings`: one optimizer setting
 at a time; repeated input rows; a running minimum or an EMA from 0 in the logger), after which
 9 of 10 are right. Still missed: the LM whose labels equal its inputs (no shift), acquitted.
-It is scored by tests/test_own_held_out.py, apart from the first batch's bars.
+It is scored by tests/setups/test_own_held_out.py, apart from the first batch's bars.
 """
 
 from __future__ import annotations

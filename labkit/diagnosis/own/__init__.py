@@ -17,5 +17,5 @@ its protocol, in the order it runs:
 Beside the steps, two modules every step uses: `margins` (each comparison against its
 threshold, and how close it came) and `baseline` (does the learner's own run fail by its own
 test). A module imports from its own step or an earlier one; the four exceptions, where a step
-borrows a later step's piece, are listed and checked in tests/diagnosis/own/test_layout.py.
+borrows a later step's piece, are listed and checked in tests/diagnosis/own/test_own_layout.py.
 """
