@@ -115,6 +115,11 @@ def chromium() -> str | None:
     return None
 
 
+class QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # no line per request in the test's output
+        pass
+
+
 @pytest.mark.browser
 def test_the_built_site_in_a_browser(site):
     exe = chromium()
@@ -122,9 +127,7 @@ def test_the_built_site_in_a_browser(site):
         pytest.skip("no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
                     "chromium on PATH); install it with `apt-get install chromium`")
     from playwright.sync_api import expect, sync_playwright
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *args: None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietFiles, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
