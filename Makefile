@@ -27,7 +27,7 @@ $(shell rm -f $(LAB_STAMP) $(STAMP))
 endif
 endif
 
-.PHONY: lab test check portability exercises references bench env clean-env help
+.PHONY: lab test check portability exercises references bench docs env clean-env help
 
 help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"
@@ -41,6 +41,7 @@ help:
 	@echo "                (tools/cpu_paths.py), with the margins of its thresholds; not part of make test"
 	@echo "make exercises  regenerate exercises/ from solutions/"
 	@echo "make references re-execute the study notebooks into tests/reference/, clear notebooks/"
+	@echo "make docs       build the documentation site into site/ (MkDocs, strict: a warning fails)"
 	@echo "make bench      speed against plain PyTorch (loop, labkit.watch), triage, the learner store, drill probes, own-code triage"
 
 env: $(STAMP)
@@ -135,6 +136,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_own_triage.py
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_own_shapes.py
 	$(BIN)/python benchmarks/bench_watch_ddp.py
+
+# The documentation site (docs/, mkdocs.yml) into site/; open site/index.html. Strict: a warning
+# or a broken link fails, as in make test (tests/test_docs_site.py). The API pages are made from
+# labkit._PUBLIC at build time (docs/hooks.py), without importing labkit or torch.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 clean-env:
 	rm -rf $(VENV)

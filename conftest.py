@@ -90,7 +90,8 @@ def pytest_report_header(config):
 # Longest units go first (browser, notebooks, then these, round robin over their files: see
 # `_order`), so that no worker is left alone with a long unit at the end.
 SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "browser",
-                "test_drill_browser.py": "browser", "test_lab.py": "browser"}
+                "test_drill_browser.py": "browser", "test_lab.py": "browser",
+                "test_docs_site.py": "browser"}
 SPLIT_FILES = {"test_diagnose.py", "test_own_held_out.py", "test_own_triage.py",
                "test_exercise_gate.py", "test_instructor.py", "test_lab15_checks.py",
                "test_naive_strategies.py", "test_examples.py", "test_drill.py", "test_bugs.py",

@@ -18,6 +18,12 @@ PRECISIONS = ("fp32", "fp16")
 
 @dataclass(frozen=True)
 class Config:
+    """Every setting of a reference run, frozen and checked; each default says why it is that.
+
+    `labkit.train(config)` trains it; `dataclasses.replace(config, lr=0.1)` gives a copy
+    with one setting changed. A bad value raises a sentence naming the setting.
+    """
+
     task: str = "classify"  # "classify": MLP on 2-D blobs; "lm": TinyCausalLM on prompt/response tokens
     dataset: str | None = None  # None = the task's default ("blobs" / "tokens"); "imbalanced" for Exercise F
     n_classes: int = 10  # C = 10 puts the loss at init on ln 10 = 2.303; dataset="imbalanced" is 2

@@ -141,6 +141,12 @@ def log_epoch_mean(ctx: StepContext) -> float:
 
 @dataclass(frozen=True)
 class Seams:
+    """The reference loop's named steps, one function each; a zoo bug replaces exactly one.
+
+    `seams.replace(loss=my_loss)` gives a copy with one seam swapped, and refuses a name
+    that is not a seam.
+    """
+
     data: Callable = make_data
     model: Callable = make_model
     optimizer: Callable = make_optimizer
