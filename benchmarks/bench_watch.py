@@ -276,7 +276,7 @@ def table(rows: list[dict]) -> str:
             f"{'ratio':>6s} {'best':>6s} {'cpu':>6s}  {'kept':>16s}  {'peak+':>16s}  norms")
     lines = [head, "-" * len(head)]
     for r in rows:
-        pct = lambda b: "n/a" if b is None else f"{fmt_bytes(b)} {100 * b / r['param_bytes']:4.1f}%"  # noqa: E731
+        pct = lambda b: "n/a" if b is None else f"{fmt_bytes(b)} {100 * b / r['param_bytes']:4.1f}%"  # noqa: E731, B023 (used in this iteration)
         where = r["device"] if r["device"] != "cpu" else f"{r['threads']}thr"
         cpu = "-" if r.get("cpu_ratio") is None else f"{r['cpu_ratio']:.3f}"
         params = (f"{r['params'] / 1e6:.1f}M" if r["params"] >= 1e6 else f"{r['params'] / 1e3:.0f}k")

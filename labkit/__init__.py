@@ -5,7 +5,7 @@
     run.table["loss_raw"][:3]           # per-step raw loss
     watch = labkit.watch(model, opt)    # the same per-step norms on your own loop
 
-The package is grouped by job (see README, "Where things live"): `core` (the run),
+The package is grouped by job (docs/developer/architecture.md): `core` (the run),
 `bugs` (the zoo), `diagnosis` (probes, the triage record, automatic triage),
 `forecast` (sealed predictions and their scores), `learn` (answer checks, grading,
 gallery, plots), `widgets`, and the plumbing (`cli`, `store`, `errors`).
@@ -39,7 +39,7 @@ _PUBLIC = {
 _SUBPACKAGES = ("core", "bugs", "diagnosis", "forecast", "learn", "widgets", "probes", "check",
                 "checklist", "cli", "store", "errors")
 
-__all__ = sorted(_PUBLIC)
+__all__ = sorted(_PUBLIC)  # noqa: PLE0605 (a list built from the one table of names)
 
 
 def __getattr__(name: str):

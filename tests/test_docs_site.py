@@ -94,7 +94,7 @@ def test_the_module_pages_show_every_name_of_their_all(site):
 def test_the_study_path_page_is_the_study_path(site):
     from labkit.learn.study_path import HOURS
     shown = text_of(site / "learner" / "study-path" / "index.html")
-    for hour, goal, _ in HOURS:
+    for _hour, goal, _ in HOURS:
         assert first_line(goal) in shown
 
 

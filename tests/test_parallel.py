@@ -99,7 +99,7 @@ def test_a_fix_is_signed_in_the_unit_that_triaged_its_setup():
     for name in FIXED:
         sign = conftest.work_unit(f"tests/diagnosis/own/test_own_sign.py::test_each_fix_signs[{name}]")
         assert units[name] == [sign], name
-    assert len(set(u for us in units.values() for u in us)) == sum(map(len, units.values()))
+    assert len({u for us in units.values() for u in us}) == sum(map(len, units.values()))
 
 
 def test_make_test_starts_a_worker_per_core_and_one_more_within_the_memory(monkeypatch):

@@ -55,7 +55,7 @@ def execute(outdir: str, names=()) -> int:
         try:
             NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
                            resources={"metadata": {"path": str(path.parent)}}).execute()
-        except Exception as exc:  # a notebook that cannot run is named, the others go on
+        except Exception as exc:  # noqa: BLE001 a notebook that cannot run is named, the others go on
             return f"{path.name}: {type(exc).__name__}: {exc}"
         nbformat.write(nb, target / f"{path.parent.name}__{path.name}")
         return f"{path.name}: executed"

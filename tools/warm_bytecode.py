@@ -50,7 +50,7 @@ def warm(names: list[str]) -> tuple[int, list[str]]:
         try:
             importlib.import_module(name)
             done += 1
-        except Exception:  # an optional extra, or a module that needs what is not here
+        except Exception:  # noqa: BLE001 an optional extra, or a module that needs what is not here
             skipped.append(name)
     return done, skipped
 

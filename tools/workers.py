@@ -4,7 +4,7 @@ memory lets each of them have about 1.5 GB.
 One more than the cores, because a worker that waits (a kernel starting, a browser page, a
 grading time-out) leaves its core to the others; on an idle 2-core machine pass 1 took 479 s
 with 3 workers and 563 s with 2; measured again on 2026-12-05, 3 workers still beat 2 and 4
-(the figures are in the README, "Tests and speed"). The memory cap is for machines with many
+(the figures are in docs/developer/tests.md). The memory cap is for machines with many
 cores and little memory each: at its peak a worker holds torch and the tests (about 0.5 GB), a
 warm kernel (0.3 GB, and a forked copy while a notebook runs) and, in a browser test, Chromium
 and a JupyterLab server; in a clean-clone `make test` on a 2-core machine, the machine's memory in

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import check_choice
 
@@ -32,7 +32,7 @@ class Bug:
         check_choice("stage", self.stage, STAGES)
         check_choice("seam", self.seam, SEAMS)
 
-    def variant(self, name: str) -> "Bug":
+    def variant(self, name: str) -> Bug:
         """The same bug planted in another way, e.g. ``zero_lr:per_batch_scheduler``."""
         if name not in self.variants:
             from ..errors import suggest

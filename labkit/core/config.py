@@ -94,11 +94,11 @@ class Config:
                              "CUDA device; use device='cpu'.")
 
     @classmethod
-    def make(cls, **settings) -> "Config":
+    def make(cls, **settings) -> Config:
         """Like ``Config(...)``, but an unknown setting name gets a suggestion."""
         return cls().replace(**settings) if settings else cls()
 
-    def replace(self, **changes) -> "Config":
+    def replace(self, **changes) -> Config:
         """A copy with some settings changed; per-task defaults are worked out again."""
         names = [f.name for f in dataclasses.fields(self)]
         for key in changes:
@@ -117,7 +117,7 @@ class Config:
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def diff(self, other: "Config") -> list[str]:
+    def diff(self, other: Config) -> list[str]:
         """Names of the settings that differ between two configs."""
         a, b = self.as_dict(), other.as_dict()
         return [k for k in a if a[k] != b[k]]

@@ -97,7 +97,7 @@ def read_tensorboard(logdir, *, raw: str, reported: str | None = None,
     acc = EventAccumulator(str(logdir), size_guidance={SCALARS: 0})
     try:
         acc.Reload()
-    except Exception as exc:  # a damaged or truncated events file: TensorBoard's own errors
+    except Exception as exc:  # noqa: BLE001 (a damaged or truncated events file: TensorBoard's own errors)
         raise ValueError(f"The TensorBoard log {str(logdir)!r} could not be read: an events file "
                          f"in it is damaged ({type(exc).__name__}).") from None
     tags = list(acc.Tags().get("scalars", []))

@@ -131,7 +131,7 @@ class Run:
     @classmethod
     def from_log(cls, columns: dict[str, list], *, seed: int, started_at: float,
                  config: dict | None = None, data_hash: str | None = None,
-                 init_hash: str | None = None, meta: dict | None = None) -> "Run":
+                 init_hash: str | None = None, meta: dict | None = None) -> Run:
         """Wrap the log of your own training loop so labkit's tools can read it.
 
         `columns` needs ``step`` and ``loss_raw``; ``loss_reported``, ``batch_id``,
@@ -165,7 +165,7 @@ class Run:
     @classmethod
     def from_csv(cls, path, *, raw: str, reported: str | None = None, step: str | None = None,
                  columns: dict[str, str] | None = None, seed: int = 0,
-                 started_at: float | None = None, config: dict | None = None) -> "Run":
+                 started_at: float | None = None, config: dict | None = None) -> Run:
         """A run someone already logged to CSV: `raw`/`reported` name its columns, `step` the
         step column (default: one row per step); `columns` maps more, e.g.
         ``{"grad_norm": "gnorm"}``. `started_at` defaults to the file's modification time."""
@@ -177,7 +177,7 @@ class Run:
     @classmethod
     def from_tensorboard(cls, logdir, *, raw: str, reported: str | None = None,
                          tags: dict[str, str] | None = None, seed: int = 0,
-                         started_at: float | None = None, config: dict | None = None) -> "Run":
+                         started_at: float | None = None, config: dict | None = None) -> Run:
         """A run logged to TensorBoard: `raw`/`reported` are scalar tags, aligned by global step;
         `tags` maps more, e.g. ``{"grad_norm": "grad/total"}``. Needs ``labkit[logs]``."""
         from .logs import read_tensorboard
@@ -208,7 +208,7 @@ class Run:
         return text
 
     @classmethod
-    def from_json(cls, text_or_path) -> "Run":
+    def from_json(cls, text_or_path) -> Run:
         text = str(text_or_path)
         if not text.lstrip().startswith("{"):
             from ..store import read_text

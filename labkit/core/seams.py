@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn as nn
@@ -156,7 +156,7 @@ class Seams:
     step: Callable = optimizer_step
     log: Callable = log_epoch_mean
 
-    def replace(self, **seams) -> "Seams":
+    def replace(self, **seams) -> Seams:
         for name in seams:
             if name not in SEAM_NAMES:
                 raise ValueError(f"seam={name!r} is not a seam of the reference loop; seams are "

@@ -8,7 +8,8 @@ for a piece; the first ask makes it, every later one reads what was kept in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 class OncePerSeed:

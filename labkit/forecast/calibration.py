@@ -44,13 +44,13 @@ def habits(scored: list[dict]) -> list[str]:
             if s["nan_predicted"] is not None and s["nan_actual"] is not None]
     if len(late) >= MIN_FOR_HABIT and abs(mean(late)) >= 5:
         when = "late" if mean(late) > 0 else "early"
-        found.append((abs(mean(late)) / 20, f"you forecast NaN too {when} by about "
-                      f"{abs(round(mean(late)))} steps ({len(late)} NaN runs)"))
+        found.append((abs(mean(late)) / 20, (f"you forecast NaN too {when} by about "
+                      f"{abs(round(mean(late)))} steps ({len(late)} NaN runs)")))
     missed = sum(s["nan_actual"] is not None and s["nan_predicted"] is None for s in scored)
     if missed >= MIN_FOR_HABIT:
         n_nan = sum(s["nan_actual"] is not None for s in scored)
-        found.append((missed / max(n_nan, 1) * 2, f"you missed {missed} of {n_nan} runs that "
-                      "went NaN: ask what could overflow before you draw"))
+        found.append((missed / max(n_nan, 1) * 2, (f"you missed {missed} of {n_nan} runs that "
+                      "went NaN: ask what could overflow before you draw")))
     flat = [o for o in map(_plateau_offset, scored) if o is not None]
     if len(flat) >= MIN_FOR_HABIT and abs(mean(flat)) >= 0.1:
         side = "too high" if mean(flat) > 0 else "too low"
@@ -58,8 +58,8 @@ def habits(scored: list[dict]) -> list[str]:
     bias = [b for b in map(_signed_log_error, scored) if b is not None]
     if len(bias) >= MIN_FOR_HABIT and abs(mean(bias)) >= math.log(1.25):
         side = "higher" if mean(bias) > 0 else "lower"
-        found.append((abs(mean(bias)), f"you expect losses about x{math.exp(abs(mean(bias))):.1f} "
-                      f"{side} than they turn out"))
+        found.append((abs(mean(bias)), (f"you expect losses about x{math.exp(abs(mean(bias))):.1f} "
+                      f"{side} than they turn out")))
     confusions = {}
     for s in scored:
         if s["shape_predicted"] != s["shape_actual"]:

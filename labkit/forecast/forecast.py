@@ -31,6 +31,8 @@ FORMAT = "labkit.forecast/1"
 
 # ---- the forecast ------------------------------------------------------------
 
+LN10 = math.log(10)  # the loss of a uniform guess over 10 classes: a preset's start
+
 class Forecast:
     """(step, loss) points, plus an optional NaN step, shape label and note."""
 
@@ -41,7 +43,7 @@ class Forecast:
         object.__setattr__(self, "_seal", None)  # {config_hash, sealed_at, content_hash}
 
     @classmethod
-    def from_shape(cls, shape, steps=200, *, start=math.log(10), end=None, nan_step=None,
+    def from_shape(cls, shape, steps=200, *, start=LN10, end=None, nan_step=None,
                    checkpoints=5, note=""):
         """A preset curve to adjust: `checkpoints` points over steps 0 .. steps-1."""
         check_choice("shape", shape, SHAPES)
@@ -111,7 +113,7 @@ class Forecast:
         return {"points": [list(p) for p in self.points], "nan_step": self.nan_step,
                 "shape": self.shape, "note": self.note}
 
-    def seal(self, config=None, bug=None) -> "Forecast":
+    def seal(self, config=None, bug=None) -> Forecast:
         """Fix this forecast to one setup (a Config and bug, or a config hash) and to now."""
         if self.sealed:
             raise ValueError("This forecast is already sealed; sealing again would move its time "
@@ -136,7 +138,7 @@ class Forecast:
         """True when sealed and nothing changed since (the content hash still matches)."""
         return self.sealed and self._digest() == self.content_hash
 
-    def verify(self) -> "Forecast":
+    def verify(self) -> Forecast:
         if not self.sealed:
             raise ValueError("This forecast is not sealed; call forecast.seal(config, bug=...) "
                              "before the run, so the score can prove it came first.")
@@ -202,7 +204,7 @@ class Forecast:
                 "sealed_at": self.sealed_at, "content_hash": self.content_hash}
 
     @classmethod
-    def from_dict(cls, d) -> "Forecast":
+    def from_dict(cls, d) -> Forecast:
         """Load a forecast; a tampered copy loads, but `verify()` and `score()` refuse it."""
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             got = d.get("format") if isinstance(d, dict) else type(d).__name__
@@ -222,7 +224,7 @@ class Forecast:
         return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)
 
     @classmethod
-    def from_json(cls, text_or_path) -> "Forecast":
+    def from_json(cls, text_or_path) -> Forecast:
         text = str(text_or_path)
         if text.lstrip().startswith("{"):
             return cls.from_dict(json.loads(text))

@@ -44,7 +44,7 @@ class ForecastScore:
         return self.shape_predicted == self.shape_actual
 
     @classmethod
-    def compare(cls, forecast, run, column: str = "loss_raw") -> "ForecastScore":
+    def compare(cls, forecast, run, column: str = "loss_raw") -> ForecastScore:
         """Score `forecast` against `run.table[column]` (the raw loss, or e.g. ``grad_norm``).
 
         A value at or below zero can't be compared on a log scale; for a column other than
@@ -116,5 +116,5 @@ class ForecastScore:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d) -> "ForecastScore":
+    def from_dict(cls, d) -> ForecastScore:
         return cls(**d)

@@ -168,7 +168,7 @@ class Deck:
     def boxes(self) -> dict[int, int]:
         """box -> how many cards sit in it."""
         progress = self.progress()
-        counts = {b: 0 for b in range(1, BOXES + 1)}
+        counts = dict.fromkeys(range(1, BOXES + 1), 0)
         for card in CARDS:
             counts[progress.get(card.id, {}).get("box", 1)] += 1
         return counts

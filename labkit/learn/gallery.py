@@ -49,8 +49,8 @@ def signature_table(runs: dict[str, Run], system: str | None = None,
 
     With `healthy` (task -> Run), the healthy run of each task shown comes first, as the
     yardstick for every row below it."""
-    lines = [f"{'bug':26s} {'loss0':>6s} {'last20':>7s} {'reported':>8s} {'lr':>6s} {'NaN@':>5s} "
-             f"{'max|g|':>8s}  null grads / zero updates"]
+    lines = [(f"{'bug':26s} {'loss0':>6s} {'last20':>7s} {'reported':>8s} {'lr':>6s} {'NaN@':>5s} "
+             f"{'max|g|':>8s}  null grads / zero updates")]
     shown = {name: run for name, run in runs.items()
              if not system or BUGS[name.split(":")[0]].system == system}
     tasks = {run.config["task"] for run in shown.values()}

@@ -65,7 +65,7 @@ def _prompt_next(t: int, vocab_size: int) -> dict:
     """After BOS and t prompt tokens: SEP, or another uniform prompt token."""
     stop = _stop(t, PROMPT_LEN)
     n_content = vocab_size - N_SPECIAL
-    dist = {tok: (1 - stop) / n_content for tok in range(N_SPECIAL, vocab_size)}
+    dist = dict.fromkeys(range(N_SPECIAL, vocab_size), (1 - stop) / n_content)
     dist[SEP] = stop
     return dist
 

@@ -51,11 +51,11 @@ from .sqlite import (FORMAT, StoreConflict, StoreError,  # noqa: F401 (FORMAT: p
 from .schema import KINDS, problem, readable  # noqa: F401 (KINDS: public here too)
 
 
-_OPEN: dict[str, "LearnerStore"] = {}
+_OPEN: dict[str, LearnerStore] = {}
 _INHERITED: list = []  # connections a forked child got from its parent; closing them is unsafe
 
 
-def default_store(path=None) -> "LearnerStore":
+def default_store(path=None) -> LearnerStore:
     """The store at `path` (default `store_path()`), one object per file in this process."""
     store = LearnerStore(path)
     return _OPEN.setdefault(str(store.path), store)

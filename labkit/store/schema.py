@@ -60,7 +60,7 @@ def as_time(value, field: str = "created_at") -> float | None:
         except ValueError:
             raise ValueError(f"field {field!r} is {value!r}, which is not a time; give seconds "
                              "since 1970 or an ISO 8601 time such as '2026-01-31T09:30:00'") from None
-        return when.replace(tzinfo=when.tzinfo or dt.timezone.utc).timestamp()
+        return when.replace(tzinfo=when.tzinfo or dt.UTC).timestamp()
     try:
         seconds = None if isinstance(value, bool) else float(value)
     except (TypeError, ValueError, OverflowError):  # not a number, or beyond any float

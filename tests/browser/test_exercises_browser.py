@@ -163,7 +163,7 @@ def test_first_hour_exercise_a_run_all_seal_runs_on_then_grades_and_survives_a_r
     assert sorted(e["forecast"]["note"] for e in new) == ["ex_a/detached", "ex_a/healthy"]
     assert all(e["score"]["shape_predicted"] == "descending" for e in new)
     assert len(scored_entries("ex_a/")) == before + 2  # the restart added no forecast
-    rows = lambda text: sorted(l for l in text.splitlines() if "ex_a_" in l)  # noqa: E731
+    rows = lambda text: sorted(line for line in text.splitlines() if "ex_a_" in line)  # noqa: E731
     assert code == 0 and "ex_a: 5/5 passed, 0 failed, 0 not yet answered" in first, first
     assert code_again == 0 and rows(again) == rows(first), again
     assert not errors, errors

@@ -75,7 +75,7 @@ def _terminal(base, token, command: str, until: str, timeout=30) -> str:
         while until not in out and time.monotonic() < end:
             try:
                 msg = await asyncio.wait_for(ws.read_message(), 2)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             if msg is None:
                 break

@@ -7,7 +7,7 @@ signature here fails `test_every_registered_bug_has_a_signature`.
 
 import math
 import statistics
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -23,12 +23,12 @@ SEEDS = (0, 1)
 LN10 = math.log(10)
 
 
-@lru_cache(maxsize=None)
+@cache
 def healthy(task: str, seed: int, precision: str = "fp32", input_scale: float = 1.0):
     return labkit.train(task=task, seed=seed, precision=precision, input_scale=input_scale)
 
 
-@lru_cache(maxsize=None)
+@cache
 def buggy(name: str, seed: int):
     return labkit.train(bug=name, seed=seed)
 

@@ -129,8 +129,8 @@ def export_doc(*records) -> dict:
 GOOD = {"kind": "grade", "key": "good", "body": {"notebook": "a.ipynb", "rows": []}}
 BAD_IMPORTS = {
     "unknown kind": (export_doc(GOOD, {"kind": "drils", "key": "k", "body": {}}),
-                     "record 2 (key 'k') is refused because its kind 'drils' is not one labkit "
-                     "keeps (did you mean 'drill'?"),
+                     ("record 2 (key 'k') is refused because its kind 'drils' is not one labkit "
+                     "keeps (did you mean 'drill'?")),
     "body a string": (export_doc(GOOD, {"kind": "drill", "key": "session/1", "body": "oops"}),
                       "field 'body' is text, not an object"),
     "field type": (export_doc({"kind": "flashcard", "key": "c1", "body": {"box": "two", "seen": 1, "known": 0}}),
@@ -293,7 +293,7 @@ class Forever:
             if self.torch_loop:
                 try:
                     x = (x + torch.randn(16)).tanh()
-                except Exception:
+                except Exception:  # noqa: BLE001, S110 (a setup that swallows everything, on purpose)
                     pass
 
 
@@ -351,7 +351,7 @@ class Stuck(Forever):
         while True:
             try:
                 time.sleep(0.01)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 (a setup that swallows everything, on purpose)
                 pass
 
     def make_model(self, seed):

@@ -45,8 +45,8 @@ def test_gradient_norm_sketches_and_alternative_hypotheses_stay_out_of_the_loss_
     store = tmp_path / "s.sqlite3"
     loss, grad = _lab15_sketches(store, [[0, 1e-4], [49, 1e-4]])
     baseline = lab15.run_mystery("A")
-    loss.score({h: baseline for h in HYPOTHESES}, show=False)
-    grad.score({h: baseline for h in HYPOTHESES}, show=False)
+    loss.score(dict.fromkeys(HYPOTHESES, baseline), show=False)
+    grad.score(dict.fromkeys(HYPOTHESES, baseline), show=False)
     report = ForecastHistory(store).report()
     assert report["n_entries"] == 6
     assert report["by_exercise"]["lab15"]["n"] == 1  # the supported hypothesis, as one forecast

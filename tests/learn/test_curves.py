@@ -4,7 +4,7 @@ the quiz draws fresh runs and its check teaches without giving the answer away."
 
 import math
 import statistics
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -18,7 +18,7 @@ SEEDS = (0, 1)
 LN10 = math.log(10)
 
 
-@lru_cache(maxsize=None)
+@cache
 def shown(key, seed):
     return curves.run_case(key, seed=seed, confirm_seeds=(seed,))
 
@@ -131,7 +131,7 @@ def test_quiz_holds_every_case_once_on_fresh_seeds(quiz):
     assert all(i.seed not in SEEDS for i in quiz.items)
     again = curve_quiz.draw(seed=2024)
     assert again.answer_key() == quiz.answer_key()
-    assert [i.run.table["loss_raw"] for i in again.items][0] == quiz.items[0].run.table["loss_raw"]
+    assert next(i.run.table["loss_raw"] for i in again.items) == quiz.items[0].run.table["loss_raw"]
     assert "flat_train" not in repr(quiz).split(":")[0]  # the repr names no answer
 
 
@@ -151,7 +151,7 @@ def test_quiz_check_accepts_names_and_numbers(quiz):
 def test_quiz_check_teaches_without_naming_the_answer(quiz):
     key = quiz.answer_key()
     wrong = dict(key)
-    letter = next(l for l, k in key.items() if k == "flat_train")
+    letter = next(ltr for ltr, k in key.items() if k == "flat_train")
     wrong[letter] = "high_flat"
     with pytest.raises(check.CheckFailed) as info:
         check.curves_quiz(quiz, wrong)

@@ -91,7 +91,7 @@ def _wlm_log(first_report_sums_one_more: bool):
     """PyTorch word_language_model's logger over 3 epochs of 32 batches."""
     raw = [2.0 + 0.5 * torch.rand((), generator=torch.Generator().manual_seed(t)).item() - t / 200
            for t in range(96)]
-    shown = []
+    shown, total = [], 0.0
     for t, loss in enumerate(raw):
         i = t % 32
         total = (0.0 if i == 0 else total) + loss

@@ -5,7 +5,6 @@ flattened targets, a carried hidden state and a loop without torch.optim."""
 import warnings
 
 import pytest
-import torch
 
 import labkit
 from labkit.diagnosis.own.step1_capture import inner as own_inner, setup as proto

@@ -6,6 +6,7 @@ kernel as comm messages while the run cell waits.
 """
 
 import os
+import queue
 import time
 
 import pytest
@@ -42,7 +43,7 @@ def _messages(kc, until, timeout=60):
         assert time.monotonic() < end, [m["msg_type"] for m in msgs]
         try:
             msgs.append(kc.get_iopub_msg(timeout=0.5))
-        except Exception:  # queue.Empty
+        except queue.Empty:
             pass
     return msgs
 

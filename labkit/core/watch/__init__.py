@@ -183,7 +183,7 @@ class Watch:
             flat = [n.to(self._zero.device) for n in flat]
         return torch.stack(flat).view(len(rows), -1)  # (steps, P + updates)
 
-    # ---- reading (labkit/watch_table.py; the writer: labkit/watch_writer.py) -------
+    # ---- reading (watch/table.py; the writer: watch/writer.py) -------
     def columns(self) -> dict[str, list]:
         """Total and per-group norms, the lr, and (with a scaler) amp_scale and skipped."""
         return watch_table.columns(self)
@@ -221,7 +221,7 @@ class Watch:
         self._handles = []
         watch_scaler.unwrap(self.scaler)
 
-    def __enter__(self) -> "Watch":
+    def __enter__(self) -> Watch:
         return self
 
     def __exit__(self, *exc) -> bool:

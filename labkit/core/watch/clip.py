@@ -21,7 +21,7 @@ import torch.nn.utils as nn_utils
 import torch.nn.utils.clip_grad as clip_grad
 
 NAMES = ("clip_grad_norm_", "clip_grad_value_")
-_OPEN: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # watch -> ids of its parameters
+_OPEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # watch -> ids of its parameters
 _INSTALLED = False  # labkit's wrappers are in place (each one's __wrapped__ is torch's function)
 
 

@@ -60,7 +60,7 @@ def guarded(watch, *, flush: bool) -> None:
         return
     try:
         scalar.flush(watch) if flush else scalar.step_done(watch)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (the user's writer may raise anything: detached, said)
         watch._writer = None
         warnings.warn(f"labkit.watch: the writer {type(scalar.writer).__name__} failed "
                       f"({type(exc).__name__}: {exc}) and was detached; every step is still "

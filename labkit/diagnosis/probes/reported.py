@@ -80,7 +80,7 @@ def raw_vs_reported(run=None, *, raw=None, reported=None, batch_id=None,
         details["mechanism"] = "other"
         verdict = "disagree: the reported values are non-finite where the raw loss is not"
         return ProbeResult("raw vs reported", verdict, details)
-    if len(set(rep_f)) == 1 and len(set(round(v, 6) for v in raw_f)) > 1:
+    if len(set(rep_f)) == 1 and len({round(v, 6) for v in raw_f}) > 1:
         details["mechanism"] = "stale"
         verdict = (f"disagree: the reported value is stuck at {rep_f[0]:.4g} while the raw loss "
                    f"moves ({raw_f[0]:.3g} -> {raw_f[-1]:.3g}): the logger reads a stale value")

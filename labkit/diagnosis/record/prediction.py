@@ -56,7 +56,7 @@ class Prediction:
     def _digest(self) -> str:
         return hashlib.sha256(f"{self.text}|{self.sealed_at!r}".encode()).hexdigest()[:16]
 
-    def seal(self) -> "Prediction":
+    def seal(self) -> Prediction:
         if self.sealed_at is not None:
             raise TriageRefused("this forecast is already sealed; write a new one instead of "
                                 "re-sealing it.")

@@ -25,8 +25,8 @@ class StrictRows:
             cols = self.baseline_columns
             text, observed = rules.observe({"raw": cols["loss_raw"], "reported": cols["loss_reported"]},
                                            len(cols["step"]))
-            return f"{'agree' if d.get('agree') else 'disagree'} over {d.get('steps_compared')} " \
-                   f"steps; {text}", observed
+            return (f"{'agree' if d.get('agree') else 'disagree'} over {d.get('steps_compared')} " \
+                   f"steps; {text}"), observed
         if name == "overfit":  # the verdict's head says what happened, never why
             text, observed = rules.observe({"loss": d["losses"], "grad_norm": d["grad_norms"]},
                                            len(d["losses"]))
@@ -36,8 +36,8 @@ class StrictRows:
             cols["grad_norm"] = d["shuffled_grad_norms"]
         text, observed = rules.observe(cols, len(d["shuffled_losses"]))
         same = "same as" if d.get("same") else "differs from"
-        return f"{same} real labels (mean loss {d['shuffled_mean']:.4g} vs {d['real_mean']:.4g}); " \
-               f"{text}", observed
+        return (f"{same} real labels (mean loss {d['shuffled_mean']:.4g} vs {d['real_mean']:.4g}); " \
+               f"{text}"), observed
 
     def predict(self, loss_sketch, grad_norm_sketch) -> dict:
         """Record the sealed H1/H2/H3 sketches (loss, gradient norm); refused once a probe ran."""

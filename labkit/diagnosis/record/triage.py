@@ -146,7 +146,7 @@ class TriageRecord(StrictRows):
 
     def intervene(self, fixed_setup, *, budget_s: float | None = None) -> str:
         """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed forecast
-        (`diagnosis.own.sign`) within `budget_s` (default: the diagnose budget): the signed verdict, or TriageRefused."""
+        (`diagnosis.own.step5_sign.sign`) within `budget_s` (default: the diagnose budget): the signed verdict, or TriageRefused."""
         if self.intervener is None:
             raise TriageRefused(NO_EVIDENCE)
         return self.intervener(fixed_setup, budget_s=budget_s)
@@ -225,7 +225,7 @@ class TriageRecord(StrictRows):
         return d
 
     @classmethod
-    def from_dict(cls, d, source="this dict") -> "TriageRecord":
+    def from_dict(cls, d, source="this dict") -> TriageRecord:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             got = d.get("format") if isinstance(d, dict) else type(d).__name__
             raise ValueError(f"{source} is not a triage record (format {got!r}, expected {FORMAT!r}).")
@@ -242,7 +242,7 @@ class TriageRecord(StrictRows):
         outputs.write_json(path, self.to_dict(), backup=True)
 
     @classmethod
-    def load(cls, path) -> "TriageRecord":
+    def load(cls, path) -> TriageRecord:
         return cls.from_dict(decode_nonfinite(read_json(path, what="triage record")), path)
 
     def keep(self, store=None) -> str:
@@ -251,7 +251,7 @@ class TriageRecord(StrictRows):
         return kept.keep(self, store)
 
     @classmethod
-    def kept(cls, store=None) -> list["TriageRecord"]:
+    def kept(cls, store=None) -> list[TriageRecord]:
         """Every record kept in the learner store, oldest first."""
         return kept.kept(cls, store)
 

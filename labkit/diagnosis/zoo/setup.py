@@ -26,7 +26,7 @@ class ZooSetup:
     reference_seam: str | None = None  # the one seam put back to the reference, if any
 
     @classmethod
-    def of(cls, bug: str | None = None, config: Config | None = None) -> "ZooSetup":
+    def of(cls, bug: str | None = None, config: Config | None = None) -> ZooSetup:
         """The zoo bug `bug` (a name, or None for the healthy reference) under `config`, or,
         without one, under the setup where the bug shows."""
         config, seams, name = resolve(config, bug, None, {})
@@ -36,7 +36,7 @@ class ZooSetup:
     def subject(self) -> str:
         return f"bug {self.bug}" if self.bug else f"reference setup (task={self.config.task})"
 
-    def with_reference(self, seam: str) -> "ZooSetup":
+    def with_reference(self, seam: str) -> ZooSetup:
         return dataclasses.replace(self, reference_seam=seam)
 
     def trainer(self, seed: int, steps: int | None = None) -> Trainer:

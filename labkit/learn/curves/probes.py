@@ -161,57 +161,57 @@ def evidence_lines(shown) -> list[str]:
     """The discriminating test's result, in words with its numbers."""
     e, key = shown.evidence, shown.case.key
     if key == "overfitting":
-        return [f"split: {e['duplicates']} val rows also in train; class shares differ by at "
-                f"most {e['share_gap']:.2f}",
-                f"val loss is lowest at step {e['val_min_step']} ({e['val_min']:.2f}), then climbs by "
+        return [(f"split: {e['duplicates']} val rows also in train; class shares differ by at "
+                f"most {e['share_gap']:.2f}"),
+                (f"val loss is lowest at step {e['val_min_step']} ({e['val_min']:.2f}), then climbs by "
                 f"{_more_than(e['val_end'] - e['val_min'])} while train_eval falls by "
-                f"{_more_than(e['train_eval_at_min'] - e['train_eval_end'])}",
-                f"of the {e['wrong_labels']} training labels that are wrong, the model repeats "
+                f"{_more_than(e['train_eval_at_min'] - e['train_eval_end'])}"),
+                (f"of the {e['wrong_labels']} training labels that are wrong, the model repeats "
                 f"{e['wrong_labels_fitted_at_min']:.0%} at the val minimum and "
                 f"{'over a third' if e['wrong_labels_fitted'] > 1 / 3 else 'under a third'} at the "
-                "end: it memorises them"]
+                "end: it memorises them")]
     if key == "high_flat":
         same = "the same" if e["same"] else "different"
         # one digit after the point: the end of 200 steps on one batch moves in its second
         # decimal with the CPU path (1.49 on one path, 1.50 on another)
         memorised = e["one_batch_last"] < 0.1 * e["one_batch_first"]
-        return [f"one batch of 64, 200 steps: loss {e['one_batch_first']:.2f} -> "
-                f"{e['one_batch_last']:.1f} ({'memorised to ~0' if memorised else 'no memorising to ~0'})",
-                f"labels shuffled again: mean loss {e['shuffled_mean']:.2f} against "
-                f"{e['real_mean']:.2f}, {same}: the model is not reading the labels",
+        return [(f"one batch of 64, 200 steps: loss {e['one_batch_first']:.2f} -> "
+                f"{e['one_batch_last']:.1f} ({'memorised to ~0' if memorised else 'no memorising to ~0'})"),
+                (f"labels shuffled again: mean loss {e['shuffled_mean']:.2f} against "
+                f"{e['real_mean']:.2f}, {same}: the model is not reading the labels"),
                 f"yet the weights move: median update norm {e['median_update_norm']:.3f}"]
     if key == "spiking":
         every = "is" if e["culprit_in_every_spike"] else "is not"
-        return [f"{len(e['spikes'])} spikes (over 2.5x the median of the 10 steps before) at "
-                f"steps {e['spikes']}",
-                f"replayed from the weights saved before step {e['replay_step']}: the spiking "
+        return [(f"{len(e['spikes'])} spikes (over 2.5x the median of the 10 steps before) at "
+                f"steps {e['spikes']}"),
+                (f"replayed from the weights saved before step {e['replay_step']}: the spiking "
                 f"batch gives {e['replay_spiking']:.2f}, a normal batch (step {e['normal_step']}) "
-                f"{e['replay_normal']:.2f}",
-                f"inside the spiking batch, training row {e['culprit_row']} costs "
+                f"{e['replay_normal']:.2f}"),
+                (f"inside the spiking batch, training row {e['culprit_row']} costs "
                 f"{e['culprit_loss']:.1f} against a median of {e['others_median']:.2f}; its largest "
                 f"feature is {e['culprit_size']:.1f} (inputs are standardised), and it {every} in "
-                "every spiking batch"]
+                "every spiking batch")]
     if key == "val_below_train":
-        return [f"at step {e['step']}: online {e['online']:.2f} > train_eval {e['train_eval']:.2f} "
-                f"~ val {e['val']:.2f}",
+        return [(f"at step {e['step']}: online {e['online']:.2f} > train_eval {e['train_eval']:.2f} "
+                f"~ val {e['val']:.2f}"),
                 "the same weights score the training rows like the val rows once dropout is off"]
     if key == "flat_train":
         return [f"loss.grad_fn is {'set' if e['has_graph'] else 'None'}; audit: {e['verdict']}",
                 f"{e['none_grads']} of {e['params']} parameters have grad None (not zero)",
                 f"the loss never moves more than {e['max_from_ln10']:.3f} from ln 10 = {LN10:.3f}"]
     if key == "nan":
-        return [f"first NaN loss at step {e['step']}; every step before it is finite: "
-                f"{e['finite_before']}",
-                f"that step replayed from the weights just before it: first non-finite value is "
-                f"the {e['where']} ({e['note']})"]
-    return [f"val accuracy {e['acc_first']:.3f} -> {e['acc_last']:.3f} (the common class is "
+        return [(f"first NaN loss at step {e['step']}; every step before it is finite: "
+                f"{e['finite_before']}"),
+                (f"that step replayed from the weights just before it: first non-finite value is "
+                f"the {e['where']} ({e['note']})")]
+    return [(f"val accuracy {e['acc_first']:.3f} -> {e['acc_last']:.3f} (the common class is "
             f"{e['majority_share']:.3f} of val) while the loss goes {e['loss_first']:.2f} -> "
-            f"{e['val_loss_last']:.2f}",
-            f"val confusion (rows true, columns predicted): {e['confusion']}; rare-class recall "
-            f"{e['rare_recall']:.2f}",
-            f"the mean probability of the true class rises {e['true_prob_init']:.2f} -> "
+            f"{e['val_loss_last']:.2f}"),
+            (f"val confusion (rows true, columns predicted): {e['confusion']}; rare-class recall "
+            f"{e['rare_recall']:.2f}"),
+            (f"the mean probability of the true class rises {e['true_prob_init']:.2f} -> "
             f"{e['true_prob_end']:.2f}, but the rare rows give their own class only "
-            f"{e['rare_prob_end']:.2f} on average: under 0.5, so most stay predicted common"]
+            f"{e['rare_prob_end']:.2f} on average: under 0.5, so most stay predicted common")]
 
 
 def confirm_lines(shown) -> list[str]:

@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 
 from ...core.run import Run
-from . import CASES, OVERFIT, run_spec
+from . import CASES, run_spec
 
 EVERY = {"eval_every": 10}  # ten evaluations per 100 steps, so val and accuracy show a shape
 VARIANTS: dict[str, list[tuple[str, dict]]] = {

@@ -36,8 +36,8 @@ ANSWERS = {
         "H1 (a loss that cannot descend) or H3 (a logger that hides descent).",
         "Overfit 64 rows, then the label-shuffle control: real and shuffled labels behave alike.",
         "Shuffle indices once and apply them to inputs and labels together.",
-        "Overfit reaches ~0 on real labels and differs from the shuffled control; val accuracy "
-        "rises above chance."),
+        ("Overfit reaches ~0 on real labels and differs from the shuffled control; val accuracy "
+        "rises above chance.")),
     "constant_inputs": (
         "H2: preprocessing turns every input into the same vector (a clamp with swapped bounds).",
         "Shuffled labels (H2) or a broken step (H1) would also leave the loss at the prior.",
@@ -94,7 +94,7 @@ ANSWERS = {
         "Every group's update norm is above 0 and the loss falls like the healthy run."),
     "zero_lr": (
         "H1: the learning rate is 0: gradients flow and every update is exactly 0.",
-        f"A flat curve at ln C is also what H2 (no signal) and H3 (a stale logger) would give.",
+        "A flat curve at ln C is also what H2 (no signal) and H3 (a stale logger) would give.",
         "Update probe: lr 0 and update norm 0 for every group, with healthy gradients.",
         "Set a real learning rate (one change).",
         "Update norms above 0 and the loss falls below 1.0 by step 150, on two seeds."),

@@ -3,7 +3,7 @@
 A path is a list of (probe, outcome it shows). It starts with raw_vs_reported, because
 the triage clears instrumentation (H3) first, then takes the cheapest probes whose
 outcomes name the mechanism. Some mysteries have a second path of the same price; a
-learner who follows either has followed a cheapest path. `tests/test_drill.py` runs
+learner who follows either has followed a cheapest path. `tests/learn/drill/test_drill.py` runs
 every path on every run seed and checks each probe shows the outcome listed here.
 
 A mechanism's key terms are groups of synonyms; a conviction earns the mechanism

@@ -141,8 +141,8 @@ def _label_audit(case: Case) -> Answer:
              "  per-feature min " + " ".join(num(v, 3) for v in f["min"])
              + ", max " + " ".join(num(v, 3) for v in f["max"]),
              "  label counts    " + " ".join(map(str, f["labels"])),
-             f"model output on 64 rows at init: min {num(f['out_min'], 3)}, max "
-             f"{num(f['out_max'], 3)}, mean row sum {num(f['row_sums'], 4)}"]
+             (f"model output on 64 rows at init: min {num(f['out_min'], 3)}, max "
+             f"{num(f['out_max'], 3)}, mean row sum {num(f['row_sums'], 4)}")]
     outcome = ("nonfinite" if f["nonfinite"] else "constant" if max(f["std"]) < 1e-6 else
                "probabilities" if f["out_rows_are_probs"] else "ok")
     return Answer("label_audit", outcome, lines)
@@ -155,8 +155,8 @@ def _overfit(case: Case) -> Answer:
     k = max(1, len(losses) // 10)
     lines = [f"{d['steps']} steps on the same 64 rows; loss every {k} steps:",
              *point_rows(_every(losses, k), every=k),
-             f"gradient norm: median {num(d['start_grad_norm'], 3)} over the first 10 steps, "
-             f"{num(d['median_grad_norm'], 3)} over the second half",
+             (f"gradient norm: median {num(d['start_grad_norm'], 3)} over the first 10 steps, "
+             f"{num(d['median_grad_norm'], 3)} over the second half"),
              f"verdict: {r.verdict}"]
     outcome = ("reaches" if d["reached"] else
                "nan" if not math.isfinite(d["loss_last"]) else "stalls")
@@ -169,8 +169,8 @@ def _label_shuffle(case: Case) -> Answer:
     k = max(1, len(d["shuffled_losses"]) // 10)
     lines = [f"shuffled labels, loss every {k} steps:",
              *point_rows(_every(d["shuffled_losses"], k), every=k),
-             f"mean loss over the run: real labels {num(d['real_mean'], 4)}, shuffled "
-             f"{num(d['shuffled_mean'], 4)}", f"verdict: {r.verdict}"]
+             (f"mean loss over the run: real labels {num(d['real_mean'], 4)}, shuffled "
+             f"{num(d['shuffled_mean'], 4)}"), f"verdict: {r.verdict}"]
     outcome = "inconclusive" if d["inconclusive"] else "same" if d["same"] else "differs"
     return Answer("label_shuffle", outcome, lines,
                   {"real labels": real.details["losses"], "shuffled": d["shuffled_losses"]})

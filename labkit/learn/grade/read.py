@@ -52,7 +52,7 @@ def read_notebook(path: Path):
                          "notebook, e.g. exercises/ex_a_break_the_graph.ipynb.")
     try:
         nb = nbformat.read(path, as_version=4)
-    except Exception as exc:  # nbformat raises several kinds for a file that is not a notebook
+    except Exception as exc:  # noqa: BLE001 (named below) nbformat raises several kinds for a file that is not a notebook
         raise Unreadable(f"notebook={str(path)!r} is not a readable Jupyter notebook "
                          f"({type(exc).__name__}).") from None
     for i, cell in enumerate(nb.get("cells") or []):

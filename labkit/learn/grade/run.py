@@ -148,8 +148,8 @@ def _run_cells(client, env, run, code_cells, sites, timeout, progress) -> None:
                 if time.monotonic() - started >= timeout:
                     run.timed_out[i] = f"the cell timed out after {timeout:g} s and was interrupted"
                     if not _answers(client, nb):
-                        run.halted = (i, f"cell {i} was still running after its {timeout:g} s "
-                                         "and did not stop when interrupted")
+                        run.halted = (i, (f"cell {i} was still running after its {timeout:g} s "
+                                         "and did not stop when interrupted"))
                         break
                 err = next((o for o in nb.cells[i].get("outputs", [])
                             if o.get("output_type") == "error"), None)
@@ -158,8 +158,8 @@ def _run_cells(client, env, run, code_cells, sites, timeout, progress) -> None:
                 if progress:
                     progress(done, len(code_cells))
         except DeadKernelError:
-            run.halted = (i, f"the kernel died in cell {i} (a crash, memory running out, or "
-                             "the process killed)")
+            run.halted = (i, (f"the kernel died in cell {i} (a crash, memory running out, or "
+                             "the process killed)"))
 
 
 @contextmanager

@@ -106,6 +106,6 @@ def verdict_of_source(plain: dict) -> list:
         args = [value(a) for a in plain["args"]]
         kwargs = {k: value(v) for k, v in plain["kwargs"].items()}
     except Exception as exc:  # noqa: BLE001 -- the learner's source itself does not run
-        return ["failed", f"your function's source does not run on its own: "
-                          f"{type(exc).__name__}: {str(exc)[:200]}"]
+        return ["failed", (f"your function's source does not run on its own: "
+                          f"{type(exc).__name__}: {str(exc)[:200]}")]
     return list(judged(getattr(checks, plain["check"]), args, kwargs))

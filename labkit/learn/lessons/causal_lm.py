@@ -40,8 +40,8 @@ def show_example(split: dict, row: int = 0) -> str:
     ids, att, labels = split["input_ids"][row], split["attention_mask"][row], split["labels"][row]
     n = int(att.sum())
     lines = [f"text:   {decode(ids)}", f"tokens: {ids[:n].tolist()} + {len(ids) - n} x <pad>",
-             f"{'t':>3} {'token':>6} {'id':>4} {'attn':>5} {'label':>6} {'loss':>5}  "
-             "scored pair (input t -> target t+1)"]
+             (f"{'t':>3} {'token':>6} {'id':>4} {'attn':>5} {'label':>6} {'loss':>5}  "
+             "scored pair (input t -> target t+1)")]
     for t in range(len(ids)):
         nxt = int(labels[t + 1]) if t + 1 < len(ids) else IGNORE
         pair = f"{word(int(ids[t]))} -> {word(nxt)}" if nxt != IGNORE else "-"

@@ -45,7 +45,7 @@ def train_two_ranks(bugs=("healthy",), *, steps: int = 200, every: int = 50) -> 
     from ...bugs.ddp import DDP_BUGS
     from ...errors import check_number, suggest
     bugs = (bugs,) if isinstance(bugs, str) else bugs
-    bugs = dict(bugs) if isinstance(bugs, dict) else {bug: steps for bug in bugs}
+    bugs = dict(bugs) if isinstance(bugs, dict) else dict.fromkeys(bugs, steps)
     for bug, n in bugs.items():
         if bug not in DDP_BUGS:
             raise ValueError(f"bug={bug!r} is not in the distributed zoo; choose one of "

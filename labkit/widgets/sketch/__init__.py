@@ -156,7 +156,7 @@ class SketchForecast(anywidget.AnyWidget):
         self._ready = True
         self.others = self._others(new)
 
-    def select(self, name: str) -> "SketchForecast":
+    def select(self, name: str) -> SketchForecast:
         """Draw series `name` next (what clicking its name in the legend does)."""
         check_choice("series", name, self.series_names)
         self.active = self.series_names.index(name)
@@ -234,7 +234,7 @@ class SketchForecast(anywidget.AnyWidget):
             self.sealed = True
         return self.sealed_forecast if len(self.series_names) == 1 else self.forecasts()
 
-    def require(self) -> "SketchForecast":
+    def require(self) -> SketchForecast:
         """Refuse to go on until the sketch is sealed: in a kernel showing the widget, wait
         for the Seal; headless, seal curves passed in code (`points=`) or refuse at once."""
         return sketch_gate.require(self)

@@ -83,7 +83,7 @@ def restore(sketch) -> bool:
     return True
 
 
-_LIVE: "weakref.WeakSet" = weakref.WeakSet()  # the sketches of this kernel
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # the sketches of this kernel
 
 
 def live(key: str) -> list:

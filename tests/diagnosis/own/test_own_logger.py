@@ -55,8 +55,8 @@ def test_honest_loggers_agree(reported, honest):
     ([1.7] * len(RAW), "stale", "stuck at 1.7"),
     ([EPOCH_MEAN[t - t % PER_EPOCH - 1] if t >= PER_EPOCH else 0.0 for t in range(len(RAW))], "stale",
      "repeats a value computed at an earlier step"),
-    (_epoch_ends([s / 100 for s in EPOCH_SUM]), "divisor", "divided by 100 at every report instead of "
-                                                           "the 5 batches of an epoch"),
+    (_epoch_ends([s / 100 for s in EPOCH_SUM]), "divisor", ("divided by 100 at every report instead of "
+                                                           "the 5 batches of an epoch")),
     (_epoch_ends(EPOCH_SUM), "sum", "a sum where a mean was meant"),
     ([v * 32 for v in RAW], "sum", "sum of the per-sample losses (loss x batch size) of this batch"),
     (_epoch_ends([s / PER_EPOCH for s in RUN_SUM]), "never_reset", "an accumulator never reset"),

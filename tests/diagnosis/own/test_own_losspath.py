@@ -63,8 +63,8 @@ def test_honest_losses_are_not_flagged(name):
 def test_a_prediction_broadcast_against_the_labels_is_measured():
     s = setup(1, Y_REAL, loss=F.mse_loss)  # (32, 1) against (32,)
     a = audit(s, 0, s.batches(0))
-    assert a["broadcasts"] == ["mse_loss combines the prediction (32, 1) with the labels (32,), "
-                               "which broadcast to (32, 32)"]
+    assert a["broadcasts"] == [("mse_loss combines the prediction (32, 1) with the labels (32,), "
+                               "which broadcast to (32, 32)")]
     s = setup(1, Y_REAL, loss=lambda p, y: ((p - y) ** 2).mean())  # the same, written by hand
     assert "which broadcast to (32, 32)" in audit(s, 0, s.batches(0))["broadcasts"][0]
 

@@ -20,7 +20,6 @@ from labkit import Prediction, TriageRecord, TriageRefused
 from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 from labkit.diagnosis.own.step5_sign.onechange import changes
 from labkit.diagnosis.own.step5_sign.refloss import reference
-from own_setups.common import MLP
 from own_setups.fixed import FIXED, DetachRemoved
 from own_setups.h1 import DetachMidModel, LossFromItem, _DetachedBody
 from own_setups.signing import sign

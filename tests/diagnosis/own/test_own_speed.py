@@ -3,7 +3,6 @@ tight budget_s the checks that only sharpen a finding are skipped and named in t
 
 import warnings
 
-import pytest
 
 import labkit
 from labkit.diagnosis.own.step6_decide import evidence as own_evidence

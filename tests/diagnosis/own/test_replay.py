@@ -40,7 +40,7 @@ def _loop(model, opt, steps=6, *, zero_grad=True, step=True, clip=None, no_grad=
 
 
 class _Run:  # the two columns `facts` reads from the learner's run
-    table = {"loss_raw": [1.0] * 6}
+    table = {"loss_raw": [1.0] * 6}  # noqa: RUF012 (read only)
 
 
 def _facts(**loop):

@@ -35,7 +35,7 @@ def empirical_entropy(seqs, ahead):
         s, e = ids.index(SEP), ids.index(EOS)
         if ahead == 2:
             counts["first", ids[s - 1]][ids[s + 1]] += 1  # from the last prompt token
-        for m in range(0, e - s - ahead + 1):
+        for m in range(e - s - ahead + 1):
             tok = ids[s + m] if m else ids[s - 1]
             counts[tok, m][ids[s + m + ahead]] += 1
     total = sum(sum(c.values()) for c in counts.values())

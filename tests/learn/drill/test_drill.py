@@ -110,7 +110,7 @@ def test_no_probe_names_the_bug_before_the_conviction(key):
     text = "\n".join(drill.intro_lines())
     for name in MENU:
         text += "\n".join(drill.handle(f"probe {name}"))
-    names = {n for n in BUGS} | {n.split(":")[1] for n in mystery_names() if ":" in n}
+    names = set(BUGS) | {n.split(":")[1] for n in mystery_names() if ":" in n}
     assert not [n for n in names if re.search(rf"\b{n}\b", text)], key
 
 

@@ -70,15 +70,15 @@ def test_an_object_that_is_not_data_is_written_as_unreadable_and_never_passes(tm
     ('{"args": [NaN], "kwargs": {"$": "dict", "items": []}}', "it is not JSON as the hand-over"),
     ('{"args": [], "kwargs": {"$": "dict", "items": []}, "verdict": "passed"}',
      "exactly 'args' and 'kwargs'"),
-    ('{"args": [{"$": "tensor", "dtype": "object", "shape": [1], "data": [1]}], '
-     '"kwargs": {"$": "dict", "items": []}}', "a tensor's dtype is one of bool"),
-    ('{"args": [{"$": "tensor", "dtype": "int64", "shape": [3], "data": [1]}], '
-     '"kwargs": {"$": "dict", "items": []}}', "one per element of its shape"),
+    (('{"args": [{"$": "tensor", "dtype": "object", "shape": [1], "data": [1]}], '
+     '"kwargs": {"$": "dict", "items": []}}'), "a tensor's dtype is one of bool"),
+    (('{"args": [{"$": "tensor", "dtype": "int64", "shape": [3], "data": [1]}], '
+     '"kwargs": {"$": "dict", "items": []}}'), "one per element of its shape"),
     ('{"args": [{"$": "float", "value": "1e999", "x": 1}], "kwargs": {"$": "dict", "items": []}}',
      "its 'float' object has the fields ['value', 'x'], and one has exactly ['value']"),
     ('{"args": [], "kwargs": []}', "'args' must be a list and 'kwargs' a dict"),
-    ('{"args": [{"$": "run", "table": {"$": "dict", "items": []}, "evals": {"$": "dict", '
-     '"items": []}, "meta": null, "timing": null}], "kwargs": {"$": "dict", "items": []}}',
+    (('{"args": [{"$": "run", "table": {"$": "dict", "items": []}, "evals": {"$": "dict", '
+     '"items": []}, "meta": null, "timing": null}], "kwargs": {"$": "dict", "items": []}}'),
      "a run's table and evals each have a 'step' column"),
 ])
 def test_an_answer_that_is_not_valid_data_says_what_is_wrong(tmp_path, text, says):

@@ -28,23 +28,23 @@ from labkit.check import ex_a_predict, ex_a_review, ex_a_steps_to, ex_a_transfer
 """
 CELLS = [
     IMPORTS,
-    'prediction = {"null_groups": ["backbone.0", "backbone.2"], "head_learns": True,\n'
+    ('prediction = {"null_groups": ["backbone.0", "backbone.2"], "head_learns": True,\n'
     '              "why": "detach() cuts the graph, so no gradient reaches the backbone"}\n'
-    "print(check.ex_a_predict(prediction))",
-    "def run_of(null):  # a three-step run whose groups in `null` get no gradient\n"
+    "print(check.ex_a_predict(prediction))"),
+    ("def run_of(null):  # a three-step run whose groups in `null` get no gradient\n"
     '    cols = {"step": [0, 1, 2], "loss_raw": [2.3, 1.9, 1.5]}\n'
     '    for g in ("backbone.0", "backbone.2", "head"):\n'
     '        cols[f"grad_norm/{g}"] = [None if g in null else 0.5] * 3\n'
     '        cols[f"update_norm/{g}"] = [0.0 if g in null else 0.1] * 3\n'
     "    return labkit.Run.from_log(cols, seed=0, started_at=time.time())\n"
     'healthy, detached, deeper = run_of(()), run_of(("backbone.0", "backbone.2")), '
-    'run_of(("backbone.0",))',
+    'run_of(("backbone.0",))'),
     "print(ex_a_review(prediction, healthy, detached))",
     'print(check.ex_a_mechanism("the loss falls"))',
     "print(ex_a_steps_to(..., healthy, detached))",
-    'deeper_groups = ["backbone.2"]\n'
+    ('deeper_groups = ["backbone.2"]\n'
     'print(ex_a_transfer(deeper_groups, "the layers before the detach lose it, those after '
-    'keep it", deeper))',
+    'keep it", deeper))'),
 ]
 HIDDEN = '''from labkit.learn.check._base import CheckFailed, answer_check
 

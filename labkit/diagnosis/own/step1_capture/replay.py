@@ -223,7 +223,7 @@ class Replay:
         try:
             with torch.no_grad():
                 return float(self.setup.loss_fn(model, batch))
-        except Exception:
+        except Exception:  # a loss_fn that refuses this batch: no loss to report
             return None
         finally:
             torch.set_rng_state(state)

@@ -178,8 +178,8 @@ def check(setup, seed: int = 0) -> list[str]:
     data = batches(setup, seed)
     value = loss(setup, model, data[0])
     lines = [f"make_model({seed}): {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters",
-             f"make_optimizer: {type(opt).__name__}", f"batches({seed}): {len(data)} batches, the first "
-             f"{describe(data[0])}",
+             f"make_optimizer: {type(opt).__name__}", (f"batches({seed}): {len(data)} batches, the first "
+             f"{describe(data[0])}"),
              f"loss_fn: {value.item():.4g} on batch 0"]
     if callable(getattr(setup, "val_batches", None)):
         val = batches(setup, seed, "val_batches")

@@ -50,17 +50,17 @@ def _previous_epoch(raw, per_epoch):
 
 
 CANDIDATES = {
-    "first_value": ("the first raw loss of the run, never refreshed (a snapshot taken once, such as "
-                    "the initial model's loss)", lambda r, e: _first(r, e, "run")),
-    "first_of_epoch": ("the first batch's loss of each epoch, never refreshed within it: a stale value "
-                       "from an earlier step", lambda r, e: _first(r, e, "epoch")),
+    "first_value": (("the first raw loss of the run, never refreshed (a snapshot taken once, such as "
+                    "the initial model's loss)"), lambda r, e: _first(r, e, "run")),
+    "first_of_epoch": (("the first batch's loss of each epoch, never refreshed within it: a stale value "
+                       "from an earlier step"), lambda r, e: _first(r, e, "epoch")),
     "running_max": ("the highest raw loss so far (a running max)", lambda r, e: _extreme(r, e, "run", max)),
     "running_max_epoch": ("the highest raw loss so far in the epoch (a running max)",
                           lambda r, e: _extreme(r, e, "epoch", max)),
     "running_min": ("the lowest raw loss so far (a running min, a 'best' value)",
                     lambda r, e: _extreme(r, e, "run", min)),
-    "int_total": ("an epoch total kept in an integer: every add truncates the total to an int (a loss "
-                  "under 1.0 adds 0), then it is divided by the count", lambda r, e: _integer(r, e)),
+    "int_total": (("an epoch total kept in an integer: every add truncates the total to an int (a loss "
+                  "under 1.0 adds 0), then it is divided by the count"), lambda r, e: _integer(r, e)),
     "previous_epoch": ("the previous epoch's mean, shown all through the next epoch: a stale copy",
                        lambda r, e: _previous_epoch(r, e)),
 }

@@ -126,9 +126,9 @@ def label_signal(real: list, shuffled: list) -> dict:
     gaps = [s - r for r, s in zip(means_r, means_s)]
     floor = 0.02 * abs(start)
     out.update(gaps=gaps, spread=spread, floor=floor)
-    if all([above("signal.gap_over_spread", g, max(3 * spread, floor), seed=i) for i, g in enumerate(gaps)]):
+    if all(above("signal.gap_over_spread", g, max(3 * spread, floor), seed=i) for i, g in enumerate(gaps)):
         out["verdict"] = "signal"
-    elif all([not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i) for i, g in enumerate(gaps)]):
+    elif all(not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i) for i, g in enumerate(gaps)):
         out["verdict"] = "none"
     return out
 

@@ -73,7 +73,7 @@ def facts(rp, run) -> dict:
     f["stale_share"] = sum(1 for s in checked if s > 0) / len(checked) if len(checked) >= 3 else 0.0
     values = [b["value"] for b in backs]
     bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
-    raw = [v for v in run.table["loss_raw"]]
+    raw = list(run.table["loss_raw"])
     bad_raw = next((i for i, v in enumerate(raw) if v is None or not math.isfinite(v)), None)
     f["nonfinite_at"] = bad if bad is not None else bad_raw
     k = f["nonfinite_at"] if f["nonfinite_at"] is not None else len(values)
@@ -126,8 +126,8 @@ def h1_rules(ev) -> OwnFinding | None:
                               f"{owners} {'get' if many else 'gets'} gradients but {'are' if many else 'is'} "
                               "not in the optimizer, which "
                               f"still holds {len(f['orphans'])} tensors the model no longer uses",
-                              arm="rebuilt", variable=("optimizer's parameters", "as built before the "
-                                                       "change", "the model's current parameters"))
+                              arm="rebuilt", variable=("optimizer's parameters", ("as built before the "
+                                                       "change"), "the model's current parameters"))
         return OwnFinding("H1", "not_in_optimizer", f"{owners} {'are' if many else 'is'} not in "
                           "the optimizer: gradients arrive at every step but no update is ever applied",
                           arm="rebuilt", variable=("optimizer's parameters", "those passed to it",

@@ -42,7 +42,7 @@ def _order(ev) -> list[str]:
         try:
             with torch.no_grad():
                 ev.setup.loss_fn(model, ev.batches[0])
-        except Exception:
+        except Exception:  # a forward this check cannot run: no order measured
             return []
         finally:
             for h in handles:
@@ -144,8 +144,8 @@ def frozen_rule(evs) -> OwnFinding | None:
     for ev in evs:
         start = abs(ev.arm("ref").losses[0])
         levels.append((ev.arm("unfrozen").level(), ev.arm("ref").level(), start))
-    if not all([below("frozen.unfrozen_learns", free, ref - MARGIN * start, seed=i)
-                for i, (free, ref, start) in enumerate(levels)]):
+    if not all(below("frozen.unfrozen_learns", free, ref - MARGIN * start, seed=i)
+                for i, (free, ref, start) in enumerate(levels)):
         return None
     shape = _shape_of_mistake(evs, found[0])
     stuck = all(ref > 0.8 * start and free < 0.5 * start for free, ref, start in levels)

@@ -49,7 +49,7 @@ def relation(ev) -> list[dict]:
         out = []
         for batch in ev.batches[:BATCHES]:
             outs = []
-            hook = model.register_forward_hook(lambda m, a, o: outs.append(o))
+            hook = model.register_forward_hook(lambda m, a, o: outs.append(o))  # noqa: B023 (removed below)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")

@@ -73,7 +73,7 @@ def _counted(ev, pad: int):
     model = proto.make_model(ev.setup, ev.seed)
     try:
         loss, out = _output_grad(ev.setup, model, batch)
-    except Exception:
+    except Exception:  # a loss this check cannot differentiate: nothing measured
         return None
     if out is None or out.dim() < 2:
         return None
@@ -101,8 +101,8 @@ def padding_rule(evs) -> OwnFinding | None:
         return None
     pad, runs, share = found
     measured = [_counted(ev, pad) for ev in evs]
-    if any([m is None or not m[1] > 0 or below("padding.counted", m[0], COUNTED * m[1], seed=i)
-            for i, m in enumerate(measured)]):
+    if any(m is None or not m[1] > 0 or below("padding.counted", m[0], COUNTED * m[1], seed=i)
+            for i, m in enumerate(measured)):
         return None
     at_pad, at_real, loss, kept = measured[0]
     line = "" if kept is None else (f" Your loss on a batch is {loss:.3g}; with the pad id ignored it is "

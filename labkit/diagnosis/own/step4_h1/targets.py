@@ -97,8 +97,8 @@ def finding(found: list[dict]) -> OwnFinding | None:
                           "does, measured), so it learns to copy its input and the loss falls toward 0 "
                           "without learning the next token; shift by one, logits[:, :-1] against "
                           "labels[:, 1:]")
-    if all([bool(f.get("floor")) and not below("targets.floor", f["floor"]["best"], FLOOR * f["floor"]["chance"], seed=i)
-            for i, f in enumerate(found)]):
+    if all(bool(f.get("floor")) and not below("targets.floor", f["floor"]["best"], FLOOR * f["floor"]["chance"], seed=i)
+            for i, f in enumerate(found)):
         fl = found[0]["floor"]
         ls, c = fl["label_smoothing"], fl["classes"]
         cause = (f"label_smoothing={ls:g} spreads the target over all {c} classes: the true class "

@@ -29,8 +29,8 @@ from .refloss import level
 
 LOOP, OPT, MODEL, DATA, LOSS = "train", "make_optimizer", "make_model", "batches", "loss_fn"
 OWN = "your loop"  # the fixed run is the fixed setup's own train()
-_LOGGER = ({LOOP}, "report the honest running mean of the raw losses: the sum of loss.item() over "
-           "this epoch's batches so far divided by their count, reset when each epoch starts")
+_LOGGER = ({LOOP}, ("report the honest running mean of the raw losses: the sum of loss.item() over "
+           "this epoch's batches so far divided by their count, reset when each epoch starts"))
 _LOSS_SENTENCE = {
     "no_gradient": "take the loss on the model's raw output (its logits or values), not on an "
                    "argmax, round or comparison of it, so that it has a gradient",
@@ -57,47 +57,46 @@ _LOSS_SENTENCE = {
                     "detach() between the model's output and backward()",
 }
 CHANGES = {
-    **{k: _LOGGER for k in ("stale", "divisor", "sum", "never_reset", "after_step", "other_tensor",
-                            "ema_from_zero", "running_extreme", *REBUILT)},
+    **dict.fromkeys(("stale", "divisor", "sum", "never_reset", "after_step", "other_tensor", "ema_from_zero", "running_extreme", *REBUILT), _LOGGER),
     **{k: ({LOSS}, s) for k, s in _LOSS_SENTENCE.items()},
-    "labels_are_inputs": ({DATA, LOSS}, "shift the targets by one: logits[:, :-1] against "
-                          "labels[:, 1:], so position t predicts token t+1"),
-    "double_shift": ({DATA, LOSS}, "shift the targets exactly once: either the batches carry "
-                     "labels[:, 1:] against inputs[:, :-1], or the loss shifts, not both"),
-    "input_nonfinite": ({DATA}, "replace or drop the non-finite input values in batches() "
-                        "(torch.nan_to_num, or the training mean)"),
-    "repeated_rows": ({DATA}, "make batches(seed) return each example once per epoch: advance the "
-                      "batch index and copy any reused buffer"),
+    "labels_are_inputs": ({DATA, LOSS}, ("shift the targets by one: logits[:, :-1] against "
+                          "labels[:, 1:], so position t predicts token t+1")),
+    "double_shift": ({DATA, LOSS}, ("shift the targets exactly once: either the batches carry "
+                     "labels[:, 1:] against inputs[:, :-1], or the loss shifts, not both")),
+    "input_nonfinite": ({DATA}, ("replace or drop the non-finite input values in batches() "
+                        "(torch.nan_to_num, or the training mean)")),
+    "repeated_rows": ({DATA}, ("make batches(seed) return each example once per epoch: advance the "
+                      "batch index and copy any reused buffer")),
     "constant_inputs": ({DATA}, "build each input from its own example's features"),
     "constant_labels": ({DATA}, "read each example's own label, not one value for all"),
-    "labels_decorrelated": ({DATA}, "keep each label with its own input when the data is "
-                            "shuffled, split or joined"),
+    "labels_decorrelated": ({DATA}, ("keep each label with its own input when the data is "
+                            "shuffled, split or joined")),
     "noise_inputs": ({DATA}, "feed the real features, not noise of the same shape"),
     "feature_scale": ({DATA}, "standardise every input feature with the training statistics"),
-    "held_out_mismatch": ({"val_batches"}, "build the held-out batches with the same features, "
-                          "scaling and labels as the training batches"),
+    "held_out_mismatch": ({"val_batches"}, ("build the held-out batches with the same features, "
+                          "scaling and labels as the training batches")),
     "no_step": ({LOOP}, "call optimizer.step() after every backward()"),
-    "forward_no_graph": ({LOOP, MODEL}, "run the training forward with autograd on: no "
-                         "torch.no_grad() or inference_mode around it"),
-    "grads_cleared": ({LOOP}, "call optimizer.zero_grad() before backward(), not between "
-                      "backward() and step()"),
+    "forward_no_graph": ({LOOP, MODEL}, ("run the training forward with autograd on: no "
+                         "torch.no_grad() or inference_mode around it")),
+    "grads_cleared": ({LOOP}, ("call optimizer.zero_grad() before backward(), not between "
+                      "backward() and step()")),
     "clip_zero": ({LOOP}, "clip to a positive max_norm (1.0 is usual), not 0"),
     "grad_accumulates": ({LOOP}, "call optimizer.zero_grad() once per step, before backward()"),
-    "lr_collapse": ({LOOP}, "step the scheduler at the interval it was built for (once per "
-                    "epoch for a per-epoch schedule)"),
-    "lr_never_rises": ({LOOP}, "let the LR reach its base value within the run: a warm-up shorter "
-                       "than the run (a few percent of its steps), or no schedule"),
-    "fp16_overflow": ({LOOP, MODEL, LOSS}, "keep the loss and the softmax in float32 (autocast's "
-                      "default for them), or scale with a GradScaler"),
+    "lr_collapse": ({LOOP}, ("step the scheduler at the interval it was built for (once per "
+                    "epoch for a per-epoch schedule)")),
+    "lr_never_rises": ({LOOP}, ("let the LR reach its base value within the run: a warm-up shorter "
+                       "than the run (a few percent of its steps), or no schedule")),
+    "fp16_overflow": ({LOOP, MODEL, LOSS}, ("keep the loss and the softmax in float32 (autocast's "
+                      "default for them), or scale with a GradScaler")),
     "other_params": ({OPT}, "build the optimizer on the model it trains: model.parameters()"),
     "replaced": ({OPT}, "build the optimizer after the model's last change"),
     "not_in_optimizer": ({OPT}, "pass every trainable parameter to the optimizer"),
     "lr_zero": ({OPT, LOOP}, "give the optimizer a learning rate above 0 at every step"),
     "lr_tiny": ({OPT}, "raise the learning rate to a usual value for the optimizer"),
-    "divergence": ({OPT, LOOP}, "lower the learning rate (by 10x, as the plain loop that "
-                   "descends did)"),
-    "flow_blocked": ({MODEL}, "remove the detach() (or no_grad) inside the model's forward so "
-                     "every layer that runs gets a gradient"),
+    "divergence": ({OPT, LOOP}, ("lower the learning rate (by 10x, as the plain loop that "
+                   "descends did)")),
+    "flow_blocked": ({MODEL}, ("remove the detach() (or no_grad) inside the model's forward so "
+                     "every layer that runs gets a gradient")),
     "frozen": ({MODEL, OPT}, "leave requires_grad=True on the layers that should train"),
 }
 

@@ -165,8 +165,8 @@ def _h2_signal(evs) -> OwnFinding | None:
                               f"mapping: the training loss falls {v['train'][0]:.3g} -> {v['train'][1]:.3g} "
                               f"while the held-out loss never improves on its value at init "
                               f"({v['held_out'][0]:.3g}, best {v['held_out'][1]:.3g})", arm="held_out_train",
-                              variable=("held-out batches", "val_batches", "a held-out slice of the "
-                                        "training batches"), expect="lower")
+                              variable=("held-out batches", "val_batches", ("a held-out slice of the "
+                                        "training batches")), expect="lower")
     return None
 
 
@@ -187,15 +187,15 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     plain = [ev.arm("own").level() for ev in evs]
     start = evs[0].run.table["loss_raw"][0]
     margin = max(0.05 * abs(start), 3 * abs(plain[0] - plain[1]))
-    if all([above("healthy.own_above_plain", o, p + margin, seed=ev.seed)
-            for o, p, ev in zip(own, plain, evs)]):
+    if all(above("healthy.own_above_plain", o, p + margin, seed=ev.seed)
+            for o, p, ev in zip(own, plain, evs)):
         return _unknown(f"your loop ends at a loss of {own[0]:.3g} / {own[1]:.3g} where a plain loop with "
                         f"the same model, data, loss and optimizer reaches {plain[0]:.3g} / {plain[1]:.3g}, "
                         "but the replay measured no mechanism; compare your loop with the plain one line "
                         "by line")
-    stuck = all([above("healthy.stuck", o, 0.9 * abs(start), seed=ev.seed) for o, ev in zip(own, evs)])
+    stuck = all(above("healthy.stuck", o, 0.9 * abs(start), seed=ev.seed) for o, ev in zip(own, evs))
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
-    if stuck and all([below("healthy.ref_learns", r, 0.8 * abs(start), seed=ev.seed) for r, ev in zip(refs, evs)]):
+    if stuck and all(below("healthy.ref_learns", r, 0.8 * abs(start), seed=ev.seed) for r, ev in zip(refs, evs)):
         return _unknown(f"your run does not learn (loss {start:.3g} -> {own[0]:.3g} / {own[1]:.3g}) while "
                         f"a plain loop with a reference optimizer, Adam(lr=1e-3), reaches {refs[0]:.3g} / "
                         f"{refs[1]:.3g}; the replay measured no single cause, so check the optimizer's "

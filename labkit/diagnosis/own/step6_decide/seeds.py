@@ -48,7 +48,7 @@ def settle(evs, found: list, rule, system: str, what: str) -> OwnFinding | None:
     alls, allseeds = found + [f3], seeds + [ev3.seed]
     got = [(s, f) for s, f in zip(allseeds, alls) if f is not None]
     keys = [f.key for _, f in got]
-    for s, f in got:
+    for _, f in got:
         if keys.count(f.key) >= 2:
             on = [str(t) for t, g in got if g.key == f.key]
             off = [str(t) for t in allseeds if str(t) not in on]

@@ -105,8 +105,8 @@ def ex_e_transfer(train_loss, response_loss, reason, no_eos, correct) -> str:
     truth = (direction(_last20(no_eos), _last20(correct, n)),
              direction(*(_eval_at(r, step, "val_response_loss") for r in (no_eos, correct))))
     for said, real, what in ((train_loss, truth[0], "mean of the last 20 raw training losses"),
-                             (response_loss, truth[1], "val_response_loss at the last step "
-                                                       "both runs evaluated")):
+                             (response_loss, truth[1], ("val_response_loss at the last step "
+                                                       "both runs evaluated"))):
         if said != real:
             raise CheckFailed(f"Not {said!r}: compare the two runs' {what}.")
     return (f"ok: training loss {truth[0]}, response loss {truth[1]}: the run never learns when "

@@ -21,10 +21,10 @@ def curves_svg(curves: dict, *, forecast=None, title: str = "", reference=None) 
     n = max([len(v) for v in curves.values()] + [p[0] + 1 for p in forecast or []] + [2])
     x = lambda s: L + s / (n - 1) * (W - L - R)  # noqa: E731
     y = lambda v: T + (1 - min(v, top) / top) * (H - T - B)  # noqa: E731
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
-             f'viewBox="0 0 {W} {H}" role="img" aria-label="{html.escape(title)}">',
-             f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="#fafafa" '
-             'stroke="#ccc"/>']
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+             f'viewBox="0 0 {W} {H}" role="img" aria-label="{html.escape(title)}">'),
+             (f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="#fafafa" '
+             'stroke="#ccc"/>')]
     for frac in (0, 0.5, 1):
         v = top * frac
         parts.append(f'<text x="{L - 6}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end">'

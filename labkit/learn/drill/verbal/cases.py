@@ -88,39 +88,39 @@ CASES = (
 )
 
 MODELS = (
-    "Assuming both curves use the same loss on comparable settings, overfitting is the leading "
+    ("Assuming both curves use the same loss on comparable settings, overfitting is the leading "
     "hypothesis. It could also be a leaky or shifted split, so I would first audit the split for "
     "duplicates and distribution differences. If the split is sound, I would restore the "
     "checkpoint at minimum validation loss and add regularisation. I would confirm it when the "
-    "validation loss stops rising and the gap narrows on a second seed.",
-    "If both curves are computed the same way, high and flat most likely means the training loop "
+    "validation loss stops rising and the gap narrows on a second seed."),
+    ("If both curves are computed the same way, high and flat most likely means the training loop "
     "is broken rather than underfitting. Alternatives are wrong labels or masks, a zero learning "
     "rate, or frozen parameters. My first test is to overfit one small clean batch. If it cannot, "
     "I would fix the gradient flow, the optimizer membership or the labels it points to, and "
-    "expect that batch to reach near-zero loss.",
-    "Assuming the loss is logged per batch the same way throughout, I suspect the learning rate "
+    "expect that batch to reach near-zero loss."),
+    ("Assuming the loss is logged per batch the same way throughout, I suspect the learning rate "
     "is too high. It could also be corrupt batches or bad shuffling. I would correlate spikes with "
     "batch id, gradient norm and learning rate, then replay the spiking batch from a checkpoint. "
     "If the same batch spikes every time it is data; otherwise I would lower the LR or add warmup "
-    "and clipping, and expect the spikes to disappear.",
-    "Validation below training is not automatically a bug, provided both use the same loss and "
+    "and clipping, and expect the spikes to disappear."),
+    ("Validation below training is not automatically a bug, provided both use the same loss and "
     "reduction. The leading explanation is dropout or augmentation active in training; an easier "
     "or contaminated validation set is the alternative. I would recompute the training loss in "
     "eval mode with the validation pipeline. If train_eval matches validation, no change is "
-    "needed; I would expect the gap to vanish in eval mode.",
-    "Assuming I am looking at the raw loss and not a stale log, a flat loss most likely means the "
+    "needed; I would expect the gap to vanish in eval mode."),
+    ("Assuming I am looking at the raw loss and not a stale log, a flat loss most likely means the "
     "optimisation mechanics are broken. It could also be a detached graph, frozen parameters or "
     "an LR of zero. I would check grad_fn, gradient norms and the parameter delta after a step. "
     "Then fix what the audit shows, for example add the head to the optimizer, and confirm that "
-    "the parameters move and the loss falls.",
-    "Assuming the NaN is in the logged loss itself, I suspect a learning rate that diverges. "
+    "the parameters move and the loss falls."),
+    ("Assuming the NaN is in the logged loss itself, I suspect a learning rate that diverges. "
     "Alternatives are fp16 overflow or a NaN in the data. I would locate the first non-finite "
     "value: inputs, logits, loss, gradients, in order, and retry the step in fp32. The fix "
     "follows: lower the LR and clip, or use a stable cross_entropy; I would confirm that the run "
-    "stays finite on two seeds.",
-    "If the metric is computed on the same data as the loss, the likely cause is that the surrogate "
+    "stays finite on two seeds."),
+    ("If the metric is computed on the same data as the loss, the likely cause is that the surrogate "
     "loss improves probabilities without moving the argmax. Alternatives: class imbalance, a bad "
     "threshold, or decoding settings for an LM. I would compute the metric on the training set "
     "and inspect a confusion matrix. Then I would reweight classes or fix the threshold, and "
-    "expect per-class recall to rise.",
+    "expect per-class recall to rise."),
 )

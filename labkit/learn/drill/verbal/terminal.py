@@ -11,7 +11,7 @@ from ..front.text import wrap
 
 def play_verbal(log, lines, say) -> int:
     say("Verbal practice: answer each curve as you would out loud, on one line.")
-    say("Type `skip` to pass a case, `quit` to stop. The rubric is keyword-based: see README.")
+    say("Type `skip` to pass a case, `quit` to stop. The rubric is keyword-based: see docs/interview/verbal.md.")
     lines = iter(lines)
     done = 0
     for i, case in enumerate(CASES):

@@ -12,11 +12,11 @@ CONCEPTS = {
              r"hits the detach", r"only reaches", r"disconnect",
              r"removes? .{0,30}from the (computation )?graph", r"(not|never) track", r"untracked",
              r"no grad_fn"),
-    "passes": (r"(travel|flow|go|pass|get|reach|propagat)\w*( back)? "
-               r"(into|through|past|to|beyond)",),
+    "passes": ((r"(travel|flow|go|pass|get|reach|propagat)\w*( back)? "
+               r"(into|through|past|to|beyond)"),),
     "stays": (r"random", r"init", r"starting (values|weights)", r"never (move|chang|updat)",
-              r"(stay|stays|remain|remains|kept|keep|are) (the same|put|fixed|frozen|unchanged|"
-              r"identical|exactly as)", r"frozen", r"fixed\b", r"unchanged", r"identical to",
+              (r"(stay|stays|remain|remains|kept|keep|are) (the same|put|fixed|frozen|unchanged|"
+              r"identical|exactly as)"), r"frozen", r"fixed\b", r"unchanged", r"identical to",
               r"(don't|do not|does not|doesn't) (change|move)", r"skips? them",
               r"values they (were|started)", r"never (changed|updated|moved)"),
     "from_loss": (r"from the loss",),
@@ -25,8 +25,8 @@ CONCEPTS = {
     "all": (r"no layer", r"every layer", r"all (the |three )?layers", r"not even the head",
             r"none of the layers", r"nothing learns", r"whole (model|network)",
             r"both the backbone and the head", r"(the )?backbone and the head (both|all)"),
-    "zero": (r"zero(es|s|ed)? (the |its |their )?(backbone'?s? )?grad", r"grad\w* (is|are|becomes?|"
-             r"of) (0|zero)", r"just zero", r"zeros?\b"),
+    "zero": (r"zero(es|s|ed)? (the |its |their )?(backbone'?s? )?grad", (r"grad\w* (is|are|becomes?|"
+             r"of) (0|zero)"), r"just zero", r"zeros?\b"),
 }
 MECHANISM = Rubric(CONCEPTS, (
     Idea("say what detach() does to the graph",

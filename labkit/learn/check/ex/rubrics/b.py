@@ -5,20 +5,20 @@ from .common import BACKBONE, FIRST, HEAD, KEEP, MIDDLE, NOUNS
 
 CONCEPTS = {
     "head": HEAD, "backbone": BACKBONE, "first": FIRST, "middle": MIDDLE, "keep": KEEP,
-    "computed": (r"backward (pass )?(still )?(computes|fills|populates|is unaffected|is unchanged|"
-                 r"is the same)", r"(fill|populat)\w* .{0,12}grad", r"grad\w* (is |are )?(still )?"
-                 r"(computed|filled|populated)", r"still (gets?|has|have|receives?) (a )?grad",
+    "computed": ((r"backward (pass )?(still )?(computes|fills|populates|is unaffected|is unchanged|"
+                 r"is the same)"), r"(fill|populat)\w* .{0,12}grad", (r"grad\w* (is |are )?(still )?"
+                 r"(computed|filled|populated)"), r"still (gets?|has|have|receives?) (a )?grad",
                  r"for (every|all|each) (weight|parameter)", r"regardless of the optimizer",
-                 r"(doesn't|does not) care about the optimizer", r"(still )?(in|on|part of) the "
-                 r"(graph|computation|path)", r"not disconnect", r"forward (pass )?(is )?"
-                 r"(unchanged|the same|still)", r"same (thing|forward)", r"requires_grad is still",
+                 r"(doesn't|does not) care about the optimizer", (r"(still )?(in|on|part of) the "
+                 r"(graph|computation|path)"), r"not disconnect", (r"forward (pass )?(is )?"
+                 r"(unchanged|the same|still)"), r"same (thing|forward)", r"requires_grad is still",
                  r"still used", r"still connected", r"autograd", r"through every layer",
                  r"(into|to|in|on) (every|all|each) (the )?(weight|parameter)",
                  r"(does not|doesn't|won't) (change|affect|alter) the (graph|forward|backward)",
                  r"(backprop|backward|autograd)\S* (still )?(computes|produces|gives|fills|writes)",
-                 r"(all|every) (the )?(parameters?|weights?|layers?) (still )?"
+                 (r"(all|every) (the )?(parameters?|weights?|layers?) (still )?"
                  r"(gets?|has|have|receives?) "
-                 r"(a )?\.?grad", r"(doesn't|does not|don't) (know|care) about the optimizer"),
+                 r"(a )?\.?grad"), r"(doesn't|does not|don't) (know|care) about the optimizer"),
     "no_grad": (r"no grad\w* at all", r"grad\w* (is|are|stays?) none", r"backward skips",
                 r"(gets?|has|have|receives?) no grad", r"nothing to pile"),
     "only_own": (r"only (updates|touches|moves|steps|applies|changes|zeroes|clears|resets)",
@@ -33,16 +33,16 @@ CONCEPTS = {
                   r"starting values", r"skips? (it|them)", r"stays? at (its )?random",
                   r"(never|not) (be )?(stepped|updated)", r"keep their starting", r"skipped by",
                   r"(do not|don't|does not|doesn't|did not|won't) (move|change)"),
-    "updates_unowned": (r"(still )?updat\w* (the |every |all )?(left-out|parameters? (it|the "
+    "updates_unowned": ((r"(still )?updat\w* (the |every |all )?(left-out|parameters? (it|the "
                         r"optimizer) (does|doesn't|do) not own|parameters? it does not own|"
-                        r"everything|every param|all param)", r"everything moves",
+                        r"everything|every param|all param)"), r"everything moves",
                         r"keeps updating (it|them)",
                         r"appl\w* .{0,15}to (all|every|them|the left|those|the ones)",
-                        r"including (the ones|those|parameters) (it|the optimizer) "
-                        r"(does not|doesn't) own",
-                        r"(step\(\)|optimizer|sgd|it) (still |also |then )?(updates|moves|changes|"
+                        (r"including (the ones|those|parameters) (it|the optimizer) "
+                        r"(does not|doesn't) own"),
+                        (r"(step\(\)|optimizer|sgd|it) (still |also |then )?(updates|moves|changes|"
                         r"steps|applies to) (them|it\b|every|all|the left|the excluded|the missing|"
-                        r"those|that group|the group)", r"(updates?|moves?) (them|it) anyway",
+                        r"those|that group|the group)"), r"(updates?|moves?) (them|it) anyway",
                         r"updat\w* every (parameter|weight)s? (that has|with)"),
     "accum": (r"accumul", r"piles?\b", r"pil(e|es|ing) up", r"add(s|ing)? up", r"sums?\b", r"summ",
               r"adds? (to|on top|new)", r"running (sum|total)", r"builds? up", r"grows?\b",
@@ -59,8 +59,8 @@ CONCEPTS = {
                 r"no handle on", r"not among", r"skipped"),
     "only_given": (r"only backbone\.0 and the head", r"only the head and backbone\.0",
                    r"(backbone\.0 and the head|the head and backbone\.0) only",
-                   r"(holds|has|owns|gets|contains) (only )?(backbone\.0 and the head|the head and "
-                   r"backbone\.0)"),
+                   (r"(holds|has|owns|gets|contains) (only )?(backbone\.0 and the head|the head and "
+                   r"backbone\.0)")),
     "random": (r"random", r"fixed", r"frozen", r"stuck", r"never[- ]trained", r"untrained",
                r"never trains", r"init"),
     "worse": (r"worse", r"costs? more", r"hurts? more", r"harder", r"bottleneck",

@@ -37,10 +37,10 @@ CONCEPTS = {
                         + _CURV + _WINS),
     "curv_small": (r"curvature term is (tiny|small|negligible)",),
     "small": (r"1e-6", r"1e-4", r"small(est)? (lr|learning rate|step)", r"tiny", r"low(est)? lr"),
-    "swapped": (r"curvature (term )?(grows |scales )?(like|with|linearly in|in proportion to) "
-                r"(the )?(lr|learning rate)(?! ?squared|\^)",
-                r"first[- ]order( term)?( grows| scales)? (like|with|as) (the )?(lr|learning rate) "
-                r"?(squared|\^2)"),
+    "swapped": ((r"curvature (term )?(grows |scales )?(like|with|linearly in|in proportion to) "
+                r"(the )?(lr|learning rate)(?! ?squared|\^)"),
+                (r"first[- ]order( term)?( grows| scales)? (like|with|as) (the )?(lr|learning rate) "
+                r"?(squared|\^2)")),
     "sharper": (r"sharp", r"narrow", r"steep",
            r"too (large|big|long) (a step )?for (it|that|this|the)", r"more (sharply )?curved",
            r"bends more", r"larger curvature",

@@ -15,8 +15,8 @@ LOSE = (r"none\b", r"null\b", r"no grad", r"nothing (flows|comes|gets|reaches|ba
         r"never (gets?|receives?|reach|see)", r"without (a |any )?grad", r"cut off",
         r"left without", r"no backward", r"nothing back")
 KEEP = (r"still (gets?|receives?|has|have|reach|learn|train|updat|flow|exist|connected|do)",
-        r"(gets?|receives?|getting|has|have) (a |its |their |real |nonzero )?"
-        r"grad\w*(?! (is |of )?(none|null))",
+        (r"(gets?|receives?|getting|has|have) (a |its |their |real |nonzero )?"
+        r"grad\w*(?! (is |of )?(none|null))"),
         r"keeps? (its |their |a )?grad", r"keep theirs", r"keeps? (it|them)\b",
         r"reach(es|ed)?\b", r"flows? (in|back|to)", r"connected to the loss", r"trained\b",
         r"trains\b", r"learns?\b", r"learning\b", r"updat", r"other two do",

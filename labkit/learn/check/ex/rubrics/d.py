@@ -25,8 +25,8 @@ CONCEPTS = {
     "eval_same": (_EVAL + r" (does not|doesn't|did not|won't) (change|affect|touch|turn|switch)",),
     "eval_drops": (r"(dropout|it) (is )?(active|on|still on|applied) in eval",
                    r"in " + _EVAL + r",? (dropout|it) (zeroes|zeros|drops|is on)",
-                   r"eval(\(\)| mode)? (drops|zeroes|zeros|removes|switches off) "
-                   r"(half|units|some)"),
+                   (r"eval(\(\)| mode)? (drops|zeroes|zeros|removes|switches off) "
+                   r"(half|units|some)")),
     "train_off": (r"train(ing)?(\(\))? mode,? dropout is (off|inactive|disabled)",),
     "train_full": (r"train(ing)?(\(\))? mode,? .{0,20}(keeps|uses|all|every|the full|the whole)",),
     "leak": (r"leak", r"duplicat", r"contamina", r"overlap"),

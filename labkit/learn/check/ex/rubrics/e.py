@@ -34,15 +34,15 @@ CONCEPTS = {
                r"unpredictable", r"no model can guess"),
     "eos": (r"eos", r"end[- ]of[- ](sequence|text)", r"end token", r"stop token", r"last target"),
     "length": (r"length",
-               r"(when|where) (the |an |a )?(response|answer|it|sequence|output|reply) "
-               r"(ends|stops|finishes)",
+               (r"(when|where) (the |an |a )?(response|answer|it|sequence|output|reply) "
+               r"(ends|stops|finishes)"),
                r"when to stop",
                r"where (it|the response|an answer) (ends|finishes|stops)", r"timing",
                r"end of the response", r"(can't|cannot) be known in advance", r"to finish"),
     "costly": (r"hard", r"expensive", r"high[- ]loss", r"least predictable", r"a lot of loss",
                r"unpredictable"),
-    "hard_target": (r"(hard|hardest|expensive|costliest|costly|high-loss|most uncertain) "
-                    r"(target|token|position)",),
+    "hard_target": ((r"(hard|hardest|expensive|costliest|costly|high-loss|most uncertain) "
+                    r"(target|token|position)"),),
     "fixed": (r"length is fixed", r"fixed length"),
     "val": (r"val_response_loss", r"validation", r"response[- ]mask", r"response validation"),
     "scored": (r"still (scores|counts|includes)", r"includes", r"scores eos", r"counts (that|it)",
