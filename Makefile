@@ -27,7 +27,7 @@ $(shell rm -f $(LAB_STAMP) $(STAMP))
 endif
 endif
 
-.PHONY: lab test check portability exercises references bench docs env clean-env help
+.PHONY: lab test check lint docs portability exercises references bench docs env clean-env help
 
 help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"
@@ -35,6 +35,7 @@ help:
 	@echo "make test       create .venv if needed and run every test (unit, notebooks, browser),"
 	@echo "                then the notebooks and chaotic tests again on the portable CPU path;"
 	@echo "                in parallel (pytest-xdist, one worker per core and one more). CI runs this."
+	@echo "make lint       ruff check and ruff format --check (run first by make check and make test)"
 	@echo "make check      the quick tier for the loop of a change (no notebooks, no browser, <= 90 s);"
 	@echo "                not a replacement for make test"
 	@echo "make portability  the numeric tests and the triage's verdicts under four CPU paths"
@@ -104,14 +105,21 @@ WORKERS2  = $(shell $(or $(PYTHON),python3) tools/workers.py --no-spare)
 XDIST    ?= -n $(WORKERS)
 XDIST2   ?= $(if $(filter file,$(origin XDIST)),-n $(WORKERS2),$(XDIST))
 
-test: $(STAMP)
+# ruff, pinned in constraints.txt and configured in pyproject.toml: the linter, then the
+# formatter's check. Both run first in `make check` and `make test` (about 1 s).
+lint: $(STAMP)
+	@$(BIN)/ruff check --quiet . && $(BIN)/ruff format --check --quiet . \
+	  && echo "labkit: ruff check and ruff format --check: clean" \
+	  || { echo "labkit: ruff found the above; \`.venv/bin/ruff check --fix . && .venv/bin/ruff format .\` fixes most"; exit 1; }
+
+test: $(STAMP) lint
 	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) --durations=15; rc=$$?; \
 	  echo "labkit: pass 1 (everything, this machine's CPU path) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 	@t0=$$(date +%s); $(PORTABLE) $(BIN)/python -m pytest $(XDIST2) -m "nbval or chaotic" $(PORTABLE_PATHS); rc=$$?; \
 	  echo "labkit: pass 2 (notebooks and chaotic tests, portable path: $(PORTABLE)) took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 # The quick tier: unit tests without notebooks, browsers or the slow batches (<= 90 s).
-check: $(STAMP)
+check: $(STAMP) lint
 	@t0=$$(date +%s); $(BIN)/python -m pytest $(XDIST) -q -m "not slow and not browser and not nbval" tests; \
 	  rc=$$?; echo "labkit: make check took $$(( $$(date +%s) - t0 )) s"; exit $$rc
 

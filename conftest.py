@@ -16,9 +16,14 @@ import tempfile
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 _STATE = tempfile.mkdtemp(prefix=f"labkit-test-{_WORKER}-")
 atexit.register(shutil.rmtree, _STATE, ignore_errors=True)
-for _var, _sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"),
-                   ("JUPYTERLAB_WORKSPACES_DIR", "lab-workspaces"), ("IPYTHONDIR", "ipython"),
-                   ("MPLCONFIGDIR", "matplotlib"), ("LABKIT_HOME", "labkit-home")):
+for _var, _sub in (
+    ("JUPYTER_CONFIG_DIR", "jupyter-config"),
+    ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"),
+    ("JUPYTERLAB_WORKSPACES_DIR", "lab-workspaces"),
+    ("IPYTHONDIR", "ipython"),
+    ("MPLCONFIGDIR", "matplotlib"),
+    ("LABKIT_HOME", "labkit-home"),
+):
     os.environ[_var] = os.path.join(_STATE, _sub)
     os.makedirs(os.environ[_var], exist_ok=True)
 os.environ["MPLBACKEND"] = "Agg"
@@ -28,7 +33,8 @@ os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 def _load(folder: str, name: str):
     """FOLDER/NAME.py as the module NAME (tools/ and tests/ are not packages)."""
     spec = importlib.util.spec_from_file_location(
-        name, os.path.join(os.path.dirname(os.path.abspath(__file__)), folder, f"{name}.py"))
+        name, os.path.join(os.path.dirname(os.path.abspath(__file__)), folder, f"{name}.py")
+    )
     module = sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -67,8 +73,10 @@ _warm.install()
 def pytest_report_header(config):
     capability = os.environ.get("ATEN_CPU_CAPABILITY", "the machine's best")
     threads = os.environ.get("OMP_NUM_THREADS", f"torch's default ({_cores()} cores)")
-    return (f"labkit CPU path: ATEN_CPU_CAPABILITY={capability}, OMP_NUM_THREADS={threads} "
-            "(under xdist: cores / workers per worker unless set)")
+    return (
+        f"labkit CPU path: ATEN_CPU_CAPABILITY={capability}, OMP_NUM_THREADS={threads} "
+        "(under xdist: cores / workers per worker unless set)"
+    )
 
 
 # How pytest-xdist shares the work (`make test` runs one worker per core and one more). A unit of work goes to one
@@ -89,20 +97,40 @@ def pytest_report_header(config):
 #   healthy run of its task on that seed, trained once per worker (the LM's: 2 s).
 # Longest units go first (browser, notebooks, then these, round robin over their files: see
 # `_order`), so that no worker is left alone with a long unit at the end.
-SERIAL_FILES = {"test_browser.py": "browser", "test_exercises_browser.py": "browser",
-                "test_drill_browser.py": "browser", "test_lab.py": "browser",
-                "test_docs_site.py": "browser"}
-SPLIT_FILES = {"test_diagnose.py", "test_own_held_out.py", "test_own_triage.py",
-               "test_exercise_gate.py", "test_instructor.py", "test_lab15_checks.py",
-               "test_naive_strategies.py", "test_examples.py", "test_drill.py", "test_bugs.py",
-               "test_own_eighth.py"}
+SERIAL_FILES = {
+    "test_browser.py": "browser",
+    "test_exercises_browser.py": "browser",
+    "test_drill_browser.py": "browser",
+    "test_lab.py": "browser",
+    "test_docs_site.py": "browser",
+}
+SPLIT_FILES = {
+    "test_diagnose.py",
+    "test_own_held_out.py",
+    "test_own_triage.py",
+    "test_exercise_gate.py",
+    "test_instructor.py",
+    "test_lab15_checks.py",
+    "test_naive_strategies.py",
+    "test_examples.py",
+    "test_drill.py",
+    "test_bugs.py",
+    "test_own_eighth.py",
+}
 SETUP_FILES = {"test_own_triage.py", "test_own_held_out.py"}  # one test per setup name
 # Whole files that are long units (9-30 s each in a pass-1 timeline), several of them mostly
 # waiting (a grading time-out, a sleeping loop, a killed kernel): they go out with the split
 # files' units, not last, where one of them kept a single worker busy for the run's last 10 s.
-LONG_FILES = {"test_grade_limits.py", "test_own_blind_spots.py", "test_check_ex_e.py",
-              "test_grade_formats.py", "test_curves.py", "test_own_speed.py",
-              "test_warm_kernels.py", "test_own_shapes.py"}
+LONG_FILES = {
+    "test_grade_limits.py",
+    "test_own_blind_spots.py",
+    "test_check_ex_e.py",
+    "test_grade_formats.py",
+    "test_curves.py",
+    "test_own_speed.py",
+    "test_warm_kernels.py",
+    "test_own_shapes.py",
+}
 
 
 def work_unit(nodeid: str) -> str:
@@ -115,7 +143,9 @@ def work_unit(nodeid: str) -> str:
         return path + "[" + nodeid.split("[", 1)[1]
     if name == "test_bugs.py" and "::test_bug_reproduces_its_signature[" in nodeid:
         return f"{path}::signatures on seed {nodeid[:-1].rsplit('-', 1)[1]}"  # one healthy run per task
-    if "[" in nodeid and (name in SETUP_FILES or nodeid.startswith(f"{path}::test_each_fix_signs[")):
+    if "[" in nodeid and (
+        name in SETUP_FILES or nodeid.startswith(f"{path}::test_each_fix_signs[")
+    ):
         return "own-setup[" + nodeid.split("[", 1)[1]
     if name in SPLIT_FILES:
         return nodeid
@@ -124,14 +154,22 @@ def work_unit(nodeid: str) -> str:
 
 def _rank(item) -> int:
     name = item.path.name
-    return 0 if name in SERIAL_FILES else 1 if item.path.suffix == ".ipynb" else \
-        2 if name in SPLIT_FILES or name in LONG_FILES else 3
+    return (
+        0
+        if name in SERIAL_FILES
+        else 1
+        if item.path.suffix == ".ipynb"
+        else 2
+        if name in SPLIT_FILES or name in LONG_FILES
+        else 3
+    )
 
 
 def pytest_xdist_make_scheduler(config, log):
     """Schedule by `work_unit`, in collection order (see `pytest_collection_modifyitems`),
     whatever `--dist` says, except `--dist each` (every test on every worker)."""
     from xdist.scheduler import LoadScopeScheduling
+
     if config.getvalue("dist") == "each":
         return None
 

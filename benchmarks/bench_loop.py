@@ -78,14 +78,21 @@ def main(argv=None) -> int:
         labkit.train(labkit.Config(steps=200))  # default evals included
         whole.append(time.perf_counter() - t0)
     result = {
-        "plain_s_per_step": p, "instrumented_s_per_step": i, "ratio": i / p,
-        "train_200_steps_s": statistics.median(whole), "threads": torch.get_num_threads(),
-        "torch": torch.__version__, "repeats": args.repeats, "steps": args.steps,
+        "plain_s_per_step": p,
+        "instrumented_s_per_step": i,
+        "ratio": i / p,
+        "train_200_steps_s": statistics.median(whole),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "repeats": args.repeats,
+        "steps": args.steps,
     }
     print(f"plain loop        {p * 1e6:8.1f} us/step")
     print(f"labkit loop       {i * 1e6:8.1f} us/step  (per-layer grad + update norms every step)")
     print(f"ratio             {i / p:8.2f}x   (bar: <= 1.30x)")
-    print(f"200-step MLP run  {result['train_200_steps_s']:8.3f} s      (bar: <= 0.25 s, one thread)")
+    print(
+        f"200-step MLP run  {result['train_200_steps_s']:8.3f} s      (bar: <= 0.25 s, one thread)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -32,10 +32,12 @@ def main() -> int:
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     labkit.diagnose(WordLMSetup())  # warm-up: imports and first-call costs (torch._dynamo)
-    cases = {"GPT (healthy)": lambda: GPTSetup(**GPT_SIZE),
-             "GPT (targets = inputs)": lambda: GPTSetup("unshifted", **GPT_SIZE),
-             "word LM LSTM (healthy)": lambda: WordLMSetup(**LSTM_SIZE),
-             "word LM LSTM (targets = inputs)": lambda: WordLMSetup("unshifted", **LSTM_SIZE)}
+    cases = {
+        "GPT (healthy)": lambda: GPTSetup(**GPT_SIZE),
+        "GPT (targets = inputs)": lambda: GPTSetup("unshifted", **GPT_SIZE),
+        "word LM LSTM (healthy)": lambda: WordLMSetup(**LSTM_SIZE),
+        "word LM LSTM (targets = inputs)": lambda: WordLMSetup("unshifted", **LSTM_SIZE),
+    }
     worst = 0.0
     for name, make in cases.items():
         setup = make()
@@ -44,8 +46,10 @@ def main() -> int:
         record = labkit.diagnose(setup, seeds=(0, 1))
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         worst = max(worst, cpu)
-        print(f"{name:32s} {params:8,d} params {seconds:6.1f} s wall {cpu:6.1f} s cpu  "
-              f"{record.rows['conviction']['text'][:50]}")
+        print(
+            f"{name:32s} {params:8,d} params {seconds:6.1f} s wall {cpu:6.1f} s cpu  "
+            f"{record.rows['conviction']['text'][:50]}"
+        )
     # one thread: the CPU seconds are what an idle core takes; the wall time adds any load
     print(f"slowest: {worst:.1f} s of CPU (bar: <= {BAR_S:g} s on one core)")
     return 0 if worst <= BAR_S else 1

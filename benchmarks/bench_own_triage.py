@@ -56,8 +56,9 @@ class SmallMlp:
                 loss.backward()
                 opt.step()
                 raw.append(loss.item())
-        return labkit.Run.from_log({"step": list(range(len(raw))), "loss_raw": raw}, seed=seed,
-                                   started_at=started)
+        return labkit.Run.from_log(
+            {"step": list(range(len(raw))), "loss_raw": raw}, seed=seed, started_at=started
+        )
 
 
 def _example(name, cls, **kwargs):
@@ -73,9 +74,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    cases = {"small MLP (healthy)": lambda: SmallMlp(),
-             "examples/dataloader_classifier": lambda: _example("dataloader_classifier", "DataLoaderClassifier"),
-             "examples/cnn_synthetic_images": lambda: _example("cnn_synthetic_images", "CnnImages")}
+    cases = {
+        "small MLP (healthy)": lambda: SmallMlp(),
+        "examples/dataloader_classifier": lambda: _example(
+            "dataloader_classifier", "DataLoaderClassifier"
+        ),
+        "examples/cnn_synthetic_images": lambda: _example("cnn_synthetic_images", "CnnImages"),
+    }
     if args.all:
         cases["examples/gpt2_finetune"] = lambda: _example("gpt2_finetune", "Gpt2FineTune")
     labkit.diagnose(SmallMlp())  # warm-up: imports and first-call costs

@@ -34,16 +34,26 @@ SIZES = (10, 1_000, 10_000)
 
 
 def sealed(i: int) -> Forecast:
-    return Forecast([[0, 2.3], [50, 1.5], [100, 1.0], [150, 0.8], [199, 0.7]],
-                    note=f"bench {i}").seal("0123456789ab")
+    return Forecast(
+        [[0, 2.3], [50, 1.5], [100, 1.0], [150, 0.8], [199, 0.7]], note=f"bench {i}"
+    ).seal("0123456789ab")
 
 
 def scored(i: int) -> ForecastScore:
-    return ForecastScore(steps=[0, 50, 100, 150, 199], predicted=[2.3, 1.5, 1.0, 0.8, 0.7],
-                         actual=[2.3, 1.4, 1.1, 0.9, 0.8], log_errors=[0.0, 0.07, 0.1, 0.1, 0.13],
-                         mean_log_error=0.08, misses=0, nan_predicted=None, nan_actual=None,
-                         nan_hit=True, shape_predicted="descending", shape_actual="descending",
-                         verdict=f"A good forecast ({i}).")
+    return ForecastScore(
+        steps=[0, 50, 100, 150, 199],
+        predicted=[2.3, 1.5, 1.0, 0.8, 0.7],
+        actual=[2.3, 1.4, 1.1, 0.9, 0.8],
+        log_errors=[0.0, 0.07, 0.1, 0.1, 0.13],
+        mean_log_error=0.08,
+        misses=0,
+        nan_predicted=None,
+        nan_actual=None,
+        nan_hit=True,
+        shape_predicted="descending",
+        shape_actual="descending",
+        verdict=f"A good forecast ({i}).",
+    )
 
 
 def entry(i: int) -> dict:
@@ -55,8 +65,17 @@ def filled(n: int, folder: Path) -> dict:
     """A store holding n scored forecasts, and the same history as one old-style JSON file."""
     entries = [entry(i) for i in range(n)]
     path = folder / f"store-{n}.sqlite3"
-    LearnerStore(path).merge([{"kind": "forecast", "key": e["forecast"]["content_hash"],
-                               "body": e, "created_at": e["added_at"]} for e in entries])
+    LearnerStore(path).merge(
+        [
+            {
+                "kind": "forecast",
+                "key": e["forecast"]["content_hash"],
+                "body": e,
+                "created_at": e["added_at"],
+            }
+            for e in entries
+        ]
+    )
     old = folder / f"forecasts-{n}.json"
     atomic_write_json(old, {"format": HISTORY_FORMAT, "entries": entries})
     history = ForecastHistory(path)
@@ -67,9 +86,11 @@ def filled(n: int, folder: Path) -> dict:
 def writes(s: dict, k: int) -> dict:
     """One write of each kind into the store s; returns seconds per kind."""
     f, out = sealed(s["n"] + k), {}
-    for name, write in (("add forecast", lambda: s["history"].add(f)),
-                        ("attach score", lambda: s["history"].add(f, scored(k))),
-                        ("add drill", lambda: s["store"].add("drill", f"q{k}", {"answer": k}))):
+    for name, write in (
+        ("add forecast", lambda: s["history"].add(f)),
+        ("attach score", lambda: s["history"].add(f, scored(k))),
+        ("add drill", lambda: s["store"].add("drill", f"q{k}", {"answer": k})),
+    ):
         t0 = time.perf_counter()
         write()
         out[name] = time.perf_counter() - t0
@@ -110,8 +131,15 @@ def main(argv=None) -> int:
     print(f"add forecast at {SIZES[-1]:,} / at {SIZES[0]}: {ratio:.2f}x  (bar: about 1x)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"sizes": SIZES, "seconds": {str(n): r for n, r in results.items()},
-                       "repeats": args.repeats}, f, indent=2)
+            json.dump(
+                {
+                    "sizes": SIZES,
+                    "seconds": {str(n): r for n, r in results.items()},
+                    "repeats": args.repeats,
+                },
+                f,
+                indent=2,
+            )
     return 0
 
 

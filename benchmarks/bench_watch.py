@@ -43,6 +43,7 @@ import labkit
 
 # ---- models ------------------------------------------------------------------------
 
+
 class Block(nn.Module):
     """GPT-2's block: pre-norm causal self-attention and a 4x MLP."""
 
@@ -106,8 +107,11 @@ class Spec:
         model = GPT(d, layers, heads, vocab, ctx).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
         ids = torch.randint(0, vocab, (b, T + 1), device=device)
-        return model, opt, lambda: F.cross_entropy(model(ids[:, :-1]).flatten(0, 1),
-                                                   ids[:, 1:].flatten())
+        return (
+            model,
+            opt,
+            lambda: F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten()),
+        )
 
 
 SPECS = [
@@ -125,6 +129,7 @@ QUICK = {"mlp-10k", "mlp-100k", "gpt-2M"}
 
 
 # ---- measuring -----------------------------------------------------------------------
+
 
 def sync(device):
     if device.startswith("cuda"):
@@ -163,9 +168,21 @@ def watched(model, opt, loss_fn, n, device) -> tuple[float, labkit.Watch]:
 
 
 class _MallInfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                                               "usmblks", "fsmblks", "uordblks", "fordblks",
-                                               "keepcost")]
+    _fields_ = [
+        (n, ctypes.c_size_t)
+        for n in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def _in_use():
@@ -179,6 +196,7 @@ def _in_use():
     def read():
         m = libc.mallinfo2()
         return m.uordblks + m.hblkhd
+
     return read
 
 
@@ -198,6 +216,7 @@ def peak_of(fn, device) -> int | None:
 
     def probe(frame, event, arg):  # sample at every call and return, Python or C
         peak[0] = max(peak[0], read())
+
     sys.setprofile(probe)
     try:
         fn()
@@ -220,6 +239,7 @@ def peak_added(model, opt, loss_fn, device) -> int | None:
         def watched_step():
             box.append(labkit.watch(model, opt))
             one()
+
         added = peak_of(watched_step, device)
         box[0].close()
     finally:
@@ -244,14 +264,24 @@ def measure(spec: Spec, device: str, repeats: int, target_s: float) -> dict:
         cpu_ratios.append(CPU_S[0] / plain_cpu if plain_cpu else float("nan"))
     p, w = statistics.median(plain_s), statistics.median(watch_s)
     ratios = [b / a for a, b in zip(plain_s, watch_s)]  # each watched block vs the plain before it
-    return {"model": spec.name, "params": n_params, "param_bytes": param_bytes,
-            "device": device, "threads": torch.get_num_threads() if device == "cpu" else None,
-            "steps_per_block": n, "repeats": repeats, "plain_s": p, "watched_s": w,
-            "ratio": statistics.median(ratios), "ratios": ratios,
-            "best": min(watch_s) / min(plain_s),
-            "cpu_ratio": statistics.median(cpu_ratios) if device == "cpu" else None,
-            "kept_bytes": watch.plan.kept_bytes, "exact": watch.plan.all_exact,
-            "model_obj": (model, opt, loss_fn)}
+    return {
+        "model": spec.name,
+        "params": n_params,
+        "param_bytes": param_bytes,
+        "device": device,
+        "threads": torch.get_num_threads() if device == "cpu" else None,
+        "steps_per_block": n,
+        "repeats": repeats,
+        "plain_s": p,
+        "watched_s": w,
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+        "best": min(watch_s) / min(plain_s),
+        "cpu_ratio": statistics.median(cpu_ratios) if device == "cpu" else None,
+        "kept_bytes": watch.plan.kept_bytes,
+        "exact": watch.plan.all_exact,
+        "model_obj": (model, opt, loss_fn),
+    }
 
 
 def with_memory(row: dict) -> dict:
@@ -261,6 +291,7 @@ def with_memory(row: dict) -> dict:
 
 
 # ---- the table ---------------------------------------------------------------------------
+
 
 def fmt_bytes(n) -> str:
     if n is None:
@@ -272,37 +303,47 @@ def fmt_bytes(n) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'model':11s} {'params':>7s} {'where':>6s} {'plain':>9s} {'watched':>9s} "
-            f"{'ratio':>6s} {'best':>6s} {'cpu':>6s}  {'kept':>16s}  {'peak+':>16s}  norms")
+    head = (
+        f"{'model':11s} {'params':>7s} {'where':>6s} {'plain':>9s} {'watched':>9s} "
+        f"{'ratio':>6s} {'best':>6s} {'cpu':>6s}  {'kept':>16s}  {'peak+':>16s}  norms"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         pct = lambda b: "n/a" if b is None else f"{fmt_bytes(b)} {100 * b / r['param_bytes']:4.1f}%"  # noqa: E731, B023 (used in this iteration)
         where = r["device"] if r["device"] != "cpu" else f"{r['threads']}thr"
         cpu = "-" if r.get("cpu_ratio") is None else f"{r['cpu_ratio']:.3f}"
-        params = (f"{r['params'] / 1e6:.1f}M" if r["params"] >= 1e6 else f"{r['params'] / 1e3:.0f}k")
+        params = f"{r['params'] / 1e6:.1f}M" if r["params"] >= 1e6 else f"{r['params'] / 1e3:.0f}k"
         lines.append(
             f"{r['model']:11s} {params:>7s} {where:>6s} {r['plain_s'] * 1e3:7.2f}ms "
             f"{r['watched_s'] * 1e3:7.2f}ms {r['ratio']:6.3f} {r['best']:6.3f} {cpu:>6s}  {pct(r['kept_bytes']):>16s}  "
-            f"{pct(r.get('peak_added_bytes')):>16s}  {'exact' if r['exact'] else 'estimated'}")
+            f"{pct(r.get('peak_added_bytes')):>16s}  {'exact' if r['exact'] else 'estimated'}"
+        )
     return "\n".join(lines)
 
 
 def verdict(rows: list[dict]) -> list[str]:
     out = []
     worst = max(rows, key=lambda r: r["ratio"])
-    out.append(f"time: worst ratio {worst['ratio']:.3f} ({worst['model']}, "
-               f"{worst['device']} {worst['threads'] or ''}) -- bar <= 1.10: "
-               f"{'met' if worst['ratio'] <= 1.10 else 'NOT met'}")
-    over = [f"{r['model']} {r['device']} {r['threads'] or ''}".rstrip() for r in rows
-            if r["ratio"] > 1.10]
+    out.append(
+        f"time: worst ratio {worst['ratio']:.3f} ({worst['model']}, "
+        f"{worst['device']} {worst['threads'] or ''}) -- bar <= 1.10: "
+        f"{'met' if worst['ratio'] <= 1.10 else 'NOT met'}"
+    )
+    over = [
+        f"{r['model']} {r['device']} {r['threads'] or ''}".rstrip()
+        for r in rows
+        if r["ratio"] > 1.10
+    ]
     if over:
         out.append(f"      over 1.10: {', '.join(over)}")
     big = [r for r in rows if r["params"] > 10e6 and r.get("peak_added_bytes") is not None]
     if big:
         m = max(big, key=lambda r: r["peak_added_bytes"] / r["param_bytes"])
         share = m["peak_added_bytes"] / m["param_bytes"]
-        out.append(f"memory: largest peak added above 10M params {100 * share:.1f}% "
-                   f"({m['model']}) -- bar <= 10%: {'met' if share <= 0.10 else 'NOT met'}")
+        out.append(
+            f"memory: largest peak added above 10M params {100 * share:.1f}% "
+            f"({m['model']}) -- bar <= 10%: {'met' if share <= 0.10 else 'NOT met'}"
+        )
     return out
 
 
@@ -322,8 +363,10 @@ def run(specs, devices, repeats, target_s, log=print) -> list[dict]:
                 else:
                     row.pop("model_obj")
                 rows.append(row)
-                log(f"  {spec.name} on {device} {threads or ''}: ratio {row['ratio']:.3f}",
-                    flush=True)
+                log(
+                    f"  {spec.name} on {device} {threads or ''}: ratio {row['ratio']:.3f}",
+                    flush=True,
+                )
         torch.set_num_threads(default_threads)
     return rows
 
@@ -331,8 +374,12 @@ def run(specs, devices, repeats, target_s, log=print) -> list[dict]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--target-s", type=float, default=0.4,
-                        help="seconds per timed block (the biggest models take 2 steps)")
+    parser.add_argument(
+        "--target-s",
+        type=float,
+        default=0.4,
+        help="seconds per timed block (the biggest models take 2 steps)",
+    )
     parser.add_argument("--quick", action="store_true", help="small models only")
     parser.add_argument("--device", choices=("cpu", "cuda", "all"), default="all")
     parser.add_argument("--json", default=None, help="also write the rows here")
@@ -344,8 +391,11 @@ def main(argv=None) -> int:
     elif args.device == "all":
         devices = ["cpu"]
     t0 = time.perf_counter()
-    print(f"labkit.watch vs a plain loop; torch {torch.__version__}, "
-          f"{torch.get_num_threads()} default threads", flush=True)
+    print(
+        f"labkit.watch vs a plain loop; torch {torch.__version__}, "
+        f"{torch.get_num_threads()} default threads",
+        flush=True,
+    )
     rows = run(specs, devices, args.repeats, args.target_s)
     print()
     print(table(rows))

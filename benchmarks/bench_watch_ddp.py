@@ -29,6 +29,7 @@ SIZES = {"10k": (32, 128, 2), "1M": (256, 512, 4), "10M": (1024, 1024, 10)}  # i
 
 def _model(inp: int, width: int, depth: int):
     import torch.nn as nn
+
     layers, d = [], inp
     for _ in range(depth - 1):
         layers += [nn.Linear(d, width), nn.ReLU()]
@@ -40,6 +41,7 @@ def _block(ddp, optimizer, x, y, steps: int, watched: bool, every: int):
     import torch.nn.functional as F
 
     import labkit
+
     w = labkit.watch(ddp, optimizer, check_every=every) if watched else None
     started = time.perf_counter()
     for i in range(steps):
@@ -55,12 +57,20 @@ def _rank(rank: int, rendezvous: str, args) -> None:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
+
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=120))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"file://{rendezvous}",
+        rank=rank,
+        world_size=2,
+        timeout=timedelta(seconds=120),
+    )
     if rank == 0:
-        print(f"{'model':>6} {'params':>10} {'plain s':>10} {'watched s':>10} {'ratio':>6} "
-              f"{'checks':>6} {'bytes/check':>11}")
+        print(
+            f"{'model':>6} {'params':>10} {'plain s':>10} {'watched s':>10} {'ratio':>6} "
+            f"{'checks':>6} {'bytes/check':>11}"
+        )
     for name in args.sizes:
         inp, width, depth = SIZES[name]
         torch.manual_seed(0)
@@ -79,14 +89,18 @@ def _rank(rank: int, rendezvous: str, args) -> None:
         if rank == 0:
             n = sum(p.numel() for p in ddp.parameters())
             checks = len(w.describe()["ranks"]["checks"])
-            print(f"{name:>6} {n:>10,} {statistics.median(plain):>10.5f} "
-                  f"{statistics.median(watched):>10.5f} {statistics.median(ratios):>6.3f} "
-                  f"{checks:>6} {8 * (1 + 4 * len(w.groups)) + 16:>11}", flush=True)
+            print(
+                f"{name:>6} {n:>10,} {statistics.median(plain):>10.5f} "
+                f"{statistics.median(watched):>10.5f} {statistics.median(ratios):>6.3f} "
+                f"{checks:>6} {8 * (1 + 4 * len(w.groups)) + 16:>11}",
+                flush=True,
+            )
     dist.destroy_process_group()
 
 
 def main(argv=None) -> int:
     import torch.multiprocessing as mp
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="10k,1M,10M", help="comma-separated, of " + ", ".join(SIZES))
     p.add_argument("--steps", type=int, default=100, help="steps per block (default 100)")

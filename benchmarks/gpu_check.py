@@ -45,6 +45,7 @@ def check(name):
             RESULTS.append((name, False, f"{type(exc).__name__}: {str(exc).splitlines()[0][:150]}"))
         print(f"[{'PASS' if RESULTS[-1][1] else 'FAIL'}] {name}: {RESULTS[-1][2]}", flush=True)
         return fn
+
     return wrap
 
 
@@ -71,8 +72,11 @@ def main(argv=None) -> int:
         print("no CUDA: nothing to check on this machine (torch", torch.__version__ + ")")
         return 0
     t_start = time.perf_counter()
-    print(f"{torch.cuda.get_device_name() if not dry else 'dry run on the CPU'}, "
-          f"torch {torch.__version__}", flush=True)
+    print(
+        f"{torch.cuda.get_device_name() if not dry else 'dry run on the CPU'}, "
+        f"torch {torch.__version__}",
+        flush=True,
+    )
     big = GPT2_SMALL if not dry else Spec("gpt-tiny", "gpt", (64, 2, 2, 512, 32, 2, 16))
 
     @check("no host sync in a watched step (exact and sampled)")
@@ -105,16 +109,24 @@ def main(argv=None) -> int:
         for _ in range(2):
             before = [p.detach().clone() for p in model.parameters()]
             one_step(model, opt, loss_fn, guarded=False)
-            exact.append(math.sqrt(sum(float((p.detach() - b).double().pow(2).sum())
-                                       for p, b in zip(model.parameters(), before))))
+            exact.append(
+                math.sqrt(
+                    sum(
+                        float((p.detach() - b).double().pow(2).sum())
+                        for p, b in zip(model.parameters(), before)
+                    )
+                )
+            )
             del before
         got = watch.columns()["update_norm"]
         info = watch.describe()
         watch.close()
         ratios = [g / e for g, e in zip(got, exact)]
         assert all(abs(r - 1) <= 0.05 for r in ratios), ratios
-        return (f"ratios {', '.join(f'{r:.4f}' for r in ratios)}; kept "
-                f"{100 * info['kept_bytes'] / info['param_bytes']:.1f}% of parameter bytes")
+        return (
+            f"ratios {', '.join(f'{r:.4f}' for r in ratios)}; kept "
+            f"{100 * info['kept_bytes'] / info['param_bytes']:.1f}% of parameter bytes"
+        )
 
     @check("labkit.train on cuda: classify fp32, fp16 + GradScaler, LM")
     def _train():
@@ -127,14 +139,23 @@ def main(argv=None) -> int:
             gap = abs(r.table["loss_raw"][-1] - ref.table["loss_raw"][-1])
             assert gap < 0.15, f"{settings}: cuda vs cpu final loss differ by {gap:.3f}"
             extra = f" skipped {sum(r.table['skipped'])}" if "skipped" in r.table else ""
-            out.append(f"{settings or 'fp32'}: loss {r.table['loss_raw'][-1]:.3f}"
-                       f" (cpu {ref.table['loss_raw'][-1]:.3f}){extra}")
+            out.append(
+                f"{settings or 'fp32'}: loss {r.table['loss_raw'][-1]:.3f}"
+                f" (cpu {ref.table['loss_raw'][-1]:.3f}){extra}"
+            )
         return "; ".join(out)
 
     @check("probes on a CUDA model")
     def _probes():
-        from labkit.probes import (first_nonfinite, gradient_audit, loss_at_init, overfit_probe,
-                                   raw_vs_reported, update_probe)
+        from labkit.probes import (
+            first_nonfinite,
+            gradient_audit,
+            loss_at_init,
+            overfit_probe,
+            raw_vs_reported,
+            update_probe,
+        )
+
         torch.manual_seed(0)
         model = labkit.MLP(in_dim=2, hidden=64, n_classes=10).to(DEVICE)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -149,8 +170,10 @@ def main(argv=None) -> int:
         fit = overfit_probe(model, batch, steps=60)
         first_nonfinite(model, batch)
         watch = labkit.watch(model, opt)
-        raw = [one_step(model, opt, lambda: F.cross_entropy(model(x), y), False).item()
-               for _ in range(5)]
+        raw = [
+            one_step(model, opt, lambda: F.cross_entropy(model(x), y), False).item()
+            for _ in range(5)
+        ]
         watch.close()
         raw_vs_reported(watch.run(loss_raw=raw))
         return f"update probe: {probe.result.verdict[:40]}...; overfit: {fit.verdict[:30]}..."

@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY_PATH = ROOT / "labkit" / "learn" / "study_path.py"
 API = "api"
 # Pages written by hand beside the generated ones, after them in the navigation.
-MODULE_PAGES = [("Answer checks (labkit.check)", f"{API}/check.md"),
-                ("Probes (labkit.probes)", f"{API}/probes.md")]
+MODULE_PAGES = [
+    ("Answer checks (labkit.check)", f"{API}/check.md"),
+    ("Probes (labkit.probes)", f"{API}/probes.md"),
+]
 
 
 def literal(path: Path, name: str):
@@ -48,8 +50,10 @@ def study_path_table() -> str:
 def api_index() -> str:
     """A table of every public name, its page and its defining module."""
     names = public_names()
-    rows = [f"| [`labkit.{n}`]({page_path(n, names).removeprefix(API + '/')}) | `labkit.{m}` |"
-            for n, m in sorted(names.items(), key=lambda item: item[0].lower())]
+    rows = [
+        f"| [`labkit.{n}`]({page_path(n, names).removeprefix(API + '/')}) | `labkit.{m}` |"
+        for n, m in sorted(names.items(), key=lambda item: item[0].lower())
+    ]
     return "\n".join(["| name | defined in |", "|---|---|", *rows])
 
 
@@ -61,12 +65,14 @@ def page_path(name: str, names) -> str:
 
 
 def page_text(name: str, module: str) -> str:
-    return (f"# labkit.{name}\n\n"
-            f"`import labkit` then `labkit.{name}`; defined in `labkit.{module}`.\n\n"
-            f"::: labkit.{module}.{name}\n"
-            f"    options:\n"
-            f"      show_root_heading: true\n"
-            f"      show_root_full_path: false\n")
+    return (
+        f"# labkit.{name}\n\n"
+        f"`import labkit` then `labkit.{name}`; defined in `labkit.{module}`.\n\n"
+        f"::: labkit.{module}.{name}\n"
+        f"    options:\n"
+        f"      show_root_heading: true\n"
+        f"      show_root_full_path: false\n"
+    )
 
 
 def on_config(config):
@@ -83,12 +89,16 @@ def on_config(config):
 def on_files(files, config):
     names = public_names()
     for name, module in names.items():
-        files.append(File.generated(config, page_path(name, names), content=page_text(name, module)))
+        files.append(
+            File.generated(config, page_path(name, names), content=page_text(name, module))
+        )
     return files
 
 
-PLACEHOLDERS = {"<!-- labkit:study-path -->": study_path_table,
-                "<!-- labkit:api-index -->": api_index}
+PLACEHOLDERS = {
+    "<!-- labkit:study-path -->": study_path_table,
+    "<!-- labkit:api-index -->": api_index,
+}
 
 
 def on_page_markdown(markdown, page, config, files):

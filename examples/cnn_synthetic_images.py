@@ -34,11 +34,11 @@ def make_images(n=640, seed=3, noise=0.35):
     centre = torch.randint(5, SIZE - 5, (n, 2), generator=gen)
     for i in range(n):
         dr, dc = rows - centre[i, 0], cols - centre[i, 1]
-        if y[i] == 0:    # a ring of radius 3
-            shape = ((dr ** 2 + dc ** 2).float().sqrt() - 3).abs() < 0.8
+        if y[i] == 0:  # a ring of radius 3
+            shape = ((dr**2 + dc**2).float().sqrt() - 3).abs() < 0.8
         elif y[i] == 1:  # a cross
             shape = ((dr == 0) & (dc.abs() <= 3)) | ((dc == 0) & (dr.abs() <= 3))
-        else:            # a filled square
+        else:  # a filled square
             shape = (dr.abs() <= 2) & (dc.abs() <= 2)
         x[i, 0] += shape.float()
     return x, y
@@ -47,8 +47,12 @@ def make_images(n=640, seed=3, noise=0.35):
 class SmallCNN(nn.Module):
     def __init__(self):
         super().__init__()
-        self.block1 = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))   # (B, 8, 8, 8)
-        self.block2 = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))  # (B, 16, 4, 4)
+        self.block1 = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)
+        )  # (B, 8, 8, 8)
+        self.block2 = nn.Sequential(
+            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)
+        )  # (B, 16, 4, 4)
         self.classifier = nn.Linear(16 * 4 * 4, N_CLASSES)
 
     def forward(self, x):  # (B, 1, 16, 16) -> (B, 3)
@@ -92,8 +96,11 @@ class CnnImages:
                 printed.append(None)
             # BUG: len(self.x) is the number of images; the sum is over batch means
             printed[-1] = running_loss / (len(loader) if self.fixed else len(self.x))
-        return labkit.Run.from_log({"step": list(range(len(raw))), "loss_raw": raw,
-                                    "loss_reported": printed}, seed=seed, started_at=started)
+        return labkit.Run.from_log(
+            {"step": list(range(len(raw))), "loss_raw": raw, "loss_reported": printed},
+            seed=seed,
+            started_at=started,
+        )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,13 @@ class DataLoaderClassifier:
 
     def make_model(self, seed):
         torch.manual_seed(seed)
-        return nn.Sequential(nn.Linear(N_FEATURES, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
-                             nn.Linear(64, N_CLASSES))
+        return nn.Sequential(
+            nn.Linear(N_FEATURES, 64),
+            nn.ReLU(),
+            nn.Linear(64, 64),
+            nn.ReLU(),
+            nn.Linear(64, N_CLASSES),
+        )
 
     def make_optimizer(self, model):
         return torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)

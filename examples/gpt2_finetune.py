@@ -35,7 +35,11 @@ def make_corpus(n=320, seed=5):
         length = int(torch.randint(10, 17, (1,), generator=gen))
         seq = [int(torch.randint(1, VOCAB, (1,), generator=gen))]
         for _ in range(length - 1):
-            nxt = follow[seq[-1] - 1] if torch.rand(1, generator=gen) < 0.9 else torch.randint(1, VOCAB, (1,), generator=gen)
+            nxt = (
+                follow[seq[-1] - 1]
+                if torch.rand(1, generator=gen) < 0.9
+                else torch.randint(1, VOCAB, (1,), generator=gen)
+            )
             seq.append(int(nxt))
         corpus.append(seq)
     return corpus
@@ -64,22 +68,38 @@ class Gpt2FineTune:
 
     def make_model(self, seed):
         from transformers import GPT2Config, GPT2LMHeadModel
+
         torch.manual_seed(seed)
-        config = GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=32,
-                            pad_token_id=PAD, bos_token_id=None, eos_token_id=None)
+        config = GPT2Config(
+            n_layer=2,
+            n_head=2,
+            n_embd=32,
+            vocab_size=VOCAB,
+            n_positions=32,
+            pad_token_id=PAD,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
         return GPT2LMHeadModel(config)
 
     def make_optimizer(self, model):
         return torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
 
     def batches(self, seed):
-        order = torch.randperm(len(self.corpus), generator=torch.Generator().manual_seed(seed)).tolist()
-        return [collate([self.corpus[i] for i in order[k:k + BATCH_SIZE]], self.fixed)
-                for k in range(0, len(order), BATCH_SIZE)]
+        order = torch.randperm(
+            len(self.corpus), generator=torch.Generator().manual_seed(seed)
+        ).tolist()
+        return [
+            collate([self.corpus[i] for i in order[k : k + BATCH_SIZE]], self.fixed)
+            for k in range(0, len(order), BATCH_SIZE)
+        ]
 
     def loss_fn(self, model, batch):
-        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                     labels=batch["labels"]).loss
+        return model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            labels=batch["labels"],
+        ).loss
 
     def train(self, seed, epochs):
         started = time.time()

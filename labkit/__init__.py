@@ -26,18 +26,44 @@ _moved.install()
 
 # public name -> the module that defines it
 _PUBLIC = {
-    "Config": "core.config", "Dataset": "core.data", "make_blobs": "core.data",
-    "make_imbalanced": "core.data", "make_tokens": "core.data", "MLP": "core.models",
-    "LMOutput": "core.models", "TinyCausalLM": "core.models", "Run": "core.run",
-    "Seams": "core.seams", "evaluate": "core.seams", "config_hash": "core.train",
-    "Watch": "core.watch", "watch": "core.watch",
-    "Trainer": "bugs.inject", "train": "bugs.inject",
-    "diagnose": "diagnosis.diagnose", "Prediction": "diagnosis.record.triage",
-    "TriageRecord": "diagnosis.record.triage", "TriageRefused": "diagnosis.record.triage",
-    "Forecast": "forecast", "ForecastHistory": "forecast", "ForecastScore": "forecast",
+    "Config": "core.config",
+    "Dataset": "core.data",
+    "make_blobs": "core.data",
+    "make_imbalanced": "core.data",
+    "make_tokens": "core.data",
+    "MLP": "core.models",
+    "LMOutput": "core.models",
+    "TinyCausalLM": "core.models",
+    "Run": "core.run",
+    "Seams": "core.seams",
+    "evaluate": "core.seams",
+    "config_hash": "core.train",
+    "Watch": "core.watch",
+    "watch": "core.watch",
+    "Trainer": "bugs.inject",
+    "train": "bugs.inject",
+    "diagnose": "diagnosis.diagnose",
+    "Prediction": "diagnosis.record.triage",
+    "TriageRecord": "diagnosis.record.triage",
+    "TriageRefused": "diagnosis.record.triage",
+    "Forecast": "forecast",
+    "ForecastHistory": "forecast",
+    "ForecastScore": "forecast",
 }
-_SUBPACKAGES = ("core", "bugs", "diagnosis", "forecast", "learn", "widgets", "probes", "check",
-                "checklist", "cli", "store", "errors")
+_SUBPACKAGES = (
+    "core",
+    "bugs",
+    "diagnosis",
+    "forecast",
+    "learn",
+    "widgets",
+    "probes",
+    "check",
+    "checklist",
+    "cli",
+    "store",
+    "errors",
+)
 
 __all__ = sorted(_PUBLIC)  # noqa: PLE0605 (a list built from the one table of names)
 
@@ -50,7 +76,10 @@ def __getattr__(name: str):
     if name in _SUBPACKAGES:
         return importlib.import_module(f"{__name__}.{name}")
     from .errors import suggest
-    raise AttributeError(f"labkit has no attribute {name!r}.{suggest(name, list(_PUBLIC) + list(_SUBPACKAGES))}")
+
+    raise AttributeError(
+        f"labkit has no attribute {name!r}.{suggest(name, list(_PUBLIC) + list(_SUBPACKAGES))}"
+    )
 
 
 def __dir__():

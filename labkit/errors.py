@@ -33,8 +33,16 @@ def check_choice(param: str, given: object, allowed) -> None:
         raise choice_error(param, given, allowed)
 
 
-def check_number(param: str, given, *, minimum=None, maximum=None, integer=False,
-                 strict_min=False, allow_none=False) -> None:
+def check_number(
+    param: str,
+    given,
+    *,
+    minimum=None,
+    maximum=None,
+    integer=False,
+    strict_min=False,
+    allow_none=False,
+) -> None:
     """Refuse a value of the wrong type or outside [minimum, maximum]."""
     if given is None and allow_none:
         return
@@ -44,9 +52,10 @@ def check_number(param: str, given, *, minimum=None, maximum=None, integer=False
         raise TypeError(f"{param} must be {kind}; got {given!r} ({type(given).__name__}).")
     if not math.isfinite(given):  # NaN, inf or -inf: no setting of labkit means any of them
         allowed = _range_text(minimum, maximum, strict_min)
-        raise ValueError(f"{param}={given!r} is not allowed; it must be a finite number "
-                         f"{'(' + allowed + ') ' if allowed else ''}, not NaN or infinity."
-                         .replace(" ,", ","))
+        raise ValueError(
+            f"{param}={given!r} is not allowed; it must be a finite number "
+            f"{'(' + allowed + ') ' if allowed else ''}, not NaN or infinity.".replace(" ,", ",")
+        )
     if minimum is not None and (given <= minimum if strict_min else given < minimum):
         bound = f"greater than {minimum}" if strict_min else f"at least {minimum}"
         raise ValueError(f"{param}={given!r} is out of range; it must be {bound}.")
@@ -55,8 +64,11 @@ def check_number(param: str, given, *, minimum=None, maximum=None, integer=False
 
 
 def _range_text(minimum, maximum, strict_min) -> str:
-    low = None if minimum is None else (f"greater than {minimum}" if strict_min
-                                        else f"at least {minimum}")
+    low = (
+        None
+        if minimum is None
+        else (f"greater than {minimum}" if strict_min else f"at least {minimum}")
+    )
     high = None if maximum is None else f"at most {maximum}"
     return " and ".join(x for x in (low, high) if x)
 
@@ -82,15 +94,20 @@ def notebook_box(title: str, sentence: str, colour: str = "#c0392b", *, once_for
         return False
     if once_for is not None:
         once_for._labkit_box_shown = True
-    display(HTML(f"<div style=\"border-left:4px solid {colour};background:{colour}14;"
-                 f"padding:8px 12px;margin:4px 0;font-family:var(--jp-content-font-family, "
-                 f"sans-serif);\"><b style=\"color:{colour}\">{html.escape(title)}</b><br>"
-                 f"{html.escape(sentence)}</div>"))
+    display(
+        HTML(
+            f'<div style="border-left:4px solid {colour};background:{colour}14;'
+            f"padding:8px 12px;margin:4px 0;font-family:var(--jp-content-font-family, "
+            f'sans-serif);"><b style="color:{colour}">{html.escape(title)}</b><br>'
+            f"{html.escape(sentence)}</div>"
+        )
+    )
     return True
 
 
-def teaching_lines(error: Exception, title: str, label: str, colour: str = "#c0392b",
-                   ansi: str = "1;31") -> list[str]:
+def teaching_lines(
+    error: Exception, title: str, label: str, colour: str = "#c0392b", ansi: str = "1;31"
+) -> list[str]:
     """What IPython shows for an error that teaches: in a notebook, its box and a bare red
     label (the sentence is said once, in the box); elsewhere, the label and the sentence."""
     head = f"\x1b[{ansi}m{label}\x1b[0m"

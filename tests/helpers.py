@@ -9,14 +9,21 @@ import pytest
 # depends on the CPU's vector path and thread count, so tests on these runs assert only facts
 # that hold on every path (a NaN within a step range, growth past a factor), and `make test`
 # runs them a second time on the portable path (tools/cpu_paths.py).
-BLOWUPS = ("lr_too_high", "missing_zero_grad", "fp16_overflow", "nan_in_inputs",
-           "all_masked_labels")
+BLOWUPS = (
+    "lr_too_high",
+    "missing_zero_grad",
+    "fp16_overflow",
+    "nan_in_inputs",
+    "all_masked_labels",
+)
 
 
 def chaotic_cases(names):
     """`names` for pytest.mark.parametrize, the blow-ups among them marked `chaotic`."""
-    return [pytest.param(n, marks=pytest.mark.chaotic) if n.split(":")[0] in BLOWUPS else n
-            for n in names]
+    return [
+        pytest.param(n, marks=pytest.mark.chaotic) if n.split(":")[0] in BLOWUPS else n
+        for n in names
+    ]
 
 
 def one_sentence(message: str) -> bool:
@@ -29,11 +36,18 @@ def run_solution(name: str, tmp_path, **parameters) -> str:
     import nbformat
     import pytest
     from pathlib import Path
+
     papermill = pytest.importorskip("papermill")
     solutions = Path(__file__).resolve().parents[1] / "solutions"
     out = tmp_path / f"{name}_run.ipynb"
-    papermill.execute_notebook(str(solutions / f"{name}.ipynb"), str(out), parameters=parameters,
-                               kernel_name="python3", cwd=str(solutions), progress_bar=False)
+    papermill.execute_notebook(
+        str(solutions / f"{name}.ipynb"),
+        str(out),
+        parameters=parameters,
+        kernel_name="python3",
+        cwd=str(solutions),
+        progress_bar=False,
+    )
     return printed(nbformat.read(out, as_version=4))
 
 
@@ -44,12 +58,16 @@ def printed(nb) -> str:
     on a timer, so one `print` can arrive as two outputs ("refused:" and the rest of the
     sentence; seen in one of two papermill runs of Lab 15's mystery B), and a newline between
     them would split it."""
-    return "\n".join("".join(o.get("text", "") for o in c.get("outputs", []))
-                     for c in nb.cells if c.cell_type == "code")
+    return "\n".join(
+        "".join(o.get("text", "") for o in c.get("outputs", []))
+        for c in nb.cells
+        if c.cell_type == "code"
+    )
 
 
-def labkit_cli(*args, stdin: str = "", home=None, process: bool = False, timeout: float = 300,
-               cwd=None):
+def labkit_cli(
+    *args, stdin: str = "", home=None, process: bool = False, timeout: float = 300, cwd=None
+):
     """`labkit ARGS < stdin`, as (returncode, stdout, stderr).
 
     In this process by default: the CLI's own `main`, with stdin, stdout and stderr swapped and
@@ -62,14 +80,26 @@ def labkit_cli(*args, stdin: str = "", home=None, process: bool = False, timeout
     import subprocess
     import sys
     from pathlib import Path
+
     root = Path(__file__).resolve().parents[1]
     if process:
-        env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-               **({"LABKIT_HOME": str(home)} if home is not None else {})}
-        done = subprocess.run([sys.executable, "-m", "labkit.cli", *args], input=stdin,
-                              capture_output=True, text=True, env=env, cwd=cwd or root, timeout=timeout)
+        env = {
+            **os.environ,
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+            **({"LABKIT_HOME": str(home)} if home is not None else {}),
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "labkit.cli", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd or root,
+            timeout=timeout,
+        )
         return done.returncode, done.stdout, done.stderr
     from labkit.cli import main
+
     out, err = io.StringIO(), io.StringIO()
     saved = (sys.stdin, os.environ.get("LABKIT_HOME"), os.getcwd())
     if home is not None:

@@ -28,8 +28,15 @@ _spec = importlib.util.spec_from_file_location("labkit_docs_hooks", ROOT / "docs
 hooks = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hooks)
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +44,24 @@ def site(tmp_path_factory):
     """The site, built once with `mkdocs build --strict` into a folder of its own."""
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                           str(ROOT / "mkdocs.yml"), "--site-dir", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     log = done.stdout + done.stderr
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{log}"
     assert not re.search(r"^(WARNING|ERROR)", log, re.M), f"the build warned:\n{log}"
@@ -85,6 +107,7 @@ def test_every_public_name_has_a_page_with_its_docstring(site, name):
 def test_the_module_pages_show_every_name_of_their_all(site):
     import labkit.diagnosis.probes
     import labkit.learn.check
+
     for page, module in (("check", labkit.learn.check), ("probes", labkit.diagnosis.probes)):
         shown = text_of(site / "api" / page / "index.html")
         missing = [n for n in module.__all__ if n not in shown]
@@ -93,6 +116,7 @@ def test_the_module_pages_show_every_name_of_their_all(site):
 
 def test_the_study_path_page_is_the_study_path(site):
     from labkit.learn.study_path import HOURS
+
     shown = text_of(site / "learner" / "study-path" / "index.html")
     for _hour, goal, _ in HOURS:
         assert first_line(goal) in shown
@@ -100,16 +124,23 @@ def test_the_study_path_page_is_the_study_path(site):
 
 def test_the_readme_links_resolve_and_its_image_is_small():
     readme = (ROOT / "README.md").read_text()
-    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", readme)
-               if not t.startswith(("http://", "https://"))]
+    targets = [
+        t.split("#")[0]
+        for t in re.findall(r"\]\(([^)\s]+)\)", readme)
+        if not t.startswith(("http://", "https://"))
+    ]
     assert targets and not [t for t in targets if not (ROOT / t).exists()]
     for image in re.findall(r"!\[[^\]]*\]\(([^)\s:]+)\)", readme):  # local images
         assert (ROOT / image).stat().st_size < 150_000
 
 
 def chromium() -> str | None:
-    for candidate in (os.environ.get("LABKIT_CHROMIUM"), "/usr/bin/chromium",
-                      shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (
+        os.environ.get("LABKIT_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -124,10 +155,15 @@ class QuietFiles(SimpleHTTPRequestHandler):
 def test_the_built_site_in_a_browser(site):
     exe = chromium()
     if exe is None:
-        pytest.skip("no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
-                    "chromium on PATH); install it with `apt-get install chromium`")
+        pytest.skip(
+            "no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
+            "chromium on PATH); install it with `apt-get install chromium`"
+        )
     from playwright.sync_api import expect, sync_playwright
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietFiles, directory=str(site)))
+
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(QuietFiles, directory=str(site))
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
@@ -140,7 +176,9 @@ def test_the_built_site_in_a_browser(site):
                 page.goto(f"{base}/")
                 expect(page).to_have_title(re.compile(r"^labkit"))
                 expect(page.locator("article h1")).to_have_text(re.compile(r"^labkit"))
-                expect(page.locator("article")).to_contain_text("debugging training runs in PyTorch")
+                expect(page.locator("article")).to_contain_text(
+                    "debugging training runs in PyTorch"
+                )
                 expect(page.locator("article img")).to_be_visible()  # the sketch widget
                 page.locator("nav").get_by_text("labkit.Watch", exact=True).first.click()
                 expect(page).to_have_title(re.compile(r"^labkit\.Watch"))

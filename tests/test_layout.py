@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = sorted(p for p in (ROOT / "labkit").rglob("*") if p.is_dir() and (p / "__init__.py").exists())
+FOLDERS = sorted(
+    p for p in (ROOT / "labkit").rglob("*") if p.is_dir() and (p / "__init__.py").exists()
+)
 MAX_MODULES = 15
 
 
@@ -24,17 +26,24 @@ def modules_in(folder: Path) -> list[str]:
 def prefix_families(names: list[str], folder_name: str) -> dict[str, list[str]]:
     """Families of 3 or more modules sharing the text before their first underscore (a module
     named as the bare prefix counts in its family), unless the folder is named for it."""
+
     def head(name):
         return name.lstrip("_").split("_", 1)[0]
+
     counts = Counter(head(n) for n in names if n != "__init__" and "_" in n.lstrip("_"))
-    return {h: [n for n in names if head(n) == h] for h, c in counts.items()
-            if len([n for n in names if head(n) == h]) >= 3 and h != folder_name}
+    return {
+        h: [n for n in names if head(n) == h]
+        for h, c in counts.items()
+        if len([n for n in names if head(n) == h]) >= 3 and h != folder_name
+    }
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_no_folder_holds_more_than_15_modules(folder):
     names = modules_in(folder)
-    assert len(names) <= MAX_MODULES, f"{folder.relative_to(ROOT)} holds {len(names)} modules: {names}"
+    assert len(names) <= MAX_MODULES, (
+        f"{folder.relative_to(ROOT)} holds {len(names)} modules: {names}"
+    )
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -57,10 +66,22 @@ def test_tests_top_level_stays_short():
 def test_test_folders_mirror_labkit():
     """A test folder named for a labkit package sits where that package sits: tests/core/watch/
     for labkit/core/watch/, tests/diagnosis/own/ for labkit/diagnosis/own/."""
-    own = {"setups", "lab15", "faults", "notebooks", "browser", "install", "data", "reference",
-           "own_setups", "__pycache__"}  # folders of their own, named by what they exercise
+    own = {
+        "setups",
+        "lab15",
+        "faults",
+        "notebooks",
+        "browser",
+        "install",
+        "data",
+        "reference",
+        "own_setups",
+        "__pycache__",
+    }  # folders of their own, named by what they exercise
     for folder in (p for p in (ROOT / "tests").rglob("*") if p.is_dir()):
         rel = folder.relative_to(ROOT / "tests")
         if rel.parts[0] in own or not list(folder.glob("test_*.py")):
             continue
-        assert (ROOT / "labkit" / rel / "__init__.py").exists(), f"tests/{rel} mirrors no labkit/{rel}"
+        assert (ROOT / "labkit" / rel / "__init__.py").exists(), (
+            f"tests/{rel} mirrors no labkit/{rel}"
+        )

@@ -41,10 +41,12 @@ def test_short_names_are_the_same_modules():
     import labkit.diagnosis.probes
     import labkit.learn.check.ex.a
     import labkit.probes
+
     assert labkit.probes is labkit.diagnosis.probes
     assert labkit.check.ex_a is labkit.learn.check.ex.a
     from labkit.probes import overfit_probe
     from labkit.diagnosis.probes.overfit import overfit_probe as same
+
     assert overfit_probe is same
 
 
@@ -68,5 +70,6 @@ def test_train_and_diagnose_stay_functions_after_submodule_imports():
     import labkit.core.train  # noqa: F401
     import labkit.diagnosis.diagnose  # noqa: F401
     import labkit.diagnosis.zoo.explorer  # noqa: F401
+
     assert callable(labkit.train) and callable(labkit.diagnose)
     assert labkit.train.__module__ == "labkit.bugs.inject"

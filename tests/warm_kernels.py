@@ -50,8 +50,22 @@ import threading
 
 # Variables that a process reads while Python, torch or OpenMP start, or while matplotlib is
 # imported: a kernel that sets one differently from the zygote is started cold.
-STARTUP_VARS = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "ATEN_", "TORCH", "PYTORCH",
-                "PYTHON", "LD_", "CUDA", "NVIDIA", "MALLOC", "MPL")
+STARTUP_VARS = (
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "GOMP_",
+    "OPENBLAS_",
+    "ATEN_",
+    "TORCH",
+    "PYTORCH",
+    "PYTHON",
+    "LD_",
+    "CUDA",
+    "NVIDIA",
+    "MALLOC",
+    "MPL",
+)
 # ... except one that torch writes into os.environ itself when it first needs it, and reads
 # only when it compiles (torch._inductor's cache folder, derived from the user's name).
 LATER_VARS = {"TORCHINDUCTOR_CACHE_DIR"}
@@ -215,7 +229,11 @@ class Zygote:
         self.pid = 0
         self._client = client is not None
         if client is not None:
-            self._path, self.pid, self._startup_env = client["path"], client["pid"], client["startup"]
+            self._path, self.pid, self._startup_env = (
+                client["path"],
+                client["pid"],
+                client["startup"],
+            )
 
     @staticmethod
     def _startup(env: dict) -> dict:
@@ -226,9 +244,13 @@ class Zygote:
         self._path = os.path.join(folder, "socket")
         env = dict(os.environ)
         self._startup_env = self._startup(env)
-        self._proc = subprocess.Popen([sys.executable, "-c", SCRIPT, self._path], env=env,
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      start_new_session=True)  # never in this process's group
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, self._path],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )  # never in this process's group
         poller = select.poll()
         poller.register(self._proc.stdout, select.POLLIN)
         started = poller.poll(300_000)
@@ -270,11 +292,19 @@ class Zygote:
         # as jupyter_client's launcher does (the kernel's own poller watches the zygote, its
         # parent; a client's kernel also watches the client: see `watch` in SCRIPT)
         env = {**env, "JPY_PARENT_PID": str(self.pid)}
-        request = {"module": cmd[2], "args": cmd[3:], "env": env, "cwd": str(kw.get("cwd") or os.getcwd()),
-                   "watch": os.getpid() if self._client else 0}
+        request = {
+            "module": cmd[2],
+            "args": cmd[3:],
+            "env": env,
+            "cwd": str(kw.get("cwd") or os.getcwd()),
+            "watch": os.getpid() if self._client else 0,
+        }
         with open(os.devnull, "rb+") as devnull, socket.socket(socket.AF_UNIX) as conn:
-            fds = [devnull.fileno(), _fd(kw.get("stdout"), 1, devnull.fileno()),
-                   _fd(kw.get("stderr"), 2, devnull.fileno())]
+            fds = [
+                devnull.fileno(),
+                _fd(kw.get("stdout"), 1, devnull.fileno()),
+                _fd(kw.get("stderr"), 2, devnull.fileno()),
+            ]
             conn.connect(self._path)
             socket.send_fds(conn, [json.dumps(request).encode()], fds)
             conn.shutdown(socket.SHUT_WR)
@@ -341,5 +371,7 @@ def client_env() -> dict:
     kernels then start cold) where this process has no zygote, or it is broken or refused."""
     env = {"LABKIT_TEST_WARM_PATH": os.path.dirname(os.path.abspath(__file__))}
     if ZYGOTE is not None and not cold_asked() and ZYGOTE.started():
-        env[SOCKET_VAR] = json.dumps({"path": ZYGOTE._path, "pid": ZYGOTE.pid, "startup": ZYGOTE._startup_env})
+        env[SOCKET_VAR] = json.dumps(
+            {"path": ZYGOTE._path, "pid": ZYGOTE.pid, "startup": ZYGOTE._startup_env}
+        )
     return env

@@ -30,17 +30,24 @@ def from_remote(url: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     remote = argv[0] if argv else "origin"
-    got = subprocess.run(["git", "remote", "get-url", remote], cwd=ROOT, capture_output=True,
-                         text=True)
+    got = subprocess.run(
+        ["git", "remote", "get-url", remote], cwd=ROOT, capture_output=True, text=True
+    )
     if got.returncode != 0:
-        print(f"binder_link: this repository has no git remote {remote!r}; Binder builds from a "
-              "public GitHub repository, so publish it first (git remote add origin "
-              "https://github.com/OWNER/NAME).", file=sys.stderr)
+        print(
+            f"binder_link: this repository has no git remote {remote!r}; Binder builds from a "
+            "public GitHub repository, so publish it first (git remote add origin "
+            "https://github.com/OWNER/NAME).",
+            file=sys.stderr,
+        )
         return 2
     url = from_remote(got.stdout)
     if url is None:
-        print(f"binder_link: remote {remote!r} is {got.stdout.strip()!r}, not on GitHub; "
-              "mybinder.org's gh/ links need a GitHub repository.", file=sys.stderr)
+        print(
+            f"binder_link: remote {remote!r} is {got.stdout.strip()!r}, not on GitHub; "
+            "mybinder.org's gh/ links need a GitHub repository.",
+            file=sys.stderr,
+        )
         return 2
     print(url)
     return 0

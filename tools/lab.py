@@ -28,8 +28,9 @@ from pathlib import Path
 
 LEARNER_VIEW = ("notebooks", "exercises", "examples", "README.md")
 SOLUTIONS = "solutions"
-QUIET_NEWS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
-                                                                "checkForUpdates": False}}
+QUIET_NEWS = {
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}
+}
 
 
 def hidden(root: Path, solutions: bool) -> list[str]:
@@ -37,8 +38,9 @@ def hidden(root: Path, solutions: bool) -> list[str]:
     of the repository that is not the learner's (the names match at any depth)."""
     shown = set(LEARNER_VIEW) | ({SOLUTIONS} if solutions else set())
     own = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~"]
-    return own + sorted(p.name for p in root.iterdir()
-                        if p.name not in shown and not p.name.startswith("."))
+    return own + sorted(
+        p.name for p in root.iterdir() if p.name not in shown and not p.name.startswith(".")
+    )
 
 
 def server_env(environ=os.environ) -> dict:
@@ -49,23 +51,34 @@ def server_env(environ=os.environ) -> dict:
     return {**environ, "PATH": os.pathsep.join([bin_dir, *rest]), "VIRTUAL_ENV": sys.prefix}
 
 
-def lab_command(notebook: str, *, port: int, token: str, open_browser: bool,
-                solutions: bool = False) -> list[str]:
-    cmd = [sys.executable, "-m", "jupyterlab", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
-           "--LabApp.news_url=None", "--ServerApp.port_retries=0"]
+def lab_command(
+    notebook: str, *, port: int, token: str, open_browser: bool, solutions: bool = False
+) -> list[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        f"--IdentityProvider.token={token}",
+        "--LabApp.news_url=None",
+        "--ServerApp.port_retries=0",
+    ]
     if not open_browser:
         cmd.append("--no-browser")
     if os.getuid() == 0:  # Jupyter refuses to run as root without it
         cmd.append("--allow-root")
     # Serve the repository, listing only the learner's view, and open the notebook.
     root = Path.cwd()
-    cmd += [f"--ServerApp.root_dir={root}", f"--LabApp.default_url=/lab/tree/{notebook}",
-            f"--ContentsManager.hide_globs={json.dumps(hidden(root, solutions))}",
-            # The learner's own shell, not a login shell: a login shell (what Jupyter picks
-            # when its output is not a terminal) reads /etc/profile, which resets PATH.
-            "--ServerApp.terminado_settings=" + json.dumps(
-                {"shell_command": [os.environ.get("SHELL") or "/bin/sh"]})]
+    cmd += [
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.default_url=/lab/tree/{notebook}",
+        f"--ContentsManager.hide_globs={json.dumps(hidden(root, solutions))}",
+        # The learner's own shell, not a login shell: a login shell (what Jupyter picks
+        # when its output is not a terminal) reads /etc/profile, which resets PATH.
+        "--ServerApp.terminado_settings="
+        + json.dumps({"shell_command": [os.environ.get("SHELL") or "/bin/sh"]}),
+    ]
     return cmd
 
 
@@ -97,31 +110,51 @@ def main(argv: list[str]) -> int:
         return 2
     port_text = os.environ.get("PORT", "8888")
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        print(f"tools/lab.py: PORT={port_text!r} is not a port; use a number from 1 to 65535.",
-              file=sys.stderr)
+        print(
+            f"tools/lab.py: PORT={port_text!r} is not a port; use a number from 1 to 65535.",
+            file=sys.stderr,
+        )
         return 2
     port = int(port_text)
     quiet_news()
     solutions = os.environ.get("SOLUTIONS", "") not in ("", "0")
-    cmd = lab_command(notebook, port=port, token=token, open_browser="--no-browser" not in argv,
-                      solutions=solutions)
-    print(f"Starting JupyterLab on 127.0.0.1:{port} (token required); its terminals have "
-          f"{Path(sys.executable).parent} first on PATH, so `labkit` works there"
-          + ("; solutions/ is listed" if solutions else
-             "; solutions/ is not listed (SOLUTIONS=1 make lab lists it)") + "...", flush=True)
+    cmd = lab_command(
+        notebook,
+        port=port,
+        token=token,
+        open_browser="--no-browser" not in argv,
+        solutions=solutions,
+    )
+    print(
+        f"Starting JupyterLab on 127.0.0.1:{port} (token required); its terminals have "
+        f"{Path(sys.executable).parent} first on PATH, so `labkit` works there"
+        + (
+            "; solutions/ is listed"
+            if solutions
+            else "; solutions/ is not listed (SOLUTIONS=1 make lab lists it)"
+        )
+        + "...",
+        flush=True,
+    )
     proc = subprocess.Popen(cmd, env=server_env())
     # `kill` or a test's terminate() reaches this launcher: pass it on, leave no server behind.
     signal.signal(signal.SIGTERM, lambda *_: proc.terminate())  # the wait below then returns
     started = time.monotonic()
     while not answers(f"http://127.0.0.1:{port}/api/status?token={token}"):
         if proc.poll() is not None:
-            print(f"JupyterLab stopped (exit {proc.returncode}) before it answered; is port "
-                  f"{port} taken? Try PORT=8899 make lab.", file=sys.stderr)
+            print(
+                f"JupyterLab stopped (exit {proc.returncode}) before it answered; is port "
+                f"{port} taken? Try PORT=8899 make lab.",
+                file=sys.stderr,
+            )
             return 1
         time.sleep(0.25)
-    print(f"JupyterLab is ready after {time.monotonic() - started:.0f} s. Open:\n\n"
-          f"    http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}\n\n"
-          "Press Ctrl-C to stop it.", flush=True)
+    print(
+        f"JupyterLab is ready after {time.monotonic() - started:.0f} s. Open:\n\n"
+        f"    http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}\n\n"
+        "Press Ctrl-C to stop it.",
+        flush=True,
+    )
     try:
         return proc.wait()
     except KeyboardInterrupt:

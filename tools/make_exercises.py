@@ -39,8 +39,16 @@ KEEP = "# keep"
 OWN_STUB = "# stub: "
 MARKERISH = re.compile(r"^\s*#+\s*(begin|end)\b.*", re.IGNORECASE)
 KEEPISH = re.compile(r"#+\s*keep\s*$", re.IGNORECASE)
-KNOWN_TAGS = {"solution", "parameters", "injected-parameters", "raises-exception", "hide-input",
-              "nbval-skip", "nbval-check-output", "nbval-ignore-output"}
+KNOWN_TAGS = {
+    "solution",
+    "parameters",
+    "injected-parameters",
+    "raises-exception",
+    "hide-input",
+    "nbval-skip",
+    "nbval-check-output",
+    "nbval-ignore-output",
+}
 STUB = 'raise NotImplementedError("Replace this line with your answer, then run the cell.")'
 ANSWER_STUB = "_Your answer here._"
 
@@ -61,16 +69,20 @@ def kept_lines(source: str, where: str) -> list[str]:
         if line.endswith(KEEP):
             kept.append(line[: -len(KEEP)].rstrip())
         elif KEEPISH.search(line):
-            raise MarkerError(f"{where}: {line.strip()!r} ends in a keep marker that is not "
-                              f"exactly {KEEP!r}; write {KEEP!r} to keep the line in the exercise.")
+            raise MarkerError(
+                f"{where}: {line.strip()!r} ends in a keep marker that is not "
+                f"exactly {KEEP!r}; write {KEEP!r} to keep the line in the exercise."
+            )
     return kept
 
 
 def _refuse_stray_keep(source: str, where: str) -> None:
     for line in source.splitlines():
         if KEEPISH.search(line.rstrip()):
-            raise MarkerError(f"{where}: {line.strip()!r} ends in {KEEP!r} outside a cell tagged "
-                              "'solution', where it means nothing and would show in the exercise.")
+            raise MarkerError(
+                f"{where}: {line.strip()!r} ends in {KEEP!r} outside a cell tagged "
+                "'solution', where it means nothing and would show in the exercise."
+            )
 
 
 def strip_code(source: str, where: str, stub: bool = True) -> str:
@@ -88,8 +100,9 @@ def strip_code(source: str, where: str, stub: bool = True) -> str:
         if MARKERISH.match(line):
             guess = difflib.get_close_matches(stripped.upper(), [BEGIN, END], n=1, cutoff=0.5)
             hint = f" Did you mean {guess[0]!r}?" if guess else ""
-            raise MarkerError(f"{where}: unknown marker {stripped!r}; markers are "
-                              f"{BEGIN!r} and {END!r}.{hint}")
+            raise MarkerError(
+                f"{where}: unknown marker {stripped!r}; markers are {BEGIN!r} and {END!r}.{hint}"
+            )
         if not inside:
             out.append(line)
     if inside:
@@ -109,14 +122,19 @@ def make_exercise(nb, path: Path):
                 raise MarkerError(f"{_where(path, i)}: unknown cell tag {tag!r}.{hint}")
         if cell.cell_type == "code":
             if "solution" in tags:
-                own = [line.strip()[len(OWN_STUB):] for line in cell.source.splitlines()
-                       if line.strip().startswith(OWN_STUB)]
-                cell.source = "\n".join(kept_lines(cell.source, _where(path, i))
-                                        + (own or STUB.splitlines()))
+                own = [
+                    line.strip()[len(OWN_STUB) :]
+                    for line in cell.source.splitlines()
+                    if line.strip().startswith(OWN_STUB)
+                ]
+                cell.source = "\n".join(
+                    kept_lines(cell.source, _where(path, i)) + (own or STUB.splitlines())
+                )
             else:
                 _refuse_stray_keep(cell.source, _where(path, i))
-                cell.source = strip_code(cell.source, _where(path, i),
-                                         stub="parameters" not in tags)
+                cell.source = strip_code(
+                    cell.source, _where(path, i), stub="parameters" not in tags
+                )
             cell.outputs, cell.execution_count = [], None
         elif "solution" in tags:
             cell.source = ANSWER_STUB
@@ -128,8 +146,9 @@ def make_exercise(nb, path: Path):
     return nb
 
 
-def generate(src_dir: Path = ROOT / "solutions", dst_dir: Path = ROOT / "exercises",
-             check: bool = False) -> list[str]:
+def generate(
+    src_dir: Path = ROOT / "solutions", dst_dir: Path = ROOT / "exercises", check: bool = False
+) -> list[str]:
     """Write (or with check=True, compare) one exercise per solution; returns stale names."""
     stale = []
     dst_dir.mkdir(exist_ok=True)
@@ -159,8 +178,10 @@ def main(argv) -> int:
         print(f"make_exercises: {exc}", file=sys.stderr)
         return 2
     if check and stale:
-        print(f"exercises/ is out of date for: {', '.join(stale)}; run `make exercises`.",
-              file=sys.stderr)
+        print(
+            f"exercises/ is out of date for: {', '.join(stale)}; run `make exercises`.",
+            file=sys.stderr,
+        )
         return 1
     print(("checked" if check else "wrote") + f" exercises ({len(stale)} changed)")
     return 0

@@ -33,21 +33,42 @@ sys.path.insert(0, str(ROOT))
 from cpu_paths import PATHS  # noqa: E402
 from labkit.diagnosis.own.margins import distance as margin_distance  # noqa: E402
 
-PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+PYTHON = (
+    str(ROOT / ".venv" / "bin" / "python")
+    if (ROOT / ".venv" / "bin" / "python").exists()
+    else sys.executable
+)
 # The test files that train and assert a number or a verdict on it, and the executed
 # notebooks; the rest (the store, the CLI's words, the widgets, the browser) compute nothing
 # a CPU path could move.
-NUMERIC = ["tests/reference", "solutions", "tests/diagnosis", "tests/setups", "tests/lab15",
-           "tests/learn/check", "tests/bugs/test_bugs.py", "tests/core/test_train.py",
-           "tests/core/watch", "tests/learn/test_gallery.py", "tests/learn/test_curves.py",
-           "tests/learn/test_lessons.py", "tests/learn/drill/test_drill.py",
-           "tests/forecast/test_forecast.py", "tests/forecast/test_calibration.py",
-           "tests/core/test_run.py", "tests/core/test_metrics.py", "tests/core/test_lightning.py"]
+NUMERIC = [
+    "tests/reference",
+    "solutions",
+    "tests/diagnosis",
+    "tests/setups",
+    "tests/lab15",
+    "tests/learn/check",
+    "tests/bugs/test_bugs.py",
+    "tests/core/test_train.py",
+    "tests/core/watch",
+    "tests/learn/test_gallery.py",
+    "tests/learn/test_curves.py",
+    "tests/learn/test_lessons.py",
+    "tests/learn/drill/test_drill.py",
+    "tests/forecast/test_forecast.py",
+    "tests/forecast/test_calibration.py",
+    "tests/core/test_run.py",
+    "tests/core/test_metrics.py",
+    "tests/core/test_lightning.py",
+]
 
 
 def _env(path: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ATEN_CPU", "MKL_", "ONEDNN_", "DNNL_", "OMP_NUM"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ATEN_CPU", "MKL_", "ONEDNN_", "DNNL_", "OMP_NUM"))
+    }
     env.update(PATHS[path][0])
     return env
 
@@ -59,19 +80,43 @@ def _threads(path: str) -> int:
 def run_tests(path: str, out: Path, patterns=NUMERIC) -> dict:
     """pytest over `patterns` (NUMERIC) under `path`; its counts from the junit file."""
     import glob
+
     files = sorted({f for pattern in patterns for f in glob.glob(str(ROOT / pattern))})
     cores = os.cpu_count() or 1
     workers = max(1, cores // _threads(path))
     junit = out / f"tests-{path}.xml"
     started = time.time()
-    proc = subprocess.run([PYTHON, "-m", "pytest", "-q", "-n", str(workers), "-m", "not browser",
-                           f"--junitxml={junit}", *files], cwd=ROOT, env=_env(path),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            str(workers),
+            "-m",
+            "not browser",
+            f"--junitxml={junit}",
+            *files,
+        ],
+        cwd=ROOT,
+        env=_env(path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     (out / f"tests-{path}.log").write_text(proc.stdout)
-    counts = {"run": 0, "passed": 0, "failed": 0, "skipped": 0, "failures": [],
-              "seconds": round(time.time() - started)}
+    counts = {
+        "run": 0,
+        "passed": 0,
+        "failed": 0,
+        "skipped": 0,
+        "failures": [],
+        "seconds": round(time.time() - started),
+    }
     if junit.exists():
         import xml.etree.ElementTree as ET
+
         for case in ET.parse(junit).iter("testcase"):
             counts["run"] += 1
             kinds = {child.tag for child in case}
@@ -90,8 +135,14 @@ def run_notebooks(path: str, out: Path) -> Path:
     """Executed copies of every checked notebook under `path` (tools/notebook_margins.py)."""
     target = out / f"notebooks-{path}"
     started = time.time()
-    proc = subprocess.run([PYTHON, str(ROOT / "tools" / "notebook_margins.py"), "execute", str(target)], cwd=ROOT,
-                          env=_env(path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(
+        [PYTHON, str(ROOT / "tools" / "notebook_margins.py"), "execute", str(target)],
+        cwd=ROOT,
+        env=_env(path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     (out / f"notebooks-{path}.log").write_text(proc.stdout)
     print(f"  notebooks executed on {path}: {time.time() - started:.0f} s", flush=True)
     return target
@@ -101,9 +152,14 @@ def run_setups(path: str, out: Path) -> list[dict]:
     rows = out / f"setups-{path}.json"
     jobs = max(1, (os.cpu_count() or 1) // _threads(path))
     started = time.time()
-    proc = subprocess.run([PYTHON, "-m", "own_setups.score_all", "--jobs", str(jobs), "--json", str(rows)],
-                          cwd=ROOT / "tests", env=_env(path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+    proc = subprocess.run(
+        [PYTHON, "-m", "own_setups.score_all", "--jobs", str(jobs), "--json", str(rows)],
+        cwd=ROOT / "tests",
+        env=_env(path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     (out / f"setups-{path}.log").write_text(proc.stdout)
     print(f"  setups on {path}: {time.time() - started:.0f} s", flush=True)
     return json.loads(rows.read_text()) if rows.exists() else []
@@ -136,18 +192,30 @@ def margins(by_path: dict[str, list[dict]]) -> list[dict]:
         entries = list(per_path.values())
         values = [e["value"] for e in entries]
         limit = entries[0]["limit"]
-        if limit is None or any(v is None or not math.isfinite(v) for v in values) or not math.isfinite(limit):
+        if (
+            limit is None
+            or any(v is None or not math.isfinite(v) for v in values)
+            or not math.isfinite(limit)
+        ):
             continue
         distance = min(margin_distance(e) for e in entries)  # labkit's own reading, per path
         if entries[0].get("log") and limit > 0 and all(v > 0 for v in values):
             spread = math.log(max(values) / min(values))  # a factor: on a log scale
         else:
             spread = (max(values) - min(values)) / max(abs(limit), 1e-12)
-        out.append({"setup": f"{key[0]}/{key[1]}", "comparison": key[2], "seed": key[3], "limit": limit,
-                    "values": {p: e["value"] for p, e in per_path.items()},
-                    "outcomes": {p: e["outcome"] for p, e in per_path.items()},
-                    "distance": distance, "spread": spread,
-                    "ratio": distance / spread if spread > 0 else math.inf})
+        out.append(
+            {
+                "setup": f"{key[0]}/{key[1]}",
+                "comparison": key[2],
+                "seed": key[3],
+                "limit": limit,
+                "values": {p: e["value"] for p, e in per_path.items()},
+                "outcomes": {p: e["outcome"] for p, e in per_path.items()},
+                "distance": distance,
+                "spread": spread,
+                "ratio": distance / spread if spread > 0 else math.inf,
+            }
+        )
     return sorted(out, key=lambda m: m["ratio"])
 
 
@@ -156,22 +224,32 @@ def main(argv=None) -> int:
     ap.add_argument("--paths", default=",".join(PATHS))
     ap.add_argument("--only", choices=("setups", "tests"))
     ap.add_argument("--out", default=str(ROOT / ".portability"))
-    ap.add_argument("--tests", help="comma-separated test paths or globs instead of the numeric set")
-    ap.add_argument("--reuse", action="store_true",
-                    help="keep the results a path already has in --out (a run cut short goes on)")
+    ap.add_argument(
+        "--tests", help="comma-separated test paths or globs instead of the numeric set"
+    )
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the results a path already has in --out (a run cut short goes on)",
+    )
     args = ap.parse_args(argv)
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     unknown = [p for p in paths if p not in PATHS]
     if unknown:
-        print(f"portability: --paths names {', '.join(unknown)}, which tools/cpu_paths.py does not define; "
-              f"paths are {', '.join(PATHS)}", file=sys.stderr)
+        print(
+            f"portability: --paths names {', '.join(unknown)}, which tools/cpu_paths.py does not define; "
+            f"paths are {', '.join(PATHS)}",
+            file=sys.stderr,
+        )
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tests, setups, executed = {}, {}, []
     for path in paths:
-        print(f"portability: path {path}: {' '.join(f'{k}={v}' for k, v in PATHS[path][0].items()) or '(nothing set)'}",
-              flush=True)
+        print(
+            f"portability: path {path}: {' '.join(f'{k}={v}' for k, v in PATHS[path][0].items()) or '(nothing set)'}",
+            flush=True,
+        )
         kept = out / f"tests-{path}.json"
         if args.only != "setups" and args.reuse and kept.exists():
             tests[path] = json.loads(kept.read_text())
@@ -181,8 +259,11 @@ def main(argv=None) -> int:
             tests[path] = run_tests(path, out, args.tests.split(",") if args.tests else NUMERIC)
             kept.write_text(json.dumps(tests[path]))
             t = tests[path]
-            print(f"  tests on {path}: {t['run']} run, {t['passed']} passed, {t['failed']} failed, "
-                  f"{t['skipped']} skipped, {t['seconds']} s", flush=True)
+            print(
+                f"  tests on {path}: {t['run']} run, {t['passed']} passed, {t['failed']} failed, "
+                f"{t['skipped']} skipped, {t['seconds']} s",
+                flush=True,
+            )
             for f in t["failures"]:
                 print(f"    FAILED {f}")
             executed.append(run_notebooks(path, out))
@@ -192,14 +273,18 @@ def main(argv=None) -> int:
         elif args.only != "tests":
             setups[path] = run_setups(path, out)
     differ = verdicts_differ(setups) if setups else {}
-    print("\n| path | tests run | passed | failed | setups triaged | verdicts that differ from the others |")
+    print(
+        "\n| path | tests run | passed | failed | setups triaged | verdicts that differ from the others |"
+    )
     print("|---|---|---|---|---|---|")
     for path in paths:
         t = tests.get(path, {})
         n = len(setups.get(path, []))
         d = sum(1 for got in differ.values() if path in got)
-        print(f"| {path} | {t.get('run', '-')} | {t.get('passed', '-')} | {t.get('failed', '-')} | {n or '-'} | "
-              f"{d if setups else '-'} |")
+        print(
+            f"| {path} | {t.get('run', '-')} | {t.get('passed', '-')} | {t.get('failed', '-')} | {n or '-'} | "
+            f"{d if setups else '-'} |"
+        )
     for name, got in sorted(differ.items()):
         print(f"  differs: {name}: " + "; ".join(f"{p}: {s} {k}" for p, (s, k) in got.items()))
     ok = all(t.get("rc") == 0 for t in tests.values()) and not differ
@@ -208,18 +293,36 @@ def main(argv=None) -> int:
         (out / "margins.json").write_text(json.dumps(ms, indent=1, default=str))
         risky = [m for m in ms if m["ratio"] < 1]
         moved = [m for m in ms if m["spread"] > 0]
-        print(f"\nmargins: {len(ms)} threshold comparisons matched across {len(setups)} paths; "
-              f"{len(moved)} moved between paths; {len(risky)} moved further than they sit from their limit")
+        print(
+            f"\nmargins: {len(ms)} threshold comparisons matched across {len(setups)} paths; "
+            f"{len(moved)} moved between paths; {len(risky)} moved further than they sit from their limit"
+        )
         for m in ms[:12]:
-            print(f"  {m['setup']} {m['comparison']} seed {m['seed']}: distance {m['distance']:.2e}, "
-                  f"spread {m['spread']:.2e} (x{m['ratio']:.2g}); limit {m['limit']:.4g}, values "
-                  + ", ".join(f"{p} {v:.6g}" for p, v in m["values"].items()))
+            print(
+                f"  {m['setup']} {m['comparison']} seed {m['seed']}: distance {m['distance']:.2e}, "
+                f"spread {m['spread']:.2e} (x{m['ratio']:.2g}); limit {m['limit']:.4g}, values "
+                + ", ".join(f"{p} {v:.6g}" for p, v in m["values"].items())
+            )
         ok = ok and not risky
     if len(executed) > 1:
-        print("\nnotebooks: the checked numbers' room before their two compared digits change, against "
-              "their spread between paths", flush=True)
-        ok = subprocess.run([PYTHON, str(ROOT / "tools" / "notebook_margins.py"), "compare",
-                             *map(str, executed)], cwd=ROOT).returncode == 0 and ok
+        print(
+            "\nnotebooks: the checked numbers' room before their two compared digits change, against "
+            "their spread between paths",
+            flush=True,
+        )
+        ok = (
+            subprocess.run(
+                [
+                    PYTHON,
+                    str(ROOT / "tools" / "notebook_margins.py"),
+                    "compare",
+                    *map(str, executed),
+                ],
+                cwd=ROOT,
+            ).returncode
+            == 0
+            and ok
+        )
     print(f"\nportability: {'passed' if ok else 'FAILED'} ({out})")
     return 0 if ok else 1
 

@@ -48,8 +48,11 @@ def strip(nb) -> None:
 
 def code_of(nb) -> list[str]:
     """The code the learner runs: every code cell but papermill's injected parameters."""
-    return [c.source for c in nb.cells if c.cell_type == "code"
-            and "injected-parameters" not in c.metadata.get("tags", [])]
+    return [
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
+    ]
 
 
 TIMING = "labkit_timing"  # cell metadata: seconds, and when its first output came
@@ -72,11 +75,21 @@ def execute_timed(nb, cwd: str) -> None:
         took = time.monotonic() - client._started[cell_index]
         first = client._first.get(cell_index)
         if took > 1.0:  # the fast cells stay as they were, so a rebuild changes little
-            cell.metadata[TIMING] = {"seconds": round(took, 1), "first_output_s":
-                                     None if first is None else round(first - client._started[cell_index], 2)}
+            cell.metadata[TIMING] = {
+                "seconds": round(took, 1),
+                "first_output_s": None
+                if first is None
+                else round(first - client._started[cell_index], 2),
+            }
 
-    client = Timed(nb, kernel_name="python3", timeout=600, on_cell_execute=start,
-                   on_cell_executed=done, resources={"metadata": {"path": cwd}})
+    client = Timed(
+        nb,
+        kernel_name="python3",
+        timeout=600,
+        on_cell_execute=start,
+        on_cell_executed=done,
+        resources={"metadata": {"path": cwd}},
+    )
     client._started, client._first = {}, {}
     with tempfile.TemporaryDirectory(prefix="labkit-ref-") as home:  # a fresh learner store
         client.execute(env={**os.environ, "LABKIT_HOME": home})
@@ -85,6 +98,7 @@ def execute_timed(nb, cwd: str) -> None:
 def build(name: str) -> float:
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
+
     started = time.perf_counter()
     src = LEARNER / name
     REFERENCE.mkdir(parents=True, exist_ok=True)
@@ -106,6 +120,7 @@ def build(name: str) -> float:
 def time_solutions() -> None:
     """Execute a copy of each solution with timing; note the timing in the committed one."""
     import copy
+
     for i, path in enumerate(sorted((ROOT / "solutions").glob("*.ipynb")), 1):
         print(f"[{i}] {path.name} ...", end=" ", flush=True)
         started = time.perf_counter()
@@ -123,11 +138,17 @@ def time_solutions() -> None:
 def problems(name: str) -> list[str]:
     learner = nbformat.read(LEARNER / name, as_version=4)
     out = []
-    if any(c.get("outputs") or c.get("execution_count") for c in learner.cells if c.cell_type == "code"):
-        out.append(f"notebooks/{name} ships outputs; a learner would see results before forecasting")
+    if any(
+        c.get("outputs") or c.get("execution_count") for c in learner.cells if c.cell_type == "code"
+    ):
+        out.append(
+            f"notebooks/{name} ships outputs; a learner would see results before forecasting"
+        )
     if "widgets" in learner.metadata:
-        out.append(f"notebooks/{name} ships saved widget views; a stale panel would show before "
-                   "any cell runs")
+        out.append(
+            f"notebooks/{name} ships saved widget views; a stale panel would show before "
+            "any cell runs"
+        )
     ref_path = REFERENCE / name
     if not ref_path.exists():
         out.append(f"tests/reference/{name} is missing")
@@ -140,7 +161,9 @@ def main(argv: list[str]) -> int:
     if "--solutions" in argv:
         time_solutions()
         return 0
-    names = [a for a in argv if not a.startswith("--")] or sorted(p.name for p in LEARNER.glob("*.ipynb"))
+    names = [a for a in argv if not a.startswith("--")] or sorted(
+        p.name for p in LEARNER.glob("*.ipynb")
+    )
     unknown = [n for n in names if not (LEARNER / n).exists()]
     if unknown:
         print(f"references: no notebook {', '.join(unknown)} in notebooks/", file=sys.stderr)

@@ -26,21 +26,52 @@ import time
 
 # What a JupyterLab session imports: the server and its extensions, a kernel, the widgets,
 # torch and every labkit module.
-LAB = ["torch", "torch.optim", "torch.nn.functional", "matplotlib.pyplot",
-       "jupyterlab.labapp", "jupyter_server.serverapp", "jupyter_lsp", "jupyter_server_terminals",
-       "notebook_shim", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
-       "IPython", "IPython.display", "matplotlib_inline.backend_inline", "ipywidgets", "anywidget"]
+LAB = [
+    "torch",
+    "torch.optim",
+    "torch.nn.functional",
+    "matplotlib.pyplot",
+    "jupyterlab.labapp",
+    "jupyter_server.serverapp",
+    "jupyter_lsp",
+    "jupyter_server_terminals",
+    "notebook_shim",
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "IPython",
+    "IPython.display",
+    "matplotlib_inline.backend_inline",
+    "ipywidgets",
+    "anywidget",
+]
 # What every test worker imports on top: the runners, notebook execution, the browser driver.
 # Not transformers or TensorBoard: one process each imports them, so compiling them here
 # would only move their cost (8 s for GPT-2) into the install.
-TEST = ["pytest", "xdist", "xdist.remote", "execnet", "nbval.plugin", "nbval.kernel", "papermill",
-        "papermill.parameterize", "papermill.iorw", "nbclient", "nbformat", "playwright.sync_api"]
+TEST = [
+    "pytest",
+    "xdist",
+    "xdist.remote",
+    "execnet",
+    "nbval.plugin",
+    "nbval.kernel",
+    "papermill",
+    "papermill.parameterize",
+    "papermill.iorw",
+    "nbclient",
+    "nbformat",
+    "playwright.sync_api",
+]
 
 
 def labkit_modules() -> list[str]:
     import labkit
-    return ["labkit"] + [m.name for m in pkgutil.walk_packages(labkit.__path__, "labkit.")
-                         if not m.name.endswith("__main__")]
+
+    return ["labkit"] + [
+        m.name
+        for m in pkgutil.walk_packages(labkit.__path__, "labkit.")
+        if not m.name.endswith("__main__")
+    ]
 
 
 def warm(names: list[str]) -> tuple[int, list[str]]:
@@ -57,17 +88,24 @@ def warm(names: list[str]) -> tuple[int, list[str]]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or argv[0] not in ("lab", "test"):
-        print("usage: python tools/warm_bytecode.py lab|test  (which install's modules to compile)",
-              file=sys.stderr)
+        print(
+            "usage: python tools/warm_bytecode.py lab|test  (which install's modules to compile)",
+            file=sys.stderr,
+        )
         return 2
     sys.dont_write_bytecode = False
     started = time.perf_counter()
     names = LAB + labkit_modules() if argv[0] == "lab" else TEST
     done, skipped = warm(names)
-    print(f"labkit: compiled the {done} modules the {argv[0]} imports, and what they import, "
-          f"in {time.perf_counter() - started:.0f} s"
-          + (f"; skipped, as they need what is not installed: {', '.join(skipped)}"
-             if skipped else ""))
+    print(
+        f"labkit: compiled the {done} modules the {argv[0]} imports, and what they import, "
+        f"in {time.perf_counter() - started:.0f} s"
+        + (
+            f"; skipped, as they need what is not installed: {', '.join(skipped)}"
+            if skipped
+            else ""
+        )
+    )
     return 0
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-PER_WORKER = 1.5 * 2 ** 30  # bytes a worker may need at its peak
+PER_WORKER = 1.5 * 2**30  # bytes a worker may need at its peak
 
 
 def cores() -> int:
@@ -51,4 +51,5 @@ def workers(spare: int = 1) -> int:
 
 if __name__ == "__main__":
     import sys
+
     print(workers(0 if sys.argv[1:] == ["--no-spare"] else 1))

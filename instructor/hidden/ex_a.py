@@ -15,8 +15,10 @@ from labkit.learn.check._base import CheckFailed, answer_check
 def ex_a_hidden_order(steps_to):
     """The detached run reaches loss 2.0 later than the healthy one."""
     if not steps_to["detached"] > steps_to["healthy"]:
-        raise CheckFailed("A run whose backbone never learns cannot reach loss 2.0 sooner than "
-                          "the healthy one; recount the steps in steps_to_2.")
+        raise CheckFailed(
+            "A run whose backbone never learns cannot reach loss 2.0 sooner than "
+            "the healthy one; recount the steps in steps_to_2."
+        )
     return "ok: detached later than healthy"
 
 
@@ -25,8 +27,10 @@ def ex_a_hidden_deeper(groups, run):
     """Exactly the groups the deeper run leaves without a gradient at every step."""
     never = {g for g in run.groups if all(v is None for v in run.table[f"grad_norm/{g}"])}
     if set(groups) != never:
-        raise CheckFailed("The groups named are not the ones whose grad_norm is None at every "
-                          "step of the deeper run.")
+        raise CheckFailed(
+            "The groups named are not the ones whose grad_norm is None at every "
+            "step of the deeper run."
+        )
     return "ok"
 
 

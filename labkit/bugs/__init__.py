@@ -19,15 +19,23 @@ from ..errors import suggest
 
 _MODULES = {
     # the eight named in the course
-    "detach": "h1.detach", "missing_optimizer_params": "h1.missing.optimizer_params",
-    "zero_lr": "h1.zero_lr", "double_shift": "h2.double_shift",
-    "padding_in_loss": "h1.padding_in_loss", "all_masked_labels": "h2.all_masked_labels",
-    "fp16_overflow": "h1.fp16_overflow", "wrong_logging_divisor": "h3.wrong_logging_divisor",
+    "detach": "h1.detach",
+    "missing_optimizer_params": "h1.missing.optimizer_params",
+    "zero_lr": "h1.zero_lr",
+    "double_shift": "h2.double_shift",
+    "padding_in_loss": "h1.padding_in_loss",
+    "all_masked_labels": "h2.all_masked_labels",
+    "fp16_overflow": "h1.fp16_overflow",
+    "wrong_logging_divisor": "h3.wrong_logging_divisor",
     # more that people ship
-    "lr_too_high": "h1.lr_too_high", "missing_step": "h1.missing.step",
-    "loss_from_item": "h1.loss_from_item", "double_softmax": "h1.double_softmax",
-    "missing_zero_grad": "h1.missing.zero_grad", "shuffled_labels": "h2.shuffled_labels",
-    "constant_inputs": "h2.constant_inputs", "nan_in_inputs": "h2.nan_in_inputs",
+    "lr_too_high": "h1.lr_too_high",
+    "missing_step": "h1.missing.step",
+    "loss_from_item": "h1.loss_from_item",
+    "double_softmax": "h1.double_softmax",
+    "missing_zero_grad": "h1.missing.zero_grad",
+    "shuffled_labels": "h2.shuffled_labels",
+    "constant_inputs": "h2.constant_inputs",
+    "nan_in_inputs": "h2.nan_in_inputs",
     "stale_log": "h3.stale_log",
 }
 

@@ -39,14 +39,21 @@ class Trainer(core_train.Trainer):
     ``Trainer(bug="detach", seed=1).run()`` is ``train(bug="detach", seed=1)``.
     """
 
-    def __init__(self, config: Config | None = None, *, bug: str | None = None,
-                 seams: Seams | None = None, **settings):
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        bug: str | None = None,
+        seams: Seams | None = None,
+        **settings,
+    ):
         config, seams, name = resolve(config, bug, seams, settings)
         super().__init__(config, seams=seams, bug=name)
 
 
-def train(config: Config | None = None, *, bug: str | None = None, seams: Seams | None = None,
-          **settings) -> Run:
+def train(
+    config: Config | None = None, *, bug: str | None = None, seams: Seams | None = None, **settings
+) -> Run:
     """Train the reference setup and return its `Run`.
 
     ``train()`` trains the healthy classifier; ``train(task="lm", seed=1)`` changes

@@ -25,7 +25,9 @@ def _add_run(sub):
     p.add_argument("--task", help="classify (MLP, 10 blobs; the default) or lm (tiny causal LM)")
     p.add_argument("--seed", type=int, help="default 0")
     p.add_argument("--steps", type=int, help="default 200")
-    p.add_argument("--lr", type=float, default=None, help="default: 0.1 for classify (SGD), 3e-3 for lm (Adam)")
+    p.add_argument(
+        "--lr", type=float, default=None, help="default: 0.1 for classify (SGD), 3e-3 for lm (Adam)"
+    )
     p.add_argument("--precision", help="fp32 (default) or fp16 (autocast + GradScaler)")
     p.add_argument("--bug", default=None, help="inject a bug from `labkit bugs`")
     add_json(p, "the Run (labkit.run/1)")
@@ -34,8 +36,14 @@ def _add_run(sub):
 
 def cmd_run(args) -> int:
     from ..bugs.inject import train
-    given = {"task": args.task, "seed": args.seed, "steps": args.steps, "lr": args.lr,
-             "precision": args.precision}
+
+    given = {
+        "task": args.task,
+        "seed": args.seed,
+        "steps": args.steps,
+        "lr": args.lr,
+        "precision": args.precision,
+    }
     run = train(bug=args.bug, **{k: v for k, v in given.items() if v is not None})
     target = args.json
     if target is None:  # labkit 0.1 printed the Run with no --json
@@ -54,6 +62,7 @@ def _add_bugs(sub):
 
 def cmd_bugs(args) -> int:
     from ..bugs import BUGS, SYSTEMS
+
     keys = ("name", "system", "stage", "symptom", "mechanism", "exercise", "seam", "variants")
     listed = [{k: b.as_dict()[k] for k in keys} for b in BUGS.values()]
     if args.json is BARE:  # labkit 0.1: a flag that printed the bare list
@@ -84,15 +93,26 @@ def _seeds(text: str) -> tuple[int, int]:
 
 def _add_triage(sub):
     p = sub.add_parser("triage", help="run the H3 -> H2 -> H1 triage and print the paper form")
-    p.add_argument("--bug", default=None, help="a bug from `labkit bugs`; omit for the healthy setup")
-    p.add_argument("--setup", default=None, metavar="FILE.py:CLASS",
-                   help="triage your own code: a class with make_model, make_optimizer, batches, "
-                        "loss_fn and train (see README, 'Triage your own training code')")
+    p.add_argument(
+        "--bug", default=None, help="a bug from `labkit bugs`; omit for the healthy setup"
+    )
+    p.add_argument(
+        "--setup",
+        default=None,
+        metavar="FILE.py:CLASS",
+        help="triage your own code: a class with make_model, make_optimizer, batches, "
+        "loss_fn and train (see README, 'Triage your own training code')",
+    )
     p.add_argument("--task", default=None, help="classify or lm (healthy setup only)")
     p.add_argument("--seeds", type=_seeds, default=(0, 1), help="two seeds (default 0,1)")
     add_json(p, "the triage record (labkit.triage/1)")
-    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="with --setup: the time your train() calls may take together (default 600)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --setup: the time your train() calls may take together (default 600)",
+    )
     p.set_defaults(func=cmd_triage)
 
 
@@ -100,13 +120,18 @@ def cmd_triage(args) -> int:
     from ..bugs import get_bug
     from ..core.config import Config
     from ..diagnosis.diagnose import diagnose
+
     if args.setup is not None:
         from ..diagnosis.own.step1_capture.budget import check_budget
+
         check_budget(args.budget, "--budget")  # before the learner's file is loaded
         if args.bug or args.task:
-            raise ValueError("--setup triages your own code; it cannot be combined with --bug or --task.")
+            raise ValueError(
+                "--setup triages your own code; it cannot be combined with --bug or --task."
+            )
         from contextlib import redirect_stdout
         from ..diagnosis.own.step1_capture.setup import load
+
         try:  # with --json -, stdout holds one JSON document: what the setup prints goes to stderr
             with redirect_stdout(human(args.json)):
                 record = diagnose(load(args.setup), seeds=args.seeds, budget_s=args.budget)
@@ -114,12 +139,16 @@ def cmd_triage(args) -> int:
             raise ValueError(str(exc)) from exc
         return _print_record(record, args)
     if args.budget is not None:
-        raise ValueError("--budget bounds the train() of your own code; it applies only with --setup.")
+        raise ValueError(
+            "--budget bounds the train() of your own code; it applies only with --setup."
+        )
     if args.bug is not None:
         bug = get_bug(args.bug)  # unknown names fail here, before any training
         if args.task:
-            raise ValueError(f"--task applies only without --bug; {args.bug} runs under "
-                             f"task={bug.setup.get('task', 'classify')!r}.")
+            raise ValueError(
+                f"--task applies only without --bug; {args.bug} runs under "
+                f"task={bug.setup.get('task', 'classify')!r}."
+            )
     config = Config.make(task=args.task) if args.task and not args.bug else None
     record = diagnose(args.bug, seeds=args.seeds, config=config)
     return _print_record(record, args)
@@ -127,6 +156,7 @@ def cmd_triage(args) -> int:
 
 def _print_record(record, args) -> int:
     from ..diagnosis.record.triage import TriageRefused
+
     if args.json == "-":
         write_json(record.to_dict(), "-")
     elif args.json:
@@ -147,7 +177,9 @@ def _print_record(record, args) -> int:
 def _add_checklist(sub):
     p = sub.add_parser("checklist", help="check the LLM training checklist on a real batch")
     p.add_argument("--task", default="lm", help="lm (the only task the checklist applies to)")
-    p.add_argument("--bug", default=None, help="plant a bug from `labkit bugs` first, e.g. double_shift")
+    p.add_argument(
+        "--bug", default=None, help="plant a bug from `labkit bugs` first, e.g. double_shift"
+    )
     p.add_argument("--seed", type=int, default=0, help="default 0")
     add_json(p, "the items and their evidence (labkit.checklist/1)")
     p.set_defaults(func=cmd_checklist)
@@ -155,26 +187,42 @@ def _add_checklist(sub):
 
 def cmd_checklist(args) -> int:
     from ..learn.checklist import audit
+
     if args.bug is not None:
         from ..bugs import BUGS, get_bug
+
         bug = get_bug(args.bug)  # an unknown name fails here, with a suggestion
         if bug.setup.get("task") != "lm":
             lm = ", ".join(n for n, b in BUGS.items() if b.setup.get("task") == "lm")
-            raise ValueError(f"bug {args.bug!r} is planted in the classifier; the checklist "
-                             f"audits causal-LM batches, so choose one of {lm}.")
+            raise ValueError(
+                f"bug {args.bug!r} is planted in the classifier; the checklist "
+                f"audits causal-LM batches, so choose one of {lm}."
+            )
     result = audit(task=args.task, bug=args.bug, seed=args.seed)
     print(result, file=human(args.json))
     if args.json:
         from dataclasses import asdict
-        write_json(document("labkit.checklist/1", {
-            "subject": result.subject, "passed": result.passed, "failed": result.failed,
-            "items": [asdict(r) for r in result.results]}), args.json)
+
+        write_json(
+            document(
+                "labkit.checklist/1",
+                {
+                    "subject": result.subject,
+                    "passed": result.passed,
+                    "failed": result.failed,
+                    "items": [asdict(r) for r in result.results],
+                },
+            ),
+            args.json,
+        )
     return 0 if result.passed else 1
 
 
 def _add_forecasts(sub):
-    p = sub.add_parser("forecasts", help="your calibration record: scored forecasts by exercise "
-                       "and shape, and your habits")
+    p = sub.add_parser(
+        "forecasts",
+        help="your calibration record: scored forecasts by exercise and shape, and your habits",
+    )
     add_json(p, "the report (labkit.calibration/1)")
     p.set_defaults(func=cmd_forecasts)
 
@@ -182,6 +230,7 @@ def _add_forecasts(sub):
 def cmd_forecasts(args) -> int:
     from ..forecast.history import ForecastHistory
     from ..learn import predictions
+
     report = ForecastHistory().report()
     report["predictions"] = predictions.summary()
     out = human(args.json)
@@ -194,6 +243,7 @@ def cmd_forecasts(args) -> int:
 
 def _add_drill(sub):
     from ..learn.drill.front.terminal import add_arguments  # cheap: the drill loads when it runs
+
     p = sub.add_parser("drill", help="an interview drill: a hidden bug, a probe budget, a score")
     add_arguments(p)
     p.set_defaults(func=cmd_drill)
@@ -204,19 +254,35 @@ def cmd_drill(args) -> int:
 
     def write_stats(attempts, path):
         from ..learn.drill.stats import stats_document
+
         write_json(document("labkit.drill_stats/1", stats_document(attempts, path)), args.json)
+
     args.write_stats = write_stats
     return run(args)
 
 
-COMMANDS = [_add_run, _add_bugs, _add_triage, add_grade, _add_checklist, _add_forecasts, _add_drill,
-            add_export, add_import, add_store]
+COMMANDS = [
+    _add_run,
+    _add_bugs,
+    _add_triage,
+    add_grade,
+    _add_checklist,
+    _add_forecasts,
+    _add_drill,
+    add_export,
+    add_import,
+    add_store,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
-    parser = _Parser(prog="labkit", description="labkit: train, break and diagnose toy "
-                     "PyTorch runs. See README.md for the study path.")
+
+    parser = _Parser(
+        prog="labkit",
+        description="labkit: train, break and diagnose toy "
+        "PyTorch runs. See README.md for the study path.",
+    )
     parser.add_argument("--version", action="version", version=f"labkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in COMMANDS:

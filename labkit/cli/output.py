@@ -23,21 +23,31 @@ FORMAT = re.compile(r"labkit\.[a-z_]+/\d+")
 def add_json(p, what: str, *, bare_ok: bool = False) -> None:
     """Add `--json PATH|-` to parser `p`; `what` names the document in the help."""
     kw = {"nargs": "?", "const": BARE} if bare_ok else {}
-    p.add_argument("--json", default=None, metavar="PATH", **kw,
-                   help=f"write {what} as JSON to PATH, or to stdout with -")
+    p.add_argument(
+        "--json",
+        default=None,
+        metavar="PATH",
+        **kw,
+        help=f"write {what} as JSON to PATH, or to stdout with -",
+    )
 
 
 def deprecated(old: str, new: str, err=None) -> None:
     """One line on stderr: `old` still works in this release; `new` is the spelling to use."""
     from .. import __version__
+
     major, minor = __version__.split(".")[:2]
-    print(f"labkit: deprecated: {old}; use {new} (the old spelling goes in "
-          f"{major}.{int(minor) + 1}).", file=err or sys.stderr)
+    print(
+        f"labkit: deprecated: {old}; use {new} (the old spelling goes in "
+        f"{major}.{int(minor) + 1}).",
+        file=err or sys.stderr,
+    )
 
 
 def document(format_: str, body: dict) -> dict:
     """`body` under a `format` string and the labkit version that wrote it."""
     from .. import __version__
+
     if not FORMAT.fullmatch(format_):
         raise ValueError(f"format={format_!r} must read labkit.<what>/<version>.")
     return {"format": format_, "labkit": __version__, **body}
@@ -52,8 +62,9 @@ def human(target):
     return sys.stderr if to_stdout(target) else sys.stdout
 
 
-def write_json(doc: dict, target, parameter: str = "--json", *, text: str | None = None,
-               foreign: bool = False) -> None:
+def write_json(
+    doc: dict, target, parameter: str = "--json", *, text: str | None = None, foreign: bool = False
+) -> None:
     """Write `doc` where `target` says: "-" is stdout, anything else a file path, checked by
     labkit's output rule (`labkit.store.outputs.write_output`). `text`: the JSON
     already serialised.
@@ -62,6 +73,7 @@ def write_json(doc: dict, target, parameter: str = "--json", *, text: str | None
         raise ValueError("every labkit JSON document carries a format string.")
     from ..store import encode_nonfinite
     from ..store.outputs import write_output
+
     if text is None:  # NaN and infinity as the strings "NaN", "Infinity": strict JSON
         text = json.dumps(encode_nonfinite(doc), indent=2, sort_keys=True, allow_nan=False)
     if to_stdout(target):
@@ -75,12 +87,17 @@ def _inputs(args) -> dict:
     """The files a command reads that its outputs must not replace (a folder: the files of
     the kind it reads there)."""
     from pathlib import Path
+
     setup = getattr(args, "setup", None)
-    given = {("--setup", ""): [setup.partition(":")[0]] if setup else [],
-             ("NOTEBOOK", "*.ipynb"): getattr(args, "notebooks", None) or [],
-             ("--hidden", "*.py"): [args.hidden] if getattr(args, "hidden", None) else []}
-    return {name: [f for p in paths for f in (sorted(Path(p).glob(kind)) if Path(p).is_dir() else [p])]
-            for (name, kind), paths in given.items()}
+    given = {
+        ("--setup", ""): [setup.partition(":")[0]] if setup else [],
+        ("NOTEBOOK", "*.ipynb"): getattr(args, "notebooks", None) or [],
+        ("--hidden", "*.py"): [args.hidden] if getattr(args, "hidden", None) else [],
+    }
+    return {
+        name: [f for p in paths for f in (sorted(Path(p).glob(kind)) if Path(p).is_dir() else [p])]
+        for (name, kind), paths in given.items()
+    }
 
 
 def is_stdout(path) -> bool:
@@ -88,6 +105,7 @@ def is_stdout(path) -> bool:
     /proc/self/fd/1, the terminal, or the file a shell's `>` sent stdout to): that output is
     then written as `-` would be, so the human report moves to stderr instead of mixing in."""
     import os
+
     if not isinstance(path, str) or path in ("", STDOUT):
         return False
     try:
@@ -101,6 +119,7 @@ def refuse_outputs(args) -> None:
     """labkit's output rule (`labkit.store.outputs`) for a command's outputs and inputs,
     before any work is done. An output that names stdout's own file is read as `-`."""
     from ..store.outputs import check_command
+
     for n in ("json", "gradescope", "csv"):
         if is_stdout(getattr(args, n, None)):
             setattr(args, n, STDOUT)
@@ -113,5 +132,5 @@ def as_flag(msg: str, args) -> str:
     the learner typed instead (``--steps=0``), where the command has it."""
     name = msg.partition("=")[0]
     if name.isidentifier() and args is not None and name in vars(args) and "=" in msg:
-        return f"--{name.replace('_', '-')}{msg[len(name):]}"
+        return f"--{name.replace('_', '-')}{msg[len(name) :]}"
     return msg

@@ -24,6 +24,7 @@ def add_export(sub):
 def cmd_export(args) -> int:
     from ..learn.keep import load_kinds
     from ..store.learner import default_store
+
     load_kinds()
     store = default_store()
     doc = store.export()
@@ -33,18 +34,23 @@ def cmd_export(args) -> int:
         target = "-"
     write_json(doc, target)
     if target != "-":
-        print(f"wrote {len(doc['records'])} record(s) from {store.path} to {target}",
-              file=sys.stderr)
+        print(
+            f"wrote {len(doc['records'])} record(s) from {store.path} to {target}", file=sys.stderr
+        )
     if doc["left_out"]:
-        print(f"labkit: left out {doc['left_out']} malformed record(s) that cannot be read; "
-              "`labkit store check` lists them and `labkit store remove KIND KEY` removes one.",
-              file=sys.stderr)
+        print(
+            f"labkit: left out {doc['left_out']} malformed record(s) that cannot be read; "
+            "`labkit store check` lists them and `labkit store remove KIND KEY` removes one.",
+            file=sys.stderr,
+        )
     return 0
 
 
 def add_import(sub):
-    p = sub.add_parser("import", help="merge a `labkit export` file (or an old forecasts.json) "
-                                      "into the learner store")
+    p = sub.add_parser(
+        "import",
+        help="merge a `labkit export` file (or an old forecasts.json) into the learner store",
+    )
     p.add_argument("path", metavar="PATH", help="the JSON document to read")
     p.set_defaults(func=cmd_import)
 
@@ -52,19 +58,25 @@ def add_import(sub):
 def cmd_import(args) -> int:
     from ..learn.keep import load_kinds
     from ..store.learner import default_store
+
     load_kinds()
     from ..store import read_json
     from ..store.exchange import records_in
     from ..store.guard import is_sqlite
+
     if is_sqlite(args.path):
-        raise ValueError(f"{args.path!r} is an SQLite database (a labkit store?), not a JSON "
-                         "document; to bring in another store's records, run `labkit export "
-                         "--json other.json` with LABKIT_HOME set to its folder, then import that file.")
+        raise ValueError(
+            f"{args.path!r} is an SQLite database (a labkit store?), not a JSON "
+            "document; to bring in another store's records, run `labkit export "
+            "--json other.json` with LABKIT_HOME set to its folder, then import that file."
+        )
     records = records_in(read_json(args.path, what="file to import"), args.path)
     store = default_store()
     n = store.merge(records, source=repr(args.path))
-    print(f"imported {args.path} into {store.path}: {n['added']} new record(s), {n['merged']} "
-          f"updated (a score added), {n['same']} already there.")
+    print(
+        f"imported {args.path} into {store.path}: {n['added']} new record(s), {n['merged']} "
+        f"updated (a score added), {n['same']} already there."
+    )
     return 0
 
 
@@ -84,6 +96,7 @@ def cmd_store(args) -> int:
     from ..store.learner import default_store
     from ..learn.keep import load_kinds
     from ..store.repair import find, malformed, remove
+
     load_kinds()
     store = default_store()
     if args.action == "check":
@@ -91,14 +104,18 @@ def cmd_store(args) -> int:
         for r in bad:
             print(f"{r['kind']}  {r['key']}  {r['why']}")
         total = store._read("SELECT COUNT(*) FROM records")[0][0]
-        print(f"{store.path}: {total} record(s), {len(bad)} of them malformed"
-              + (" (remove one with `labkit store remove KIND KEY`)." if bad else "."))
+        print(
+            f"{store.path}: {total} record(s), {len(bad)} of them malformed"
+            + (" (remove one with `labkit store remove KIND KEY`)." if bad else ".")
+        )
         return 1 if bad else 0
     find(store, args.kind, args.key)  # a key that is not there is said before any question
     if not args.yes:
         if sys.stdin is None or sys.stdin.closed or not sys.stdin.isatty():
-            raise ValueError("`labkit store remove` asks before removing, but there is no "
-                             "terminal to ask in; add --yes to remove without asking.")
+            raise ValueError(
+                "`labkit store remove` asks before removing, but there is no "
+                "terminal to ask in; add --yes to remove without asking."
+            )
         reply = input(f"Remove the {args.kind} record {args.key!r} from {store.path}? [y/N] ")
         if reply.strip().lower() not in ("y", "yes"):
             print("Nothing was removed.")

@@ -105,20 +105,30 @@ class Sample:
         self.top_before = torch.empty(self.n_top, width, dtype=data.dtype, device=dev)
         self.spread_before = torch.empty(len(self.spread), width, dtype=data.dtype, device=dev)
         self.grad_norm = None  # 0-d: this step's exact gradient norm, from the block norms
-        self.kept_bytes = (nbytes(self.top_before) + nbytes(self.spread_before)
-                           + nbytes(self.top) + nbytes(self.spread))
+        self.kept_bytes = (
+            nbytes(self.top_before)
+            + nbytes(self.spread_before)
+            + nbytes(self.top)
+            + nbytes(self.spread)
+        )
         self.fraction = (self.n_top + len(self.spread)) / blocks
-        self.how = (f"the {self.n_top} of {blocks} blocks of {width} elements with the largest "
-                    f"gradient exactly, the rest from one block in {self.stride} "
-                    f"({len(self.spread)} blocks)")
+        self.how = (
+            f"the {self.n_top} of {blocks} blocks of {width} elements with the largest "
+            f"gradient exactly, the rest from one block in {self.stride} "
+            f"({len(self.spread)} blocks)"
+        )
 
     def keep(self) -> None:
         """Before the step: find the top blocks from the gradient, copy them and the spread."""
         grad = self.param.grad
         if grad is not None:
-            norms = (sparse_block_norms(grad, self.blocks, self.body.shape[1]) if grad.is_sparse
-                     else torch.linalg.vector_norm(grad.reshape(self.blocks, -1), dim=1,
-                                                   dtype=torch.float32))  # (blocks,)
+            norms = (
+                sparse_block_norms(grad, self.blocks, self.body.shape[1])
+                if grad.is_sparse
+                else torch.linalg.vector_norm(
+                    grad.reshape(self.blocks, -1), dim=1, dtype=torch.float32
+                )
+            )  # (blocks,)
             self.grad_norm = torch.linalg.vector_norm(norms)
             self.top = torch.topk(norms, self.n_top, sorted=False).indices  # (n_top,)
         else:
@@ -135,7 +145,7 @@ class Sample:
 
     def combine(self, top, spread, overlap):
         """Update norm estimate from the three norms (float64 tensors, one per step)."""
-        return (top ** 2 + self.stride * (spread ** 2 - overlap ** 2).clamp(min=0)).sqrt()
+        return (top**2 + self.stride * (spread**2 - overlap**2).clamp(min=0)).sqrt()
 
 
 class Plan:
@@ -158,8 +168,12 @@ class Plan:
                 exact.append(i)
                 used += nbytes(params[i])
             # copied whole as well: what a view cannot cut into blocks (said in kept_bytes)
-            exact += [i for i in cands if i not in exact and (
-                not params[i].is_contiguous() or not block_len(params[i].numel()))]
+            exact += [
+                i
+                for i in cands
+                if i not in exact
+                and (not params[i].is_contiguous() or not block_len(params[i].numel()))
+            ]
         self.exact = sorted(exact)
         used = sum(nbytes(params[i]) for i in self.exact)
         rest = [i for i in cands if i not in set(self.exact)]
@@ -172,8 +186,9 @@ class Plan:
             blocks = params[i].numel() // block_len(params[i].numel())
             self.samples[i] = Sample(params[i], max(2, int(share * blocks)), gen)
         self.width = len(self.exact) + 3 * len(self.samples)
-        self.kept_bytes = (sum(nbytes(b) for b in self._before)
-                           + sum(s.kept_bytes for s in self.samples.values()))
+        self.kept_bytes = sum(nbytes(b) for b in self._before) + sum(
+            s.kept_bytes for s in self.samples.values()
+        )
 
     @property
     def all_exact(self) -> bool:
@@ -200,5 +215,5 @@ class Plan:
         E = len(self.exact)
         out[:, self.exact] = norms[:, :E]
         for j, (i, s) in enumerate(self.samples.items()):
-            out[:, i] = s.combine(*norms[:, E + 3 * j:E + 3 * j + 3].unbind(1))
+            out[:, i] = s.combine(*norms[:, E + 3 * j : E + 3 * j + 3].unbind(1))
         return out

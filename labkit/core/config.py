@@ -24,14 +24,22 @@ class Config:
     with one setting changed. A bad value raises a sentence naming the setting.
     """
 
-    task: str = "classify"  # "classify": MLP on 2-D blobs; "lm": TinyCausalLM on prompt/response tokens
-    dataset: str | None = None  # None = the task's default ("blobs" / "tokens"); "imbalanced" for Exercise F
+    task: str = (
+        "classify"  # "classify": MLP on 2-D blobs; "lm": TinyCausalLM on prompt/response tokens
+    )
+    dataset: str | None = (
+        None  # None = the task's default ("blobs" / "tokens"); "imbalanced" for Exercise F
+    )
     n_classes: int = 10  # C = 10 puts the loss at init on ln 10 = 2.303; dataset="imbalanced" is 2
     vocab_size: int = 50  # V = 50 keeps the LM tiny; ln 50 = 3.912 at init
-    hidden: int = 64  # MLP width (the LM uses d_model = hidden // 2): big enough to overfit 64 samples
+    hidden: int = (
+        64  # MLP width (the LM uses d_model = hidden // 2): big enough to overfit 64 samples
+    )
     depth: int = 2  # hidden layers in the MLP backbone / transformer blocks in the LM (1-2)
     dropout: float = 0.0  # 0 = off; Exercise D turns it on to put val loss below online train loss
-    optimizer: str | None = None  # None = "sgd" for classify, "adam" for lm: the settings that train well
+    optimizer: str | None = (
+        None  # None = "sgd" for classify, "adam" for lm: the settings that train well
+    )
     lr: float | None = None  # None = 0.1 (sgd) or 3e-3 (adam); 0 is allowed, it is a bug to study
     momentum: float = 0.0  # plain SGD by default, as the overfit probe uses
     weight_decay: float = 0.0  # off: regularisation would blur the curves the course reads
@@ -40,7 +48,9 @@ class Config:
     gamma: float = 0.5  # decay factor for scheduler="step"
     steps: int = 200  # optimizer steps; 200 is enough for the toy tasks to converge
     epochs: int | None = None  # when set, replaces steps with epochs * steps_per_epoch
-    batch_size: int | None = None  # None = 64 (classify: 16 steps per epoch) or 32 (lm: 32 steps per epoch)
+    batch_size: int | None = (
+        None  # None = 64 (classify: 16 steps per epoch) or 32 (lm: 32 steps per epoch)
+    )
     precision: str = "fp32"  # "fp16" runs autocast(float16) with a GradScaler, on CPU too
     clip_grad_norm: float | None = None  # max total gradient norm; None = no clipping
     eval_every: int = 50  # steps between train-eval / val evaluations (and one at the end)
@@ -73,25 +83,31 @@ class Config:
         check_number("n_classes", self.n_classes, minimum=2, integer=True)
         check_number("vocab_size", self.vocab_size, minimum=8, integer=True)
         check_number("hidden", self.hidden, minimum=2, integer=True)
-        check_number("depth", self.depth, minimum=1, maximum=2 if self.task == "lm" else 8,
-                     integer=True)
+        check_number(
+            "depth", self.depth, minimum=1, maximum=2 if self.task == "lm" else 8, integer=True
+        )
         check_number("step_size", self.step_size, minimum=1, integer=True)
         check_number("steps", self.steps, minimum=1, integer=True)
         check_number("epochs", self.epochs, minimum=1, integer=True, allow_none=True)
         check_number("batch_size", self.batch_size, minimum=1, integer=True)
-        check_number("clip_grad_norm", self.clip_grad_norm, minimum=0.0, strict_min=True,
-                     allow_none=True)
+        check_number(
+            "clip_grad_norm", self.clip_grad_norm, minimum=0.0, strict_min=True, allow_none=True
+        )
         check_number("eval_every", self.eval_every, minimum=1, integer=True)
         check_number("seed", self.seed, minimum=0, integer=True)
         check_number("input_scale", self.input_scale, minimum=0.0, strict_min=True)
         if self.task == "lm" and self.hidden % 4:
-            raise ValueError(f"hidden={self.hidden} must be a multiple of 4 for task='lm' "
-                             "(d_model = hidden // 2 is split over 2 attention heads).")
+            raise ValueError(
+                f"hidden={self.hidden} must be a multiple of 4 for task='lm' "
+                "(d_model = hidden // 2 is split over 2 attention heads)."
+            )
         if not isinstance(self.device, str) or self.device.split(":")[0] not in ("cpu", "cuda"):
             raise ValueError(f"device={self.device!r} is not allowed; choose 'cpu' or 'cuda'.")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise ValueError(f"device={self.device!r} was asked for, but this machine has no "
-                             "CUDA device; use device='cpu'.")
+            raise ValueError(
+                f"device={self.device!r} was asked for, but this machine has no "
+                "CUDA device; use device='cpu'."
+            )
 
     @classmethod
     def make(cls, **settings) -> Config:
@@ -103,13 +119,19 @@ class Config:
         names = [f.name for f in dataclasses.fields(self)]
         for key in changes:
             if key not in names:
-                raise TypeError(f"{key!r} is not a Config setting; settings are "
-                                f"{', '.join(names)}.{suggest(key, names)}")
+                raise TypeError(
+                    f"{key!r} is not a Config setting; settings are "
+                    f"{', '.join(names)}.{suggest(key, names)}"
+                )
         d = self.as_dict()
         if "task" in changes and changes["task"] != self.task:
             for auto in ("dataset", "optimizer", "lr", "batch_size"):  # re-derive task defaults
                 d[auto] = None
-        if "optimizer" in changes and "lr" not in changes and changes["optimizer"] != self.optimizer:
+        if (
+            "optimizer" in changes
+            and "lr" not in changes
+            and changes["optimizer"] != self.optimizer
+        ):
             d["lr"] = None
         d.update(changes)
         return Config(**d)

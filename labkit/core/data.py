@@ -45,20 +45,25 @@ class Dataset:
 
     def __repr__(self) -> str:
         n_val = len(next(iter(self.val.values())))
-        return (f"Dataset(kind={self.kind!r}, train={len(self)}, val={n_val}, "
-                f"n_classes={self.n_classes}, hash={self.hash!r})")
+        return (
+            f"Dataset(kind={self.kind!r}, train={len(self)}, val={n_val}, "
+            f"n_classes={self.n_classes}, hash={self.hash!r})"
+        )
 
 
 def _split(tensors: dict[str, torch.Tensor], n_val: int, gen: torch.Generator):
     n = len(next(iter(tensors.values())))
     order = torch.randperm(n, generator=gen)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    return ({k: v[train_idx] for k, v in tensors.items()},
-            {k: v[val_idx] for k, v in tensors.items()})
+    return (
+        {k: v[train_idx] for k, v in tensors.items()},
+        {k: v[val_idx] for k, v in tensors.items()},
+    )
 
 
-def make_blobs(n_classes: int = 10, n_train: int = 1024, n_val: int = 256,
-               spread: float = 0.2, seed: int = 0) -> Dataset:
+def make_blobs(
+    n_classes: int = 10, n_train: int = 1024, n_val: int = 256, spread: float = 0.2, seed: int = 0
+) -> Dataset:
     """C Gaussian clusters on a circle, standardised to unit scale; cleanly separable."""
     check_number("n_classes", n_classes, minimum=2, integer=True)
     check_number("n_train", n_train, minimum=1, integer=True)
@@ -74,8 +79,9 @@ def make_blobs(n_classes: int = 10, n_train: int = 1024, n_val: int = 256,
     return Dataset("classify", train, val, n_classes, {"name": "blobs", "seed": seed})
 
 
-def make_imbalanced(n_train: int = 1024, n_val: int = 512, minority: float = 0.05,
-                    seed: int = 0) -> Dataset:
+def make_imbalanced(
+    n_train: int = 1024, n_val: int = 512, minority: float = 0.05, seed: int = 0
+) -> Dataset:
     """Binary set with a small, partly overlapping minority class (label 1)."""
     check_number("minority", minority, minimum=0.0, maximum=0.5, strict_min=True)
     gen = torch.Generator().manual_seed(seed)
@@ -84,8 +90,9 @@ def make_imbalanced(n_train: int = 1024, n_val: int = 512, minority: float = 0.0
     centre = torch.where(y[:, None] == 1, torch.tensor([1.2, 1.2]), torch.tensor([0.0, 0.0]))
     x = centre + torch.randn(n, 2, generator=gen)
     train, val = _split({"x": x, "y": y}, n_val, gen)
-    return Dataset("classify", train, val, 2, {"name": "imbalanced", "minority": minority,
-                                               "seed": seed})
+    return Dataset(
+        "classify", train, val, 2, {"name": "imbalanced", "minority": minority, "seed": seed}
+    )
 
 
 def _successors(vocab_size: int, gen: torch.Generator) -> torch.Tensor:
@@ -94,9 +101,15 @@ def _successors(vocab_size: int, gen: torch.Generator) -> torch.Tensor:
     return N_SPECIAL + torch.randint(0, n_content, (vocab_size, 2), generator=gen)
 
 
-def make_tokens(vocab_size: int = 50, n_train: int = 1024, n_val: int = 128,
-                prompt_len: tuple[int, int] = (3, 8), response_len: tuple[int, int] = (3, 8),
-                response_only: bool = True, seed: int = 0) -> Dataset:
+def make_tokens(
+    vocab_size: int = 50,
+    n_train: int = 1024,
+    n_val: int = 128,
+    prompt_len: tuple[int, int] = (3, 8),
+    response_len: tuple[int, int] = (3, 8),
+    response_only: bool = True,
+    seed: int = 0,
+) -> Dataset:
     """Prompt/response sequences: ``BOS prompt SEP response EOS PAD...``.
 
     Prompts are uniform random tokens (nothing to learn). Responses follow a
@@ -132,12 +145,20 @@ def make_tokens(vocab_size: int = 50, n_train: int = 1024, n_val: int = 128,
     attention_mask = (input_ids != PAD).long()
     keep = response_mask if response_only else attention_mask.bool()
     labels = input_ids.masked_fill(~keep, IGNORE)
-    tensors = {"input_ids": input_ids, "attention_mask": attention_mask,
-               "response_mask": response_mask, "labels": labels}
+    tensors = {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "response_mask": response_mask,
+        "labels": labels,
+    }
     train, val = _split(tensors, n_val, gen)
-    return Dataset("lm", train, val, vocab_size,
-                   {"name": "tokens", "response_only": response_only, "seed": seed,
-                    "max_len": max_len})
+    return Dataset(
+        "lm",
+        train,
+        val,
+        vocab_size,
+        {"name": "tokens", "response_only": response_only, "seed": seed, "max_len": max_len},
+    )
 
 
 DATASETS = {"blobs": make_blobs, "imbalanced": make_imbalanced, "tokens": make_tokens}
@@ -151,5 +172,10 @@ def _cached(name: str, frozen_kwargs: tuple) -> Dataset:
 def load(name: str, **kwargs) -> Dataset:
     """`DATASETS[name](**kwargs)`, built once per process; each call gets its own copy."""
     ds = _cached(name, tuple(sorted(kwargs.items())))
-    return Dataset(ds.kind, {k: v.clone() for k, v in ds.train.items()},
-                   {k: v.clone() for k, v in ds.val.items()}, ds.n_classes, dict(ds.info))
+    return Dataset(
+        ds.kind,
+        {k: v.clone() for k, v in ds.train.items()},
+        {k: v.clone() for k, v in ds.val.items()},
+        ds.n_classes,
+        dict(ds.info),
+    )

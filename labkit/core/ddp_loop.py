@@ -31,6 +31,7 @@ N_EXAMPLES, BATCH = 512, 32  # per epoch, over all ranks; each rank sees half
 
 def _reported(loss: torch.Tensor, world: int) -> float:
     import torch.distributed as dist
+
     total = loss.detach().clone()
     dist.all_reduce(total)
     return float(total) / world
@@ -54,13 +55,20 @@ def data(seed: int = 0):
     return torch.utils.data.TensorDataset(x, y, torch.arange(N_EXAMPLES))
 
 
-def train_rank(seams: dict | None = None, *, steps: int = 200, every: int = 50,
-               lr: float = 0.05, momentum: float = 0.9) -> dict:
+def train_rank(
+    seams: dict | None = None,
+    *,
+    steps: int = 200,
+    every: int = 50,
+    lr: float = 0.05,
+    momentum: float = 0.9,
+) -> dict:
     """Train this rank for `steps` steps under `seams` (defaults: `SEAMS`); plain data back."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from .watch import watch
+
     s = {**SEAMS, **(seams or {})}
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
@@ -93,19 +101,25 @@ def train_rank(seams: dict | None = None, *, steps: int = 200, every: int = 50,
         epoch += 1
     w.close()
     run = w.run(loss_raw=raw, loss_reported=reported)
-    return {"rank": rank, "groups": list(w.groups), "findings": list(w.findings),
-            "checks": w.describe()["ranks"]["checks"], "loss": [raw[0], raw[-1]],
-            "reported_gap": max(abs(a - b) for a, b in zip(raw, reported)),
-            "update_norm_0": run.table["update_norm"][0], "epoch_orders": orders,
-            "steps": len(run.table["step"]),
-            "max_param_diff": _max_diff(list(model.parameters()), world),
-            "max_buffer_diff": _max_diff([b for b in model.buffers() if b.is_floating_point()],
-                                         world)}
+    return {
+        "rank": rank,
+        "groups": list(w.groups),
+        "findings": list(w.findings),
+        "checks": w.describe()["ranks"]["checks"],
+        "loss": [raw[0], raw[-1]],
+        "reported_gap": max(abs(a - b) for a, b in zip(raw, reported)),
+        "update_norm_0": run.table["update_norm"][0],
+        "epoch_orders": orders,
+        "steps": len(run.table["step"]),
+        "max_param_diff": _max_diff(list(model.parameters()), world),
+        "max_buffer_diff": _max_diff([b for b in model.buffers() if b.is_floating_point()], world),
+    }
 
 
 def _max_diff(tensors: list, world: int) -> float:
     """The largest elementwise difference of `tensors` between this rank and any other."""
     import torch.distributed as dist
+
     flat = torch.cat([t.detach().flatten().float() for t in tensors])
     gathered = [torch.empty_like(flat) for _ in range(world)]
     dist.all_gather(gathered, flat)

@@ -7,8 +7,9 @@ import torch
 from .data import IGNORE
 
 
-def require_supervised_tokens(labels: torch.Tensor, ignore_index: int = IGNORE,
-                              shifted: bool = True) -> int:
+def require_supervised_tokens(
+    labels: torch.Tensor, ignore_index: int = IGNORE, shifted: bool = True
+) -> int:
     """Return the number of target tokens that carry loss; raise if there are none.
 
     With ``shifted=True`` (Hugging Face convention) the first position is never a
@@ -19,9 +20,11 @@ def require_supervised_tokens(labels: torch.Tensor, ignore_index: int = IGNORE,
     targets = labels[:, 1:] if shifted and labels.dim() == 2 else labels
     count = int((targets != ignore_index).sum())
     if count == 0:
-        raise ValueError(f"the batch has no supervised tokens: all {targets.numel()} labels are "
-                         f"{ignore_index}, so a mean loss would be 0/0 = NaN. Check the loss "
-                         "mask (response search, truncation, padding).")
+        raise ValueError(
+            f"the batch has no supervised tokens: all {targets.numel()} labels are "
+            f"{ignore_index}, so a mean loss would be 0/0 = NaN. Check the loss "
+            "mask (response search, truncation, padding)."
+        )
     return count
 
 
@@ -29,5 +32,7 @@ def require_finite(name: str, tensor: torch.Tensor) -> None:
     """Raise naming `name` and the count of NaN/inf entries if `tensor` is not all finite."""
     bad = ~torch.isfinite(tensor)
     if bad.any():
-        raise ValueError(f"{name} has {int(bad.sum())} non-finite values (NaN or inf) out of "
-                         f"{tensor.numel()}; first at index {tuple(bad.nonzero()[0].tolist())}.")
+        raise ValueError(
+            f"{name} has {int(bad.sum())} non-finite values (NaN or inf) out of "
+            f"{tensor.numel()}; first at index {tuple(bad.nonzero()[0].tolist())}."
+        )

@@ -19,8 +19,10 @@ def _labels(name: str, values, n_classes: int) -> torch.Tensor:
     t = t.long().flatten()
     bad = (t < 0) | (t >= n_classes)
     if bad.any():
-        raise ValueError(f"{name} holds class id {int(t[bad][0])}, outside 0..{n_classes - 1} "
-                         f"(n_classes={n_classes}).")
+        raise ValueError(
+            f"{name} holds class id {int(t[bad][0])}, outside 0..{n_classes - 1} "
+            f"(n_classes={n_classes})."
+        )
     return t
 
 
@@ -30,8 +32,10 @@ def confusion_matrix(y_true, y_pred, n_classes: int) -> torch.Tensor:
     y_true = _labels("y_true", y_true, n_classes)
     y_pred = _labels("y_pred", y_pred, n_classes)
     if y_true.shape != y_pred.shape:
-        raise ValueError(f"y_true has {y_true.numel()} labels but y_pred has {y_pred.numel()}; "
-                         "give one prediction per label.")
+        raise ValueError(
+            f"y_true has {y_true.numel()} labels but y_pred has {y_pred.numel()}; "
+            "give one prediction per label."
+        )
     flat = torch.bincount(y_true * n_classes + y_pred, minlength=n_classes * n_classes)
     return flat.reshape(n_classes, n_classes)
 
@@ -69,8 +73,14 @@ def plot_confusion(cm, ax=None, *, class_names=None, title: str = "confusion mat
     ax.imshow(cm.numpy(), cmap="Blues")
     for i in range(n):
         for j in range(n):  # dark cells get white text
-            ax.text(j, i, str(int(cm[i, j])), ha="center", va="center",
-                    color="white" if cm[i, j] > cm.max() / 2 else "black")
+            ax.text(
+                j,
+                i,
+                str(int(cm[i, j])),
+                ha="center",
+                va="center",
+                color="white" if cm[i, j] > cm.max() / 2 else "black",
+            )
     ax.set_xticks(range(n), names)
     ax.set_yticks(range(n), names)
     ax.set_xlabel("predicted class")

@@ -20,8 +20,15 @@ from ..errors import check_number
 class MLP(nn.Module):
     """backbone: (Linear -> ReLU [-> Dropout]) x depth; head: Linear to class logits."""
 
-    def __init__(self, in_dim: int = 2, hidden: int = 64, n_classes: int = 10,
-                 depth: int = 2, dropout: float = 0.0, head_init_scale: float = 0.1):
+    def __init__(
+        self,
+        in_dim: int = 2,
+        hidden: int = 64,
+        n_classes: int = 10,
+        depth: int = 2,
+        dropout: float = 0.0,
+        head_init_scale: float = 0.1,
+    ):
         super().__init__()
         check_number("depth", depth, minimum=1, integer=True)
         check_number("dropout", dropout, minimum=0.0, maximum=0.99)
@@ -57,8 +64,11 @@ def shifted_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Cross-entropy of position t's logits against the token at t+1; IGNORE is skipped."""
     shift_logits = logits[:, :-1, :]  # (B, T-1, V): predictions for positions 1..T-1
     shift_labels = labels[:, 1:]  # (B, T-1): the tokens they should predict
-    return F.cross_entropy(shift_logits.reshape(-1, shift_logits.size(-1)),
-                           shift_labels.reshape(-1), ignore_index=IGNORE)
+    return F.cross_entropy(
+        shift_logits.reshape(-1, shift_logits.size(-1)),
+        shift_labels.reshape(-1),
+        ignore_index=IGNORE,
+    )
 
 
 class Block(nn.Module):
@@ -71,14 +81,16 @@ class Block(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
         self.ln2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
-                                 nn.Linear(4 * d_model, d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
+        )
 
     def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)  # each (B, T, C)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-                   for t in (q, k, v))  # (B, H, T, C/H)
+        q, k, v = (
+            t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v)
+        )  # (B, H, T, C/H)
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # (B, H, T, C/H)
         x = x + self.proj(att.transpose(1, 2).reshape(B, T, C))
         return x + self.mlp(self.ln2(x))
@@ -115,8 +127,15 @@ class TinyCausalLM(nn.Module):
     wanted), never labels you have already shifted yourself.
     """
 
-    def __init__(self, vocab_size: int = 50, d_model: int = 32, n_layer: int = 2,
-                 n_head: int = 2, max_len: int = 32, dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab_size: int = 50,
+        d_model: int = 32,
+        n_layer: int = 2,
+        n_head: int = 2,
+        max_len: int = 32,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         check_number("n_layer", n_layer, minimum=1, maximum=2, integer=True)
         if d_model % n_head:
@@ -128,14 +147,22 @@ class TinyCausalLM(nn.Module):
         with torch.no_grad():
             self.head.weight.mul_(0.1)  # near-uniform first predictions: loss at init ~ ln V
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None) -> LMOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> LMOutput:
         if input_ids.dim() != 2 or input_ids.dtype != torch.long:
-            raise TypeError("input_ids must be a (batch, time) tensor of token ids (torch.long); "
-                            f"got shape {tuple(input_ids.shape)} and dtype {input_ids.dtype}.")
+            raise TypeError(
+                "input_ids must be a (batch, time) tensor of token ids (torch.long); "
+                f"got shape {tuple(input_ids.shape)} and dtype {input_ids.dtype}."
+            )
         if input_ids.size(1) > self.max_len:
-            raise ValueError(f"input_ids has {input_ids.size(1)} positions; "
-                             f"this model allows at most max_len={self.max_len}.")
+            raise ValueError(
+                f"input_ids has {input_ids.size(1)} positions; "
+                f"this model allows at most max_len={self.max_len}."
+            )
         hidden = self.dropout(self.backbone(input_ids, attention_mask))  # (B, T, C)
         logits = self.head(hidden)  # (B, T, V)
         loss = shifted_lm_loss(logits, labels) if labels is not None else None

@@ -27,16 +27,27 @@ def _finite(xs, ys):
 def _mark_nonfinite(ax, run: Run, column: str = "loss_raw"):
     step = run.first_nonfinite_step(column)
     if step is not None:
-        ax.axvline(step, color="crimson", ls=":", lw=1.2, label=f"first non-finite {column} @ {step}")
+        ax.axvline(
+            step, color="crimson", ls=":", lw=1.2, label=f"first non-finite {column} @ {step}"
+        )
 
 
-def plot_loss(run: Run, ax=None, *, baseline: float | None = None, label: str | None = None,
-              log: bool = False, reported: bool = True):
+def plot_loss(
+    run: Run,
+    ax=None,
+    *,
+    baseline: float | None = None,
+    label: str | None = None,
+    log: bool = False,
+    reported: bool = True,
+):
     """Raw per-step loss as points; the logger's reported loss as a line beside it."""
     ax = _ax(ax, f"loss per step ({label or run.meta.get('bug') or 'healthy'})")
     steps = run.table["step"]
     x, y = _finite(steps, run.table["loss_raw"])
-    ax.plot(x, y, ".", ms=3, alpha=0.6, label=f"{label + ': ' if label else ''}loss_raw (each batch)")
+    ax.plot(
+        x, y, ".", ms=3, alpha=0.6, label=f"{label + ': ' if label else ''}loss_raw (each batch)"
+    )
     if reported:
         x, y = _finite(steps, run.table["loss_reported"])
         ax.plot(x, y, "-", lw=1.2, label="loss_reported (what the logger shows)")

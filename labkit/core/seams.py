@@ -57,11 +57,16 @@ class StepContext:
 
 # ---- default seams -------------------------------------------------------
 
+
 def make_data(config: Config) -> Dataset:
     """Build the task's dataset from the config's seed (nothing is downloaded)."""
     if config.dataset == "tokens":
-        return data_mod.load("tokens", vocab_size=config.vocab_size,
-                             response_only=config.response_only, seed=config.seed)
+        return data_mod.load(
+            "tokens",
+            vocab_size=config.vocab_size,
+            response_only=config.response_only,
+            seed=config.seed,
+        )
     if config.dataset == "imbalanced":
         return data_mod.load("imbalanced", seed=config.seed)
     return data_mod.load("blobs", n_classes=config.n_classes, seed=config.seed)
@@ -69,20 +74,31 @@ def make_data(config: Config) -> Dataset:
 
 def make_model(config: Config, data: Dataset) -> nn.Module:
     if data.kind == "lm":
-        return TinyCausalLM(vocab_size=data.n_classes, d_model=config.hidden // 2,
-                            n_layer=config.depth, n_head=2, max_len=data.info["max_len"],
-                            dropout=config.dropout)
+        return TinyCausalLM(
+            vocab_size=data.n_classes,
+            d_model=config.hidden // 2,
+            n_layer=config.depth,
+            n_head=2,
+            max_len=data.info["max_len"],
+            dropout=config.dropout,
+        )
     in_dim = data.train["x"].shape[1]
-    return MLP(in_dim=in_dim, hidden=config.hidden, n_classes=data.n_classes,
-               depth=config.depth, dropout=config.dropout)
+    return MLP(
+        in_dim=in_dim,
+        hidden=config.hidden,
+        n_classes=data.n_classes,
+        depth=config.depth,
+        dropout=config.dropout,
+    )
 
 
 def make_optimizer(config: Config, model: nn.Module, params=None):
     """The optimizer over `params` (all of the model's by default) and its per-epoch scheduler."""
     params = list(model.parameters()) if params is None else list(params)
     if config.optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=config.lr, momentum=config.momentum,
-                              weight_decay=config.weight_decay)
+        opt = torch.optim.SGD(
+            params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+        )
     else:
         opt = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
     return opt, make_scheduler(config, opt)
@@ -159,12 +175,15 @@ class Seams:
     def replace(self, **seams) -> Seams:
         for name in seams:
             if name not in SEAM_NAMES:
-                raise ValueError(f"seam={name!r} is not a seam of the reference loop; seams are "
-                                 f"{', '.join(SEAM_NAMES)}.{suggest(name, SEAM_NAMES)}")
+                raise ValueError(
+                    f"seam={name!r} is not a seam of the reference loop; seams are "
+                    f"{', '.join(SEAM_NAMES)}.{suggest(name, SEAM_NAMES)}"
+                )
         return dataclasses.replace(self, **seams)
 
 
 # ---- batches and evaluation ------------------------------------------------
+
 
 def steps_per_epoch(config: Config, data: Dataset | None) -> int:
     n = len(data) if data is not None else 1024
@@ -179,7 +198,7 @@ def batch_indices(config: Config, n: int, epoch: int, batch_id: int) -> torch.Te
     """Which training rows make batch `batch_id` of `epoch`: a pure function of the seed."""
     gen = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
     order = torch.randperm(n, generator=gen)
-    return order[batch_id * config.batch_size:(batch_id + 1) * config.batch_size]
+    return order[batch_id * config.batch_size : (batch_id + 1) * config.batch_size]
 
 
 def make_batch(split: dict, idx: torch.Tensor, config: Config, batch_id: int) -> dict:
@@ -210,26 +229,34 @@ def evaluate(model: nn.Module, split: dict, config: Config, kind: str) -> dict[s
                 logits = logits[:, :-1].float()
                 mask = target != IGNORE
                 n = int(mask.sum())
-                loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
-                                       ignore_index=IGNORE, reduction="sum")
+                loss = F.cross_entropy(
+                    logits.reshape(-1, logits.size(-1)),
+                    target.reshape(-1),
+                    ignore_index=IGNORE,
+                    reduction="sum",
+                )
                 correct = ((logits.argmax(-1) == target) & mask).sum()
                 # Independent of the labels tensor: loss on response tokens only, from the
                 # response mask, so a labels bug cannot hide in this number.
                 resp = batch["response_mask"][:, 1:]
                 resp_loss = F.cross_entropy(logits[resp], batch["input_ids"][:, 1:][resp])
-                return {"loss": float(loss) / n if n else math.nan,
-                        "acc": float(correct) / n if n else math.nan,
-                        "response_loss": float(resp_loss)}
+                return {
+                    "loss": float(loss) / n if n else math.nan,
+                    "acc": float(correct) / n if n else math.nan,
+                    "response_loss": float(resp_loss),
+                }
             logits = model(batch["x"]).float()
             y = batch["y"]
             pred = logits.argmax(1)
-            out = {"loss": float(F.cross_entropy(logits, y)), "acc": float((pred == y).float().mean())}
+            out = {
+                "loss": float(F.cross_entropy(logits, y)),
+                "acc": float((pred == y).float().mean()),
+            }
             if config.dataset == "imbalanced":
                 minority = y == 1
-                out["minority_recall"] = (float((pred[minority] == 1).float().mean())
-                                          if minority.any() else math.nan)
+                out["minority_recall"] = (
+                    float((pred[minority] == 1).float().mean()) if minority.any() else math.nan
+                )
             return out
     finally:
         model.train(was_training)
-
-

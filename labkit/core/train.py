@@ -19,9 +19,20 @@ from .hashing import hash_json, hash_module
 from .config import Config
 from .data import IGNORE
 from .run import Run
-from .seams import (SEAM_NAMES, Seams, StepContext, _autocast, batch_indices, evaluate,  # noqa: F401
-                    make_batch, make_data, make_model, make_optimizer, steps_per_epoch,
-                    total_steps)
+from .seams import (
+    SEAM_NAMES,  # noqa: F401 (re-exported)
+    Seams,
+    StepContext,
+    _autocast,
+    batch_indices,
+    evaluate,  # noqa: F401 (re-exported)
+    make_batch,
+    make_data,  # noqa: F401 (re-exported)
+    make_model,  # noqa: F401 (re-exported)
+    make_optimizer,  # noqa: F401 (re-exported)
+    steps_per_epoch,
+    total_steps,
+)
 from .watch import Watch
 
 
@@ -33,8 +44,14 @@ def config_hash(config: Config, bug: str | None = None) -> str:
 class Trainer:
     """The reference loop, one step at a time: ``Trainer(config).run()`` is ``train(config)``."""
 
-    def __init__(self, config: Config | None = None, *, seams: Seams | None = None,
-                 bug: str | None = None, **settings):
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        seams: Seams | None = None,
+        bug: str | None = None,
+        **settings,
+    ):
         """`seams` already carry any injected bug; `bug` is only its name, kept in the Run.
         A bug given by name is `labkit.Trainer` (``labkit.bugs.inject``), which patches the
         seams and then calls this."""
@@ -50,15 +67,20 @@ class Trainer:
         model = seams.model(config, data).to(config.device)
         self.init_hash = hash_module(model)
         optimizer, scheduler = seams.optimizer(config, model)
-        scaler = (torch.amp.GradScaler(config.device.split(":")[0])
-                  if config.precision == "fp16" else None)
-        self.ctx = StepContext(config, data, model, optimizer, scheduler, scaler,
-                               steps_per_epoch(config, data))
+        scaler = (
+            torch.amp.GradScaler(config.device.split(":")[0])
+            if config.precision == "fp16"
+            else None
+        )
+        self.ctx = StepContext(
+            config, data, model, optimizer, scheduler, scaler, steps_per_epoch(config, data)
+        )
         # The same recorder as labkit.watch: hooks on optimizer.step (and the scaler's step).
         self.watch = Watch(model, optimizer, scaler=scaler)
         self._clip_params = [p for p in model.parameters() if p.requires_grad]
-        self.table: dict[str, list] = {k: [] for k in ("step", "epoch", "batch_id", "loss_raw",
-                                                        "loss_reported", "lr")}
+        self.table: dict[str, list] = {
+            k: [] for k in ("step", "epoch", "batch_id", "loss_raw", "loss_reported", "lr")
+        }
         self.evals: dict[str, list] = {"step": []}
         self._tokens: list[torch.Tensor] = []  # (2,) per step: valid tokens, longest sequence
         self.n_steps = total_steps(config, data)
@@ -74,8 +96,9 @@ class Trainer:
         """The training batch of `step`, exactly as the loop feeds it."""
         ctx, config = self.ctx, self.config
         epoch, batch_id = divmod(step, ctx.steps_per_epoch)
-        return make_batch(ctx.data.train, batch_indices(config, len(ctx.data), epoch, batch_id),
-                          config, batch_id)
+        return make_batch(
+            ctx.data.train, batch_indices(config, len(ctx.data), epoch, batch_id), config, batch_id
+        )
 
     def pipeline(self):
         """(forward(model, batch), loss_fn(output, batch)) built from this setup's own seams,
@@ -87,6 +110,7 @@ class Trainer:
 
         def loss_fn(output, batch):
             return seams.loss(dataclasses.replace(ctx0, batch=batch, output=output))
+
         return forward, loss_fn
 
     def step(self) -> None:
@@ -95,8 +119,9 @@ class Trainer:
         step = ctx.step = self.step_index
         ctx.epoch, ctx.batch_id = epoch, batch_id = divmod(step, ctx.steps_per_epoch)
         config = self.config
-        ctx.batch = make_batch(ctx.data.train, batch_indices(config, self._n_train, epoch, batch_id),
-                               config, batch_id)
+        ctx.batch = make_batch(
+            ctx.data.train, batch_indices(config, self._n_train, epoch, batch_id), config, batch_id
+        )
         with self._amp:
             ctx.output = seams.forward(ctx)
             ctx.loss = seams.loss(ctx)
@@ -172,13 +197,22 @@ class Trainer:
             "watch": self.watch.describe(),
         }
         now = time.perf_counter()
-        timing = {"wall_s": now - self._t0, "loop_s": self._loop_s + (now - t0),
-                  "eval_s": self._eval_s, "started_at": self.started_at,
-                  "created_at": time.time()}
-        return Run(table={k: list(v) for k, v in table.items()},
-                   evals={k: list(v) for k, v in self.evals.items()}, meta=meta, timing=timing)
+        timing = {
+            "wall_s": now - self._t0,
+            "loop_s": self._loop_s + (now - t0),
+            "eval_s": self._eval_s,
+            "started_at": self.started_at,
+            "created_at": time.time(),
+        }
+        return Run(
+            table={k: list(v) for k, v in table.items()},
+            evals={k: list(v) for k, v in self.evals.items()},
+            meta=meta,
+            timing=timing,
+        )
 
 
 def _version() -> str:
     from .. import __version__
+
     return __version__

@@ -16,8 +16,9 @@ from .record.triage import TriageRecord
 from .zoo.explorer import Explorer
 
 
-def diagnose(bug=None, seeds=(0, 1), config: Config | None = None, *,
-             budget_s: float | None = None) -> TriageRecord:
+def diagnose(
+    bug=None, seeds=(0, 1), config: Config | None = None, *, budget_s: float | None = None
+) -> TriageRecord:
     """Triage on two seeds: a zoo bug by name (or the healthy reference), or your own setup.
 
     ``diagnose("stale_log")`` triages labkit's loop with a bug of the zoo;
@@ -36,8 +37,9 @@ def diagnose(bug=None, seeds=(0, 1), config: Config | None = None, *,
     if bug is None or isinstance(bug, str):
         return _zoo(bug, seeds, config, budget_s)
     if config is not None:
-        raise ValueError("config= applies to zoo bugs only; a setup object brings its own model, "
-                         "data and loop.")
+        raise ValueError(
+            "config= applies to zoo bugs only; a setup object brings its own model, data and loop."
+        )
     seconds = DEFAULT_BUDGET_S if budget_s is None else budget_s
     with budget(seconds), bounded(bug):  # every call into the setup, from here on
         record = diagnose_setup(bug, seeds=seeds)
@@ -47,8 +49,10 @@ def diagnose(bug=None, seeds=(0, 1), config: Config | None = None, *,
 
 def _zoo(bug: str | None, seeds, config: Config | None, budget_s) -> TriageRecord:
     if budget_s is not None:
-        raise ValueError(f"budget_s={budget_s!r} bounds the train() of your own setup; labkit's "
-                         "own loop on a zoo bug needs no budget, so leave it out.")
+        raise ValueError(
+            f"budget_s={budget_s!r} bounds the train() of your own setup; labkit's "
+            "own loop on a zoo bug needs no budget, so leave it out."
+        )
     explorer = Explorer(bug, seeds=seeds, config=config)
     explorer.run_all()
     return explorer.record

@@ -27,13 +27,22 @@ from ..errors import check_choice, check_number
 from . import lab15_amp
 
 LETTERS = ("A", "B", "C", "D")
-FIXES = {"logger": "log", "data": "data", "scheduler": "step", "scaler": None, "bf16": None,
-         "fp32": None}
+FIXES = {
+    "logger": "log",
+    "data": "data",
+    "scheduler": "step",
+    "scaler": None,
+    "bf16": None,
+    "fp32": None,
+}
 # variant: (Config settings, (seed, second seed)); its defect and answer are hashed below
 _SPECS = {
-    "A1": ({"batch_size": 32}, (3, 4)), "A2": ({}, (5, 6)),
-    "B1": ({}, (0, 1)), "B2": ({"hidden": 48}, (2, 3)),
-    "C1": ({}, (0, 1)), "C2": ({"batch_size": 32}, (2, 3)),
+    "A1": ({"batch_size": 32}, (3, 4)),
+    "A2": ({}, (5, 6)),
+    "B1": ({}, (0, 1)),
+    "B2": ({"hidden": 48}, (2, 3)),
+    "C1": ({}, (0, 1)),
+    "C2": ({"batch_size": 32}, (2, 3)),
     "D1": ({"optimizer": "adam", "precision": "fp16"}, (5, 4)),
     "D2": ({"optimizer": "adam", "precision": "fp16"}, (1, 5)),
 }
@@ -60,57 +69,87 @@ _SYSTEM = {  # _digest(variant, system)
 _TERMS = {  # variant: groups of _digest(variant, word), space-separated; a mechanism
     # line must name one word of every group
     "A1": (
-        ("1dff348bc452f454 35e2befd8374b078 36addf5dd7e4a014 452e290744918c34 5e52f952276bf7ba "
-        "808791ef13ec1998 bd9fbed17b988800 cdae328261b2d4c8 cf32a402d199a0bc ddc0d86442cd28a2 "
-        "e6ac8db3a35bc6e9"),
-        ("02138049e0fe2547 049dc0719977f83c 1004b8d221bde934 1c6a09d4e7f3ebc8 24883ade4a66d240 "
-        "90f6f81ac4ef3a2a 93395c87fc5c1b25 a86571b41b00bed6 bb5107c8423d6324 bca1537fc9e45551 "
-        "c7704178741f01fb d4cd931843461ce7"),
+        (
+            "1dff348bc452f454 35e2befd8374b078 36addf5dd7e4a014 452e290744918c34 5e52f952276bf7ba "
+            "808791ef13ec1998 bd9fbed17b988800 cdae328261b2d4c8 cf32a402d199a0bc ddc0d86442cd28a2 "
+            "e6ac8db3a35bc6e9"
+        ),
+        (
+            "02138049e0fe2547 049dc0719977f83c 1004b8d221bde934 1c6a09d4e7f3ebc8 24883ade4a66d240 "
+            "90f6f81ac4ef3a2a 93395c87fc5c1b25 a86571b41b00bed6 bb5107c8423d6324 bca1537fc9e45551 "
+            "c7704178741f01fb d4cd931843461ce7"
+        ),
     ),
     "A2": (
-        ("13f35f941f21f157 1aa344264ac0e608 1e339f7d52b6c4c2 3e16f5942e9cfc9d 68ef0c2df2c2fcf7 "
-        "6afb7dbca9e3c9db 7d44ed27d8a17af0 9e354ad8993a84aa bd8fbd5984387458 ed01991e896183b1"),
-        ("09a5f88141c2175d 0cff2f3ad7e7a108 34d71cc4d29b3ceb 3891328470796bcd 44c1c791bf07801d "
-        "4905c97cbc45b5fe 654a76ee63ed54d0 c31d9e1a00ce608f c589fbaf5a265de9 cc05ac5ffd56509c "
-        "d7097dd00567ed5d df3798696b260aa9"),
+        (
+            "13f35f941f21f157 1aa344264ac0e608 1e339f7d52b6c4c2 3e16f5942e9cfc9d 68ef0c2df2c2fcf7 "
+            "6afb7dbca9e3c9db 7d44ed27d8a17af0 9e354ad8993a84aa bd8fbd5984387458 ed01991e896183b1"
+        ),
+        (
+            "09a5f88141c2175d 0cff2f3ad7e7a108 34d71cc4d29b3ceb 3891328470796bcd 44c1c791bf07801d "
+            "4905c97cbc45b5fe 654a76ee63ed54d0 c31d9e1a00ce608f c589fbaf5a265de9 cc05ac5ffd56509c "
+            "d7097dd00567ed5d df3798696b260aa9"
+        ),
     ),
     "B1": (
         "1e61ca549593ce0c 245a4a06bd96173f 475e467cf341bc66 69da86506cce65c4 92cfe150de7aa2d3",
-        ("115e0944c9ac31c8 179a89c0ba4f8631 21752205dc788030 641b1c48e25ca3dc 7d417b5151eefce8 "
-        "886d3500d9401aef 8b781e213495adbc 916004587a9ccb74 9375047fef81f63a ac95d840a7f4d09e "
-        "bcce1f96d3bab6e2 c9dda322c9c8b46f ea37cb4f46bd2f78"),
+        (
+            "115e0944c9ac31c8 179a89c0ba4f8631 21752205dc788030 641b1c48e25ca3dc 7d417b5151eefce8 "
+            "886d3500d9401aef 8b781e213495adbc 916004587a9ccb74 9375047fef81f63a ac95d840a7f4d09e "
+            "bcce1f96d3bab6e2 c9dda322c9c8b46f ea37cb4f46bd2f78"
+        ),
     ),
     "B2": (
-        ("6ab47cfab001bb3a 81d8fbe994ab32da 92bb0e55d74993b7 bccd73829350c8b1 e8ad93415aad4ff6 "
-        "ffb5dff01ba8418a"),
-        ("0d85b554299fc9fa 0e9693a2eaf347f1 2ab7116badf818bb 5628459d2f8af0ab 6cf4aba41076b1dc "
-        "6db7d9153ede6fd2 c924c7d895ace0e1 ce8a25852635f336 e340aa5d305123b9 ef3d8cb3cf2d996d"),
+        (
+            "6ab47cfab001bb3a 81d8fbe994ab32da 92bb0e55d74993b7 bccd73829350c8b1 e8ad93415aad4ff6 "
+            "ffb5dff01ba8418a"
+        ),
+        (
+            "0d85b554299fc9fa 0e9693a2eaf347f1 2ab7116badf818bb 5628459d2f8af0ab 6cf4aba41076b1dc "
+            "6db7d9153ede6fd2 c924c7d895ace0e1 ce8a25852635f336 e340aa5d305123b9 ef3d8cb3cf2d996d"
+        ),
     ),
     "C1": (
-        ("11facaf85ded2214 1ef60b09b1305a54 a59bef0efcecc836 ae548830fa7dcaf7 d395b6603d94b684 "
-        "e4f4319c943926d0"),
-        ("313a2c6d117c8c54 3bee3424597434f6 4aaf3e60aeb57830 4c954120ec1890c0 57e32a8f09c01d41 "
-        "79b008adeb0d60c1 ac44d847e7856a01 da38da6f9f28eb03 dae7c1c7434f1c2c"),
+        (
+            "11facaf85ded2214 1ef60b09b1305a54 a59bef0efcecc836 ae548830fa7dcaf7 d395b6603d94b684 "
+            "e4f4319c943926d0"
+        ),
+        (
+            "313a2c6d117c8c54 3bee3424597434f6 4aaf3e60aeb57830 4c954120ec1890c0 57e32a8f09c01d41 "
+            "79b008adeb0d60c1 ac44d847e7856a01 da38da6f9f28eb03 dae7c1c7434f1c2c"
+        ),
     ),
     "C2": (
-        ("0cf256ea5563da68 0fcc341740bd3402 2101dde30319c605 2b2b0394afa246bf 59a88c19d9005826 "
-        "9e7e76503c0dbd7f"),
-        ("01dea2b77c04ef98 0a33aa94573d5a3a 3e5462f113bc7e09 40dcfbe53cf2bb62 c0d8e2e68b3f163a "
-        "cdb8170119c70b75 e4e5936de20d4b87 f132230d13b2591f f7e84ddff1de43a3"),
+        (
+            "0cf256ea5563da68 0fcc341740bd3402 2101dde30319c605 2b2b0394afa246bf 59a88c19d9005826 "
+            "9e7e76503c0dbd7f"
+        ),
+        (
+            "01dea2b77c04ef98 0a33aa94573d5a3a 3e5462f113bc7e09 40dcfbe53cf2bb62 c0d8e2e68b3f163a "
+            "cdb8170119c70b75 e4e5936de20d4b87 f132230d13b2591f f7e84ddff1de43a3"
+        ),
     ),
     "D1": (
-        ("00409d1d9a2ad552 03d4eb6e81b7f160 05adf433fee267bd 06246d7ca3d75601 0b1cbfb7eb226c1d "
-        "19b81d4106f4ecf0 50e2e3662adf9daa 64387e57a11cc001 72c1673e50bad379 74e2810a984ca0ff "
-        "8298f250a0693300 8bf84063e23298e7 cf1de3b3b4564555 f63a45b21ef27cec"),
-        ("13471c708ca86b12 6aa5355410f412cc 979a537081d7e37a d0157b4e2837792a dd6a8a9cce2f2606 "
-        "e483d324b68b41d0"),
+        (
+            "00409d1d9a2ad552 03d4eb6e81b7f160 05adf433fee267bd 06246d7ca3d75601 0b1cbfb7eb226c1d "
+            "19b81d4106f4ecf0 50e2e3662adf9daa 64387e57a11cc001 72c1673e50bad379 74e2810a984ca0ff "
+            "8298f250a0693300 8bf84063e23298e7 cf1de3b3b4564555 f63a45b21ef27cec"
+        ),
+        (
+            "13471c708ca86b12 6aa5355410f412cc 979a537081d7e37a d0157b4e2837792a dd6a8a9cce2f2606 "
+            "e483d324b68b41d0"
+        ),
     ),
     "D2": (
-        ("2ab934c9148288f0 55bb6dcfc0de87c6 58a173b5ddb5a468 6e73019487227791 70c6a70369aa7032 "
-        "817c4d46b38c80c4 8992d68754284a20 8b7848a5ce01b9b8 945ec7fc619a8aef b6ae2282a3375508 "
-        "cb0336902c190816 cc97f374a839f265 f2ba6a8493eb3e32 fcfc504b03f382d7"),
-        ("2c44382bb2a1ddde 4ef1f663cbfb5f50 77211e2154944858 8e9665474b140797 cd7956ae5d80b901 "
-        "fc59cf0fe405b0ac"),
+        (
+            "2ab934c9148288f0 55bb6dcfc0de87c6 58a173b5ddb5a468 6e73019487227791 70c6a70369aa7032 "
+            "817c4d46b38c80c4 8992d68754284a20 8b7848a5ce01b9b8 945ec7fc619a8aef b6ae2282a3375508 "
+            "cb0336902c190816 cc97f374a839f265 f2ba6a8493eb3e32 fcfc504b03f382d7"
+        ),
+        (
+            "2c44382bb2a1ddde 4ef1f663cbfb5f50 77211e2154944858 8e9665474b140797 cd7956ae5d80b901 "
+            "fc59cf0fe405b0ac"
+        ),
     ),
 }
 
@@ -181,8 +220,14 @@ def _trainer(mystery, seed, steps, fix, lr_factor) -> Trainer:
     return trainer
 
 
-def run_mystery(mystery: str, *, seed: int | None = None, steps: int = 50,
-                fix: str | None = None, lr_factor: float = 1.0):
+def run_mystery(
+    mystery: str,
+    *,
+    seed: int | None = None,
+    steps: int = 50,
+    fix: str | None = None,
+    lr_factor: float = 1.0,
+):
     """Train the mystery (default: its first seed); `fix` and `lr_factor` change one thing.
     The run's meta["setup"] says which, for the record to compare with what was declared."""
     first = seeds(mystery)[0]
@@ -196,7 +241,12 @@ def pipeline(mystery: str, *, seed: int | None = None):
     ready for `labkit.probes.overfit_probe` and `label_shuffle_control` (they run in fp32)."""
     t = _trainer(mystery, seeds(mystery)[0] if seed is None else seed, 1, None, 1.0)
     forward, loss_fn = t.pipeline()
-    return t.ctx.model, make_batch(t.ctx.data.train, torch.arange(64), t.config, 0), forward, loss_fn
+    return (
+        t.ctx.model,
+        make_batch(t.ctx.data.train, torch.arange(64), t.config, 0),
+        forward,
+        loss_fn,
+    )
 
 
 # ---- for labkit.check: compare, never reveal ----------------------------------------
@@ -222,6 +272,7 @@ def _name(run) -> str:
 def plot_symptom(run, ax=None):
     """What the team's dashboard showed: the logged loss only."""
     from ..core import plots
+
     ax = plots._ax(ax, f"{_name(run)}: the logged loss, as the dashboard shows it")
     x, y = plots._finite(run.table["step"], run.table["loss_reported"])
     ax.plot(x, y, "-", lw=1.2, label="loss_reported")
@@ -235,12 +286,14 @@ def plot_run(run):
     """Raw and reported loss, and the total gradient norm (log axis), side by side."""
     import matplotlib.pyplot as plt
     from ..core import plots
+
     _, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
     plots.plot_loss(run, ax=left, label=_name(run))
     x, y = plots._finite(run.table["step"], run.table["grad_norm"])
     right.plot(x, y, ".", ms=3, label="grad_norm (each step)")
     plots._mark_nonfinite(right, run, "grad_norm")
-    right.set(title=f"{_name(run)}: gradient norm", xlabel="step", ylabel="gradient norm",
-              yscale="log")
+    right.set(
+        title=f"{_name(run)}: gradient norm", xlabel="step", ylabel="gradient norm", yscale="log"
+    )
     right.legend(fontsize=7)
     return left, right

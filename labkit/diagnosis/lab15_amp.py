@@ -24,7 +24,7 @@ import torch
 from ..core.seams import StepContext
 from ..core.watch import Watch
 
-LOSS_SCALE = 2 ** 19  # fixed: overflows float16 gradients within a few dozen steps
+LOSS_SCALE = 2**19  # fixed: overflows float16 gradients within a few dozen steps
 
 
 def backward_fixed_scale(ctx: StepContext) -> None:

@@ -12,8 +12,9 @@ def two_seeds(seeds) -> list:
     """`seeds` as a list of two different seeds, or a ValueError saying why not."""
     seeds = list(seeds)
     if len(seeds) != 2 or seeds[0] == seeds[1]:
-        raise ValueError(f"seeds={seeds} must be two different seeds: one to convict, "
-                         "one to confirm.")
+        raise ValueError(
+            f"seeds={seeds} must be two different seeds: one to convict, one to confirm."
+        )
     return seeds
 
 

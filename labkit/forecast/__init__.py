@@ -11,5 +11,11 @@ from .shapes import SHAPES, classify_shape
 from .history import ForecastHistory
 from .score import ForecastScore
 
-__all__ = ["SHAPES", "Forecast", "ForecastHistory", "ForecastScore", "check_points",
-           "classify_shape"]
+__all__ = [
+    "SHAPES",
+    "Forecast",
+    "ForecastHistory",
+    "ForecastScore",
+    "check_points",
+    "classify_shape",
+]

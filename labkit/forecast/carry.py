@@ -21,9 +21,14 @@ ENV = "LABKIT_SKETCHES"
 
 def payload(key: str, quantity: str, drawn: dict) -> dict:
     """What a sealed sketch leaves in the notebook: {key, quantity, series: {name: {...}}}."""
-    return {"key": key, "quantity": quantity,
-            "series": {n: {"points": [list(p) for p in d["points"]], "nan_step": d["nan_step"]}
-                       for n, d in drawn.items()}}
+    return {
+        "key": key,
+        "quantity": quantity,
+        "series": {
+            n: {"points": [list(p) for p in d["points"]], "nan_step": d["nan_step"]}
+            for n, d in drawn.items()
+        },
+    }
 
 
 def show(body: dict) -> None:
@@ -33,8 +38,14 @@ def show(body: dict) -> None:
     except ImportError:
         return
     names = ", ".join(body["series"])
-    display({MIME: body, "text/plain": f"(your sealed sketch [{names}] is kept in this notebook, "
-                                       "so a grader re-running it uses your curves)"}, raw=True)
+    display(
+        {
+            MIME: body,
+            "text/plain": f"(your sealed sketch [{names}] is kept in this notebook, "
+            "so a grader re-running it uses your curves)",
+        },
+        raw=True,
+    )
 
 
 def show_prediction(key: str, prediction: dict) -> None:
@@ -44,9 +55,14 @@ def show_prediction(key: str, prediction: dict) -> None:
     except ImportError:
         return
     answers = json.loads(json.dumps(prediction, default=str))  # roles keyed by numbers: text
-    display({PREDICTION_MIME: {"key": key, "prediction": answers},
-             "text/plain": "(your sealed prediction is kept in this notebook, so a grader "
-                           "re-running it uses your answers)"}, raw=True)
+    display(
+        {
+            PREDICTION_MIME: {"key": key, "prediction": answers},
+            "text/plain": "(your sealed prediction is kept in this notebook, so a grader "
+            "re-running it uses your answers)",
+        },
+        raw=True,
+    )
 
 
 def sketches_in(nb) -> list[dict]:
@@ -79,7 +95,11 @@ def _handed() -> list:
 def carried_prediction(key: str) -> dict | None:
     """The prediction a grader handed over for exercise `key` (the latest seal), or None."""
     for body in reversed(_handed()):
-        if isinstance(body, dict) and body.get("key") == key and isinstance(body.get("prediction"), dict):
+        if (
+            isinstance(body, dict)
+            and body.get("key") == key
+            and isinstance(body.get("prediction"), dict)
+        ):
             return body["prediction"]
     return None
 
@@ -89,7 +109,10 @@ def carried(key: str, quantity: str, names: list) -> dict | None:
     if not key:
         return None
     for body in reversed(_handed()):  # the latest seal wins
-        if isinstance(body, dict) and (body.get("key"), body.get("quantity")) == (key, quantity) \
-                and sorted(body.get("series", {})) == sorted(names):
+        if (
+            isinstance(body, dict)
+            and (body.get("key"), body.get("quantity")) == (key, quantity)
+            and sorted(body.get("series", {})) == sorted(names)
+        ):
             return body["series"]
     return None

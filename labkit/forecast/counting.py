@@ -54,9 +54,17 @@ def counted(scored: list[dict]) -> tuple[list, list, list]:
                 current = [e]
         groups.append(current)
         for group in groups:
-            best = min(group, key=lambda e: (e["score"]["mean_log_error"] is None,
-                                             e["score"]["mean_log_error"] or 0.0))
+            best = min(
+                group,
+                key=lambda e: (
+                    e["score"]["mean_log_error"] is None,
+                    e["score"]["mean_log_error"] or 0.0,
+                ),
+            )
             alternatives += [e for e in group if e is not best]
     out = [e for e in first if not any(e is a for a in alternatives)]
-    return ([e for e in out if quantity(e) == "loss"],
-            [e for e in out if quantity(e) == "grad_norm"], alternatives)
+    return (
+        [e for e in out if quantity(e) == "loss"],
+        [e for e in out if quantity(e) == "grad_norm"],
+        alternatives,
+    )

@@ -33,6 +33,7 @@ FORMAT = "labkit.forecast/1"
 
 LN10 = math.log(10)  # the loss of a uniform guess over 10 classes: a preset's start
 
+
 class Forecast:
     """(step, loss) points, plus an optional NaN step, shape label and note."""
 
@@ -43,8 +44,9 @@ class Forecast:
         object.__setattr__(self, "_seal", None)  # {config_hash, sealed_at, content_hash}
 
     @classmethod
-    def from_shape(cls, shape, steps=200, *, start=LN10, end=None, nan_step=None,
-                   checkpoints=5, note=""):
+    def from_shape(
+        cls, shape, steps=200, *, start=LN10, end=None, nan_step=None, checkpoints=5, note=""
+    ):
         """A preset curve to adjust: `checkpoints` points over steps 0 .. steps-1."""
         check_choice("shape", shape, SHAPES)
         check_number("steps", steps, minimum=2, integer=True)
@@ -54,7 +56,11 @@ class Forecast:
             nan_step = steps // 2 if nan_step is None else nan_step
             check_number("nan_step", nan_step, minimum=0, maximum=steps - 1, integer=True)
         last = nan_step - 1 if shape == "nan" else steps - 1  # the last step with a finite loss
-        xs = sorted({round(i * last / (checkpoints - 1)) for i in range(checkpoints)}) if last >= 0 else []
+        xs = (
+            sorted({round(i * last / (checkpoints - 1)) for i in range(checkpoints)})
+            if last >= 0
+            else []
+        )
         if end is None:
             end = {"flat": start, "diverging": start * 10}.get(shape, start / 10)
         check_number("end", end, minimum=0, strict_min=True)
@@ -62,20 +68,24 @@ class Forecast:
         ys = [start * (end / start) ** (x / span) for x in xs]  # a straight line on log axes
         if shape == "spiky":
             ys = [y * 4 if 0 < i < len(ys) - 1 and i % 2 else y for i, y in enumerate(ys)]
-        return cls(list(zip(xs, ys)), shape=shape, nan_step=nan_step if shape == "nan" else None,
-                   note=note)
+        return cls(
+            list(zip(xs, ys)), shape=shape, nan_step=nan_step if shape == "nan" else None, note=note
+        )
 
     # ---- reading (and editing, until sealed) ----
     def _edit(self, **change):
         if self._seal is not None:
-            raise AttributeError("This forecast is sealed, so it can no longer be edited; make a "
-                                 "new Forecast to predict something else.")
+            raise AttributeError(
+                "This forecast is sealed, so it can no longer be edited; make a "
+                "new Forecast to predict something else."
+            )
         object.__setattr__(self, "_fields", check_fields(**{**self._fields, **change}))
 
     def __setattr__(self, name, value):
         if name not in ("points", "shape", "nan_step", "note"):
-            raise AttributeError(f"Forecast has no setting {name!r}; you can set points, shape, "
-                                 "nan_step and note.")
+            raise AttributeError(
+                f"Forecast has no setting {name!r}; you can set points, shape, nan_step and note."
+            )
         self._edit(**{name: value})
 
     points = property(lambda self: self._fields["points"])
@@ -95,8 +105,10 @@ class Forecast:
     def __repr__(self) -> str:
         span = f" from step {self.points[0][0]} to {self.points[-1][0]}" if self.points else ""
         seal = f"sealed for config {self.config_hash}" if self.sealed else "not sealed"
-        return (f"Forecast({len(self.points)} points{span}, shape={self.shape!r}, "
-                f"nan_step={self.nan_step}, {seal})")
+        return (
+            f"Forecast({len(self.points)} points{span}, shape={self.shape!r}, "
+            f"nan_step={self.nan_step}, {seal})"
+        )
 
     def __eq__(self, other):
         return isinstance(other, Forecast) and self.to_dict() == other.to_dict()
@@ -110,24 +122,33 @@ class Forecast:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _content(self) -> dict:
-        return {"points": [list(p) for p in self.points], "nan_step": self.nan_step,
-                "shape": self.shape, "note": self.note}
+        return {
+            "points": [list(p) for p in self.points],
+            "nan_step": self.nan_step,
+            "shape": self.shape,
+            "note": self.note,
+        }
 
     def seal(self, config=None, bug=None) -> Forecast:
         """Fix this forecast to one setup (a Config and bug, or a config hash) and to now."""
         if self.sealed:
-            raise ValueError("This forecast is already sealed; sealing again would move its time "
-                             "stamp. Make a new Forecast to predict another run.")
+            raise ValueError(
+                "This forecast is already sealed; sealing again would move its time "
+                "stamp. Make a new Forecast to predict another run."
+            )
         if isinstance(config, str):
             if len(config) != 12 or config.strip("0123456789abcdef"):
-                raise ValueError(f"config={config!r} is not a config hash; pass a Config, or the "
-                                 "12 hex characters of run.meta['config_hash'].")
+                raise ValueError(
+                    f"config={config!r} is not a config hash; pass a Config, or the "
+                    "12 hex characters of run.meta['config_hash']."
+                )
             if bug is not None:
                 raise ValueError("Pass bug only with a Config; a config hash already includes it.")
             the_hash = config
         else:
             from ..bugs.inject import resolve
             from ..core.train import config_hash
+
             config, _, bug_name = resolve(config, bug, None, {})
             the_hash = config_hash(config, bug_name)
         object.__setattr__(self, "_seal", {"config_hash": the_hash, "sealed_at": time.time()})
@@ -140,11 +161,15 @@ class Forecast:
 
     def verify(self) -> Forecast:
         if not self.sealed:
-            raise ValueError("This forecast is not sealed; call forecast.seal(config, bug=...) "
-                             "before the run, so the score can prove it came first.")
+            raise ValueError(
+                "This forecast is not sealed; call forecast.seal(config, bug=...) "
+                "before the run, so the score can prove it came first."
+            )
         if not self.is_intact():
-            raise ValueError(f"This forecast was changed after it was sealed: its content hash "
-                             f"{self.content_hash[:12]} no longer matches its contents.")
+            raise ValueError(
+                f"This forecast was changed after it was sealed: its content hash "
+                f"{self.content_hash[:12]} no longer matches its contents."
+            )
         return self
 
     # ---- scoring and plotting ----
@@ -156,52 +181,92 @@ class Forecast:
         self.verify()
         run_hash, started = run.meta.get("config_hash"), run.timing.get("started_at")
         if run_hash != self.config_hash:
-            raise ValueError(f"This forecast was sealed for config {self.config_hash}, but the run "
-                             f"has config {run_hash}; score it against the run it predicted.")
+            raise ValueError(
+                f"This forecast was sealed for config {self.config_hash}, but the run "
+                f"has config {run_hash}; score it against the run it predicted."
+            )
         if started is None:
-            raise ValueError("The run has no start time (run.timing['started_at']), so nothing "
-                             "shows the forecast came first; score it against a fresh run.")
+            raise ValueError(
+                "The run has no start time (run.timing['started_at']), so nothing "
+                "shows the forecast came first; score it against a fresh run."
+            )
         if self.sealed_at > started:
             clock = lambda t: time.strftime("%H:%M:%S", time.localtime(t))  # noqa: E731
-            raise ValueError(f"This forecast was sealed at {clock(self.sealed_at)}, after the run "
-                             f"started at {clock(started)}, so it is hindsight, not a forecast; "
-                             "seal before training.")
+            raise ValueError(
+                f"This forecast was sealed at {clock(self.sealed_at)}, after the run "
+                f"started at {clock(started)}, so it is hindsight, not a forecast; "
+                "seal before training."
+            )
         from .score import ForecastScore
+
         return ForecastScore.compare(self, run, column)
 
     def plot(self, run=None, ax=None, *, log=False):
         """Forecast points and line; with `run`, its raw per-step loss as points beside them."""
         import matplotlib.pyplot as plt
+
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 3.5))
         if run is not None:
-            pts = [(s, v) for s, v in zip(run.table["step"], run.table["loss_raw"])
-                   if v is not None and math.isfinite(v)]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], ".", ms=3, alpha=0.6,
-                    label="actual loss_raw (each step)")
+            pts = [
+                (s, v)
+                for s, v in zip(run.table["step"], run.table["loss_raw"])
+                if v is not None and math.isfinite(v)
+            ]
+            ax.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                ".",
+                ms=3,
+                alpha=0.6,
+                label="actual loss_raw (each step)",
+            )
             c = run.config
             size, letter = (c["vocab_size"], "V") if c["task"] == "lm" else (c["n_classes"], "C")
-            ax.axhline(math.log(size), color="grey", ls="--", lw=1,
-                       label=f"ln {letter} = {math.log(size):.3f}")
+            ax.axhline(
+                math.log(size),
+                color="grey",
+                ls="--",
+                lw=1,
+                label=f"ln {letter} = {math.log(size):.3f}",
+            )
             if run.first_nonfinite_step() is not None:
-                ax.axvline(run.first_nonfinite_step(), color="crimson", ls=":",
-                           label=f"actual first NaN @ {run.first_nonfinite_step()}")
-        ax.plot([p[0] for p in self.points], [p[1] for p in self.points], "o--", color="tab:orange",
-                label=f"forecast ({'sealed' if self.sealed else 'not sealed'})")
+                ax.axvline(
+                    run.first_nonfinite_step(),
+                    color="crimson",
+                    ls=":",
+                    label=f"actual first NaN @ {run.first_nonfinite_step()}",
+                )
+        ax.plot(
+            [p[0] for p in self.points],
+            [p[1] for p in self.points],
+            "o--",
+            color="tab:orange",
+            label=f"forecast ({'sealed' if self.sealed else 'not sealed'})",
+        )
         if self.nan_step is not None:
-            ax.axvline(self.nan_step, color="tab:orange", ls="--", label=f"forecast NaN @ {self.nan_step}")
+            ax.axvline(
+                self.nan_step, color="tab:orange", ls="--", label=f"forecast NaN @ {self.nan_step}"
+            )
         if log:
             ax.set_yscale("log")
         else:
-            ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # from zero, so a flat run does not look like noise
+            ax.set_ylim(
+                0, ax.get_ylim()[1] * 1.2
+            )  # from zero, so a flat run does not look like noise
         ax.set(title="forecast vs actual", xlabel="step", ylabel="loss")
         ax.legend(fontsize=7)
         return ax
 
     # ---- storage ----
     def to_dict(self) -> dict:
-        return {"format": FORMAT, **self._content(), "config_hash": self.config_hash,
-                "sealed_at": self.sealed_at, "content_hash": self.content_hash}
+        return {
+            "format": FORMAT,
+            **self._content(),
+            "config_hash": self.config_hash,
+            "sealed_at": self.sealed_at,
+            "content_hash": self.content_hash,
+        }
 
     @classmethod
     def from_dict(cls, d) -> Forecast:
@@ -209,12 +274,16 @@ class Forecast:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             got = d.get("format") if isinstance(d, dict) else type(d).__name__
             raise ValueError(f"Forecast.from_dict expected format={FORMAT!r}; got {got!r}.")
-        f = cls(d["points"], shape=d.get("shape"), nan_step=d.get("nan_step"), note=d.get("note", ""))
+        f = cls(
+            d["points"], shape=d.get("shape"), nan_step=d.get("nan_step"), note=d.get("note", "")
+        )
         seal = {k: d.get(k) for k in ("config_hash", "sealed_at", "content_hash")}
         if any(v is not None for v in seal.values()):
             if any(v is None for v in seal.values()):
-                raise ValueError("This forecast record is half sealed (config_hash, sealed_at and "
-                                 "content_hash must all be present); it cannot be trusted.")
+                raise ValueError(
+                    "This forecast record is half sealed (config_hash, sealed_at and "
+                    "content_hash must all be present); it cannot be trusted."
+                )
             object.__setattr__(f, "_seal", seal)
         return f
 

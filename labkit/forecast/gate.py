@@ -40,6 +40,7 @@ def _kernel():
 def can_wait() -> bool:
     """True in a kernel that may wait: not told otherwise, and not run by `labkit grade`."""
     from .carry import ENV
+
     kernel = _kernel()
     if kernel is None or os.environ.get(NO_WAIT) or os.environ.get(ENV):
         return False
@@ -61,6 +62,7 @@ def wait_for(done, rendered, *, what: str = "your sealed forecast above") -> boo
     if not can_wait():
         return False
     from jupyter_ui_poll import ui_events
+
     shown = False
     start = time.monotonic()
     try:
@@ -74,14 +76,18 @@ def wait_for(done, rendered, *, what: str = "your sealed forecast above") -> boo
                         _drop_queued()
                         return False  # nobody sees the widget: a headless run
                 elif not shown:
-                    print(f"waiting for {what}... (press Seal there; the stop button ends "
-                          "the wait)", flush=True)
+                    print(
+                        f"waiting for {what}... (press Seal there; the stop button ends the wait)",
+                        flush=True,
+                    )
                     shown = True
                 time.sleep(0.05)
     except KeyboardInterrupt:
         _drop_queued()
-        raise SketchNotSealed(f"Stopped waiting for {what}; it is not sealed. Draw it, press "
-                              "Seal, then run this cell and the ones below it.") from None
+        raise SketchNotSealed(
+            f"Stopped waiting for {what}; it is not sealed. Draw it, press "
+            "Seal, then run this cell and the ones below it."
+        ) from None
     return True
 
 
@@ -89,6 +95,7 @@ def _drop_queued() -> None:
     """The cells a Run All queued behind this one, held back by the wait, are aborted as the
     kernel aborts them after any failed cell (unless the cell ran with stop_on_error off)."""
     from jupyter_ui_poll._poll import KernelWrapper
+
     wrapper, kernel = KernelWrapper._current, _kernel()
     if wrapper is None or not kernel.get_parent().get("content", {}).get("stop_on_error", True):
         return

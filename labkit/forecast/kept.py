@@ -34,13 +34,17 @@ def merge_entry(old: dict | None, new: dict) -> dict:
     if old is None:
         return new
     if not _same(old["forecast"], new["forecast"]):
-        raise StoreConflict("A different forecast is already stored under this content hash, so "
-                            "one of the two copies was edited after sealing; it was not stored.")
+        raise StoreConflict(
+            "A different forecast is already stored under this content hash, so "
+            "one of the two copies was edited after sealing; it was not stored."
+        )
     if new["score"] is None or _same(old["score"], new["score"]):
         return old
     if old["score"] is not None:
-        raise StoreConflict("This forecast already has a different score in the history; a "
-                            "forecast is scored once, against its own run.")
+        raise StoreConflict(
+            "This forecast already has a different score in the history; a "
+            "forecast is scored once, against its own run."
+        )
     return {**old, "score": new["score"]}
 
 
@@ -48,13 +52,18 @@ def forecast_record(entry: dict, source) -> dict:
     """One history entry as a store record, checked: sealed, and a score that parses."""
     forecast = Forecast.from_dict(entry.get("forecast"))
     if not forecast.sealed:
-        raise ValueError(f"{source} holds a forecast that was never sealed; only sealed "
-                         "forecasts are kept.")
+        raise ValueError(
+            f"{source} holds a forecast that was never sealed; only sealed forecasts are kept."
+        )
     if entry.get("score") is not None:
         ForecastScore.from_dict(entry["score"])  # a malformed score fails here, not later
     added = entry.get("added_at") or forecast.sealed_at
-    return {"kind": "forecast", "key": forecast.content_hash, "created_at": added,
-            "body": {"forecast": entry["forecast"], "score": entry.get("score"), "added_at": added}}
+    return {
+        "kind": "forecast",
+        "key": forecast.content_hash,
+        "created_at": added,
+        "body": {"forecast": entry["forecast"], "score": entry.get("score"), "added_at": added},
+    }
 
 
 def migrate_old_history(store) -> None:
@@ -68,8 +77,11 @@ def migrate_old_history(store) -> None:
         except FileNotFoundError:  # another process imported and renamed it just now
             continue
         except ValueError as exc:
-            warnings.warn(f"{exc} It will be tried again each time the store opens; fix it "
-                          "or move it away to stop this warning.", stacklevel=3)
+            warnings.warn(
+                f"{exc} It will be tried again each time the store opens; fix it "
+                "or move it away to stop this warning.",
+                stacklevel=3,
+            )
             continue
         counts = store.merge(records, source=str(old), keep_on_conflict=True)
         done = free_name(old.with_name(name + ".imported"))
@@ -78,16 +90,20 @@ def migrate_old_history(store) -> None:
         except FileNotFoundError:
             continue
         if counts["conflicts"]:
-            warnings.warn(f"{counts['conflicts']} forecast(s) in {str(old)!r} differ from the "
-                          f"copy already in the store; the store's copy was kept, and the old "
-                          f"file is kept as {str(done)!r}.", stacklevel=3)
+            warnings.warn(
+                f"{counts['conflicts']} forecast(s) in {str(old)!r} differ from the "
+                f"copy already in the store; the store's copy was kept, and the old "
+                f"file is kept as {str(done)!r}.",
+                stacklevel=3,
+            )
 
 
 def check_exported(record: dict, source) -> None:
     """A forecast in an export must parse, be sealed, and be filed under its own hash."""
     if forecast_record(record["body"], source)["key"] != record["key"]:
-        raise ValueError(f"forecast record {record['key']!r:.20} is not filed under its own "
-                         "content hash")
+        raise ValueError(
+            f"forecast record {record['key']!r:.20} is not filed under its own content hash"
+        )
 
 
 MERGE_RULES["forecast"] = merge_entry

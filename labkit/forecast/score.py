@@ -7,12 +7,17 @@ from dataclasses import asdict, dataclass
 
 from .shapes import classify_shape
 
+
 def quantity(column: str) -> str:
     """What a column measures, as a score's sentence names it: "the loss", "the accuracy"."""
     name = column.lower()
-    for part, words in (("acc", "the accuracy"), ("grad_norm", "the gradient norm"),
-                        ("update_norm", "the update norm"), ("recall", "the recall"),
-                        ("loss", "the loss")):
+    for part, words in (
+        ("acc", "the accuracy"),
+        ("grad_norm", "the gradient norm"),
+        ("update_norm", "the update norm"),
+        ("recall", "the recall"),
+        ("loss", "the loss"),
+    ):
         if part in name:
             return words
     return f"the {column.replace('_', ' ')}"
@@ -51,15 +56,18 @@ class ForecastScore:
         the loss (a gradient norm of exactly 0) both sides are floored at 1e-8 instead.
         """
         if column not in run.table:
-            raise ValueError(f"column={column!r} is not in this run; it has "
-                             f"{', '.join(sorted(run.table))}.")
+            raise ValueError(
+                f"column={column!r} is not in this run; it has {', '.join(sorted(run.table))}."
+            )
         floor = None if column == "loss_raw" else 1e-8
         loss_at = dict(zip(run.table["step"], run.table[column]))
         steps, predicted, actual, errors = [], [], [], []
         for step, pred in forecast.points:
             if step not in loss_at:
-                raise ValueError(f"The forecast has a point at step {step}, but the run has steps "
-                                 f"0 to {len(run) - 1}; forecast only steps the run has.")
+                raise ValueError(
+                    f"The forecast has a point at step {step}, but the run has steps "
+                    f"0 to {len(run) - 1}; forecast only steps the run has."
+                )
             real = loss_at[step]
             if floor is not None and (real is None or math.isfinite(real)):
                 real, pred = max(real or 0.0, floor), max(pred, floor)
@@ -75,17 +83,39 @@ class ForecastScore:
             values = [floor if v is None else v for v in values]
         nan_pred, nan_real = forecast.nan_step, run.first_nonfinite_step(column)
         nan_hit = (nan_pred is None and nan_real is None) or (
-            None not in (nan_pred, nan_real) and abs(nan_pred - nan_real) <= max(1, len(run) // 10))
+            None not in (nan_pred, nan_real) and abs(nan_pred - nan_real) <= max(1, len(run) // 10)
+        )
         shape_real = classify_shape(values)
         what = quantity(run.meta.get("series", column) if column == "loss_raw" else column)
-        verdict = cls._verdict(mean, errors.count(None), nan_pred, nan_real, nan_hit,
-                               forecast.expected_shape, shape_real, what)
-        return cls(steps, predicted, actual, errors, mean, errors.count(None), nan_pred, nan_real,
-                   nan_hit, forecast.expected_shape, shape_real, verdict)
+        verdict = cls._verdict(
+            mean,
+            errors.count(None),
+            nan_pred,
+            nan_real,
+            nan_hit,
+            forecast.expected_shape,
+            shape_real,
+            what,
+        )
+        return cls(
+            steps,
+            predicted,
+            actual,
+            errors,
+            mean,
+            errors.count(None),
+            nan_pred,
+            nan_real,
+            nan_hit,
+            forecast.expected_shape,
+            shape_real,
+            verdict,
+        )
 
     @staticmethod
-    def _verdict(mean, misses, nan_pred, nan_real, nan_hit, shape_pred, shape_real,
-                 what: str = "the loss") -> str:
+    def _verdict(
+        mean, misses, nan_pred, nan_real, nan_hit, shape_pred, shape_real, what: str = "the loss"
+    ) -> str:
         right = (mean is None or mean < CLOSE) + nan_hit + (shape_pred == shape_real)
         head = {3: "A good forecast", 2: "Partly right", 1: "Mostly wrong", 0: "A miss"}[right]
         if mean is None:
@@ -94,8 +124,11 @@ class ForecastScore:
             size = "close" if mean < CLOSE else "roughly right" if mean < ROUGH else "far off"
             loss = f"{what} was {size} (off by x{math.exp(mean):.2f} on average)"
         loss += f", {misses} checkpoint(s) fell where the run was already NaN" if misses else ""
-        shape = (f"the shape '{shape_real}' was right" if shape_pred == shape_real else
-                 f"you expected '{shape_pred}' but the run was '{shape_real}'")
+        shape = (
+            f"the shape '{shape_real}' was right"
+            if shape_pred == shape_real
+            else f"you expected '{shape_pred}' but the run was '{shape_real}'"
+        )
         if nan_pred is None and nan_real is None:
             nan = "both stayed finite"
         elif nan_real is None:
@@ -108,9 +141,11 @@ class ForecastScore:
 
     def __repr__(self) -> str:
         mean = "n/a" if self.mean_log_error is None else f"{self.mean_log_error:.3f}"
-        return (f"ForecastScore(mean_log_error={mean}, misses={self.misses}, "
-                f"shape {self.shape_predicted!r} vs {self.shape_actual!r}, "
-                f"nan_step {self.nan_predicted} vs {self.nan_actual})\n{self.verdict}")
+        return (
+            f"ForecastScore(mean_log_error={mean}, misses={self.misses}, "
+            f"shape {self.shape_predicted!r} vs {self.shape_actual!r}, "
+            f"nan_step {self.nan_predicted} vs {self.nan_actual})\n{self.verdict}"
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)

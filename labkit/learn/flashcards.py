@@ -37,42 +37,70 @@ class Card:
 
 
 CARDS = (
-    Card("first-test", "A model does not learn at all. Which experiment comes first?",
-         "Train on one small, clean batch until it is memorised. If even that fails, the loop "
-         "itself (loss, gradients, optimizer) is broken; if it works, look at capacity, "
-         "regularisation or the data at scale."),
-    Card("none-vs-zero", "What does a gradient of None tell you that a gradient of exactly "
-         "zero does not?",
-         "None: autograd never computed one, because the tensor is not on the path from the "
-         "loss (detached, unused, or the loss has no graph). Zero: it is on the path, but this "
-         "batch's derivative happens to be 0 (a dead ReLU, a masked input)."),
-    Card("eval-vs-no-grad", "Why can model.eval() and torch.no_grad() not stand in for each other?",
-         "eval() changes how layers behave (dropout off, batch norm on running statistics); "
-         "no_grad() stops autograd from recording a graph. Evaluation usually wants both."),
-    Card("grads-but-no-change", "The gradients are non-zero, yet the weights do not change. "
-         "Where do you look?",
-         "Whether those parameters are in the optimizer at all, the learning rate (zero, or a "
-         "schedule that collapsed), steps skipped by an AMP GradScaler, and whether you are "
-         "inspecting the tensors this optimizer really holds."),
-    Card("same-step-spike", "The loss spikes at the same point of every epoch. What do you inspect?",
-         "What arrives at that point: the batch or shard, the data order, and any scheduler "
-         "event tied to that step."),
-    Card("late-spike", "The loss spikes only after many normal steps. What do you suspect?",
-         "Instability that builds up: optimizer state (momentum, Adam's moments), weights that "
-         "have grown large, a schedule that raised the learning rate, or numbers slowly going bad."),
-    Card("val-below-train", "Why can the validation loss sit below the training loss?",
-         "Dropout or augmentation that only training uses, a regulariser added to the training "
-         "loss, a training curve averaged over an epoch of older weights, or a validation set "
-         "that really is easier."),
-    Card("loss-vs-accuracy", "Why can the loss improve while accuracy stays flat?",
-         "The loss responds to every change in the probabilities; accuracy changes only when "
-         "the top-ranked class changes."),
-    Card("lm-exact-match", "Why can a language model's loss fall while exact match stays flat?",
-         "The token loss can improve on easy or prompt tokens while the answer tokens that "
-         "matter, or free-running generation, stay wrong; exact match needs every token right."),
-    Card("nan-first", "What is the most useful first response to a NaN loss?",
-         "Find the first value that is not finite (input, activation, loss, gradient or "
-         "parameter) instead of staring at the NaN at the end."),
+    Card(
+        "first-test",
+        "A model does not learn at all. Which experiment comes first?",
+        "Train on one small, clean batch until it is memorised. If even that fails, the loop "
+        "itself (loss, gradients, optimizer) is broken; if it works, look at capacity, "
+        "regularisation or the data at scale.",
+    ),
+    Card(
+        "none-vs-zero",
+        "What does a gradient of None tell you that a gradient of exactly zero does not?",
+        "None: autograd never computed one, because the tensor is not on the path from the "
+        "loss (detached, unused, or the loss has no graph). Zero: it is on the path, but this "
+        "batch's derivative happens to be 0 (a dead ReLU, a masked input).",
+    ),
+    Card(
+        "eval-vs-no-grad",
+        "Why can model.eval() and torch.no_grad() not stand in for each other?",
+        "eval() changes how layers behave (dropout off, batch norm on running statistics); "
+        "no_grad() stops autograd from recording a graph. Evaluation usually wants both.",
+    ),
+    Card(
+        "grads-but-no-change",
+        "The gradients are non-zero, yet the weights do not change. Where do you look?",
+        "Whether those parameters are in the optimizer at all, the learning rate (zero, or a "
+        "schedule that collapsed), steps skipped by an AMP GradScaler, and whether you are "
+        "inspecting the tensors this optimizer really holds.",
+    ),
+    Card(
+        "same-step-spike",
+        "The loss spikes at the same point of every epoch. What do you inspect?",
+        "What arrives at that point: the batch or shard, the data order, and any scheduler "
+        "event tied to that step.",
+    ),
+    Card(
+        "late-spike",
+        "The loss spikes only after many normal steps. What do you suspect?",
+        "Instability that builds up: optimizer state (momentum, Adam's moments), weights that "
+        "have grown large, a schedule that raised the learning rate, or numbers slowly going bad.",
+    ),
+    Card(
+        "val-below-train",
+        "Why can the validation loss sit below the training loss?",
+        "Dropout or augmentation that only training uses, a regulariser added to the training "
+        "loss, a training curve averaged over an epoch of older weights, or a validation set "
+        "that really is easier.",
+    ),
+    Card(
+        "loss-vs-accuracy",
+        "Why can the loss improve while accuracy stays flat?",
+        "The loss responds to every change in the probabilities; accuracy changes only when "
+        "the top-ranked class changes.",
+    ),
+    Card(
+        "lm-exact-match",
+        "Why can a language model's loss fall while exact match stays flat?",
+        "The token loss can improve on easy or prompt tokens while the answer tokens that "
+        "matter, or free-running generation, stay wrong; exact match needs every token right.",
+    ),
+    Card(
+        "nan-first",
+        "What is the most useful first response to a NaN loss?",
+        "Find the first value that is not finite (input, activation, loss, gradient or "
+        "parameter) instead of staring at the NaN at the end.",
+    ),
 )
 BY_ID = {c.id: c for c in CARDS}
 
@@ -85,12 +113,15 @@ def next_box(box: int, knew_it: bool) -> int:
 def _store(path=None):
     """The learner store at `path` (default ``$LABKIT_HOME/labkit.sqlite3``)."""
     from ..store.learner import default_store
+
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a file path; got {type(path).__name__}.")
     if path is not None and Path(path).suffix == ".json":
-        raise ValueError(f"path={str(path)!r} names a JSON file, but flashcard progress is kept "
-                         "in the learner store; give a store file such as 'labkit.sqlite3' (or "
-                         "nothing, for $LABKIT_HOME/labkit.sqlite3).")
+        raise ValueError(
+            f"path={str(path)!r} names a JSON file, but flashcard progress is kept "
+            "in the learner store; give a store file such as 'labkit.sqlite3' (or "
+            "nothing, for $LABKIT_HOME/labkit.sqlite3)."
+        )
     return default_store(path)
 
 
@@ -112,8 +143,10 @@ def load_progress(path=None) -> dict[str, dict]:
 def record_answer(card_id: str, knew_it: bool, *, today=None, path=None) -> dict:
     """Move one card between boxes and save it, as one transaction."""
     if card_id not in BY_ID:
-        raise ValueError(f"card_id={card_id!r} is not a card; cards are "
-                         f"{', '.join(BY_ID)}.{suggest(card_id, BY_ID)}")
+        raise ValueError(
+            f"card_id={card_id!r} is not a card; cards are "
+            f"{', '.join(BY_ID)}.{suggest(card_id, BY_ID)}"
+        )
     if not isinstance(knew_it, bool):
         raise TypeError(f"knew_it must be True or False; got {knew_it!r}.")
     day = _day(today)
@@ -121,8 +154,13 @@ def record_answer(card_id: str, knew_it: bool, *, today=None, path=None) -> dict
     def change(entry):
         entry = entry or {"box": 1, "seen": 0, "known": 0}
         box = next_box(entry["box"], knew_it)
-        return {"box": box, "seen": entry["seen"] + 1, "known": entry["known"] + knew_it,
-                "due": (day + dt.timedelta(days=INTERVAL_DAYS[box])).isoformat()}
+        return {
+            "box": box,
+            "seen": entry["seen"] + 1,
+            "known": entry["known"] + knew_it,
+            "due": (day + dt.timedelta(days=INTERVAL_DAYS[box])).isoformat(),
+        }
+
     return _store(path).update("flashcard", card_id, change)["body"]
 
 
@@ -159,8 +197,13 @@ class Deck:
         the least practised first, so a card just missed goes behind the ones not yet seen."""
         day, progress = _day(today).isoformat(), self.progress()
         due = [c for c in CARDS if progress.get(c.id, {}).get("due", day) <= day]
-        return sorted(due, key=lambda c: (progress.get(c.id, {}).get("box", 1),
-                                          progress.get(c.id, {}).get("seen", 0)))
+        return sorted(
+            due,
+            key=lambda c: (
+                progress.get(c.id, {}).get("box", 1),
+                progress.get(c.id, {}).get("seen", 0),
+            ),
+        )
 
     def answer(self, card_id: str, knew_it: bool, today=None) -> dict:
         return record_answer(card_id, knew_it, today=today, path=self.path)
@@ -178,8 +221,10 @@ class Deck:
         progress, lines = self.progress(), []
         for i, card in enumerate(CARDS, 1):
             entry = progress.get(card.id, {"box": 1, "seen": 0})
-            lines += [f"{i:2d}. [box {entry['box']}, seen {entry['seen']}x] {card.question}",
-                      f"    {card.answer}"]
+            lines += [
+                f"{i:2d}. [box {entry['box']}, seen {entry['seen']}x] {card.question}",
+                f"    {card.answer}",
+            ]
         return "\n".join(lines)
 
     def __repr__(self) -> str:

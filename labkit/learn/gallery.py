@@ -21,7 +21,11 @@ def run_zoo(seed: int = 0, names=None) -> tuple[dict[str, Run], dict[str, Run]]:
 
 
 def _fmt(v, digits=2):
-    return "-" if v is None else ("nan" if isinstance(v, float) and math.isnan(v) else f"{v:.{digits}f}")
+    return (
+        "-"
+        if v is None
+        else ("nan" if isinstance(v, float) and math.isnan(v) else f"{v:.{digits}f}")
+    )
 
 
 def signature(run: Run) -> dict:
@@ -34,25 +38,36 @@ def signature(run: Run) -> dict:
         "loss_last20": statistics.fmean(tail) if tail else math.nan,
         "reported_last": reported[-1],
         "first_nonfinite": run.first_nonfinite_step(),
-        "null_grad_groups": [g for g in run.groups
-                             if all(v is None for v in run.table[f"grad_norm/{g}"])],
-        "zero_update_groups": [g for g in run.groups
-                               if all(v == 0 for v in run.table[f"update_norm/{g}"])],
-        "grad_norm_max": max((v for v in run.table["grad_norm"] if v is not None and math.isfinite(v)),
-                             default=None),
+        "null_grad_groups": [
+            g for g in run.groups if all(v is None for v in run.table[f"grad_norm/{g}"])
+        ],
+        "zero_update_groups": [
+            g for g in run.groups if all(v == 0 for v in run.table[f"update_norm/{g}"])
+        ],
+        "grad_norm_max": max(
+            (v for v in run.table["grad_norm"] if v is not None and math.isfinite(v)), default=None
+        ),
     }
 
 
-def signature_table(runs: dict[str, Run], system: str | None = None,
-                    healthy: dict[str, Run] | None = None) -> str:
+def signature_table(
+    runs: dict[str, Run], system: str | None = None, healthy: dict[str, Run] | None = None
+) -> str:
     """A fixed-width text table of signatures, rounded so notebooks can compare it.
 
     With `healthy` (task -> Run), the healthy run of each task shown comes first, as the
     yardstick for every row below it."""
-    lines = [(f"{'bug':26s} {'loss0':>6s} {'last20':>7s} {'reported':>8s} {'lr':>6s} {'NaN@':>5s} "
-             f"{'max|g|':>8s}  null grads / zero updates")]
-    shown = {name: run for name, run in runs.items()
-             if not system or BUGS[name.split(":")[0]].system == system}
+    lines = [
+        (
+            f"{'bug':26s} {'loss0':>6s} {'last20':>7s} {'reported':>8s} {'lr':>6s} {'NaN@':>5s} "
+            f"{'max|g|':>8s}  null grads / zero updates"
+        )
+    ]
+    shown = {
+        name: run
+        for name, run in runs.items()
+        if not system or BUGS[name.split(":")[0]].system == system
+    }
     tasks = {run.config["task"] for run in shown.values()}
     rows = {f"healthy ({task})": run for task, run in (healthy or {}).items() if task in tasks}
     rows.update(shown)
@@ -60,11 +75,15 @@ def signature_table(runs: dict[str, Run], system: str | None = None,
         s = signature(run)
         nan_at = "-" if s["first_nonfinite"] is None else str(s["first_nonfinite"])
         gmax = "-" if s["grad_norm_max"] is None else f"{s['grad_norm_max']:.2g}"
-        groups = f"{len(s['null_grad_groups'])}/{len(run.groups)} null, " \
-                 f"{len(s['zero_update_groups'])}/{len(run.groups)} frozen"
+        groups = (
+            f"{len(s['null_grad_groups'])}/{len(run.groups)} null, "
+            f"{len(s['zero_update_groups'])}/{len(run.groups)} frozen"
+        )
         lr = f"{run.table['lr'][-1]:.2g}"
-        lines.append(f"{name:26s} {_fmt(s['loss_first']):>6s} {_fmt(s['loss_last20']):>7s} "
-                     f"{_fmt(s['reported_last'], 3):>8s} {lr:>6s} {nan_at:>5s} {gmax:>8s}  {groups}")
+        lines.append(
+            f"{name:26s} {_fmt(s['loss_first']):>6s} {_fmt(s['loss_last20']):>7s} "
+            f"{_fmt(s['reported_last'], 3):>8s} {lr:>6s} {nan_at:>5s} {gmax:>8s}  {groups}"
+        )
     return "\n".join(lines)
 
 
@@ -91,7 +110,7 @@ def plot_system(runs: dict[str, Run], healthy: dict[str, Run], system: str, ncol
             ax.set_title(name, fontsize=9)
         ax.set_xlabel("step", fontsize=8)
         ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     fig.suptitle(f"{system}: {SYSTEMS[system]}", fontsize=11)
     fig.tight_layout()

@@ -42,14 +42,17 @@ def keep_your_work(path=EXPORT_NAME, *, environ=None) -> Path | None:
         return None
     from ..store.outputs import write_json
     from ..store.learner import default_store
+
     load_kinds()
     store = default_store()
     doc = store.export()
     target = write_json(path, doc, parameter="path").resolve()
     n = len(doc["records"])
-    text = (f"On Binder your learner store ({store.path}) lives only as long as this session. "
-            f"{n} record(s) exported to {path}: download it (right-click it in the file browser, "
-            f"Download) and bring it back anywhere with `labkit import {path}`.")
+    text = (
+        f"On Binder your learner store ({store.path}) lives only as long as this session. "
+        f"{n} record(s) exported to {path}: download it (right-click it in the file browser, "
+        f"Download) and bring it back anywhere with `labkit import {path}`."
+    )
     _show(text, path, n)
     return target
 
@@ -61,8 +64,10 @@ def _show(text: str, path, n: int) -> None:
         print(text)
         return
     link = html.escape(str(path))
-    page = (f"<div><b>Binder keeps your work only for this session.</b> {n} record(s) exported: "
-            f"<a href=\"{link}\" download=\"{html.escape(Path(path).name)}\">download "
-            f"{link}</a>, and run <code>labkit import {link}</code> wherever you continue. Run "
-            "this cell again before you close the tab.</div>")
+    page = (
+        f"<div><b>Binder keeps your work only for this session.</b> {n} record(s) exported: "
+        f'<a href="{link}" download="{html.escape(Path(path).name)}">download '
+        f"{link}</a>, and run <code>labkit import {link}</code> wherever you continue. Run "
+        "this cell again before you close the tab.</div>"
+    )
     display({"text/plain": text, "text/html": page}, raw=True)

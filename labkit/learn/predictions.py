@@ -11,6 +11,7 @@ from __future__ import annotations
 def records(store=None) -> list[dict]:
     """Every kept prediction review, oldest first: {"exercise", "hits", "total", ...}."""
     from ..store.learner import default_store
+
     return [r["body"] for r in (store or default_store()).records("prediction")]
 
 
@@ -23,9 +24,13 @@ def summary(store=None) -> str:
     for body in kept:
         hits, total = per.get(body["exercise"], (0, 0))
         per[body["exercise"]] = (hits + body["hits"], total + body["total"])
-    lines = [f"{name}: {hits} of {total} predicted answers hit" for name, (hits, total)
-             in sorted(per.items())]
+    lines = [
+        f"{name}: {hits} of {total} predicted answers hit"
+        for name, (hits, total) in sorted(per.items())
+    ]
     hits, total = sum(h for h, _ in per.values()), sum(t for _, t in per.values())
-    lines.append(f"all exercises: {hits} of {total} ({hits / total:.0%}); every miss is kept "
-                 "with what the run showed")
+    lines.append(
+        f"all exercises: {hits} of {total} ({hits / total:.0%}); every miss is kept "
+        "with what the run showed"
+    )
     return "\n".join(lines)

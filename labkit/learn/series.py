@@ -31,10 +31,13 @@ def series_view(run: Run, column: str, start: float | None = None) -> Run:
         values = [_interpolate(at, ys, s) for s in steps]
     else:
         names = sorted(set(run.table) | set(run.evals))
-        raise ValueError(f"column={column!r} is neither a table nor an evals column of this run; "
-                         f"columns are {', '.join(names)}.")
-    return replace(run, table={**run.table, "loss_raw": values},
-                   meta={**run.meta, "series": column})  # the score names what was forecast
+        raise ValueError(
+            f"column={column!r} is neither a table nor an evals column of this run; "
+            f"columns are {', '.join(names)}."
+        )
+    return replace(
+        run, table={**run.table, "loss_raw": values}, meta={**run.meta, "series": column}
+    )  # the score names what was forecast
 
 
 def _interpolate(at: list, ys: list, step: int) -> float:
@@ -61,15 +64,29 @@ def show_scores(sketch, measured: dict, scores: dict, ylabel: str = "loss") -> N
     score used between them.
     """
     import matplotlib.pyplot as plt
+
     forecasts = sketch.forecasts()
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for name, colour in zip(sketch.series_names, sketch.colours):
         steps, values = measured[name]
-        ax.plot(steps, values, "o" if len(steps) < 60 else ".", ms=3, color=colour, alpha=0.7,
-                label=f"{name}: measured")
+        ax.plot(
+            steps,
+            values,
+            "o" if len(steps) < 60 else ".",
+            ms=3,
+            color=colour,
+            alpha=0.7,
+            label=f"{name}: measured",
+        )
         f = forecasts[name]
-        ax.plot([p[0] for p in f.points], [p[1] for p in f.points], "--", lw=2, color=colour,
-                label=f"{name}: your sketch")
+        ax.plot(
+            [p[0] for p in f.points],
+            [p[1] for p in f.points],
+            "--",
+            lw=2,
+            color=colour,
+            label=f"{name}: your sketch",
+        )
     ax.set(xlabel="step", ylabel=ylabel, title="your sealed sketch against the run")
     ax.legend(fontsize=7)
     plt.show()

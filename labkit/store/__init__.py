@@ -14,5 +14,12 @@ when it is used, so reading a Run never loads sqlite3.
 from .files import decode_nonfinite, encode_nonfinite, read_json, read_text, sweep_tmp
 from .outputs import atomic_write_json, atomic_write_text
 
-__all__ = ["atomic_write_json", "atomic_write_text", "decode_nonfinite", "encode_nonfinite",
-           "read_json", "read_text", "sweep_tmp"]
+__all__ = [
+    "atomic_write_json",
+    "atomic_write_text",
+    "decode_nonfinite",
+    "encode_nonfinite",
+    "read_json",
+    "read_text",
+    "sweep_tmp",
+]

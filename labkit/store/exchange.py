@@ -35,18 +35,23 @@ class StoreConflict(StoreError):
 
 # ---- how a record joins the one already stored ---------------------------------------
 
+
 def _text(body) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
 def same_or_refuse(kind: str, key: str):
     """The rule for most kinds: a record is written once; an equal body again is a no-op."""
+
     def rule(old, new):
         if old is not None and _text(old) != _text(new):
-            raise StoreConflict(f"The store already holds a different {kind} record under key "
-                                f"{key!r}, and labkit never overwrites a record; use "
-                                f"store.update({kind!r}, {key!r}, change) to change it on purpose.")
+            raise StoreConflict(
+                f"The store already holds a different {kind} record under key "
+                f"{key!r}, and labkit never overwrites a record; use "
+                f"store.update({kind!r}, {key!r}, change) to change it on purpose."
+            )
         return new if old is None else old
+
     return rule
 
 
@@ -62,6 +67,7 @@ def merge_rule(kind: str, key: str):
 
 # ---- out and in ----------------------------------------------------------------------
 
+
 def export_document(store) -> dict:
     """The store as one document; a malformed record is left out with a warning, and
     ``left_out`` says how many were."""
@@ -69,8 +75,14 @@ def export_document(store) -> dict:
     counts = {}
     for r in records:
         counts[r["kind"]] = counts.get(r["kind"], 0) + 1
-    return {"format": FORMAT, "store": str(store.path), "exported_at": time.time(),
-            "counts": counts, "records": records, "left_out": store.count() - len(records)}
+    return {
+        "format": FORMAT,
+        "store": str(store.path),
+        "exported_at": time.time(),
+        "counts": counts,
+        "records": records,
+        "left_out": store.count() - len(records),
+    }
 
 
 def records_in(doc, source) -> list[dict]:
@@ -85,19 +97,28 @@ def _records_in(doc, source) -> list[dict]:
         if fmt == FORMAT:
             out = []
             for r in doc["records"]:
-                if not (isinstance(r.get("kind"), str) and isinstance(r.get("key"), str)
-                        and r["kind"] and r["key"] and "body" in r):
+                if not (
+                    isinstance(r.get("kind"), str)
+                    and isinstance(r.get("key"), str)
+                    and r["kind"]
+                    and r["key"]
+                    and "body" in r
+                ):
                     raise ValueError(f"a record needs a kind, a key and a body; got {r!r:.80}")
                 out.append({k: r.get(k) for k in ("kind", "key", "body", "created_at")})
             return out
         if fmt in READERS:
             return READERS[fmt](doc, source)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise ValueError(f"{str(source)!r} is a {fmt} document but a damaged one ({exc}); "
-                         "nothing was imported from it.") from None
+        raise ValueError(
+            f"{str(source)!r} is a {fmt} document but a damaged one ({exc}); "
+            "nothing was imported from it."
+        ) from None
     known = ", ".join(repr(f) for f in [FORMAT, *READERS])
-    raise ValueError(f"{str(source)!r} is not something labkit can import (its format is "
-                     f"{fmt!r}); give one of these formats: {known}.")
+    raise ValueError(
+        f"{str(source)!r} is not something labkit can import (its format is "
+        f"{fmt!r}); give one of these formats: {known}."
+    )
 
 
 def free_name(path: Path) -> Path:
@@ -114,6 +135,7 @@ def import_once(store, name: str, records_of, what: str) -> None:
     ``name.imported``. `records_of(doc, path)` turns it into records (or raises ValueError).
     A file that is gone, unreadable or not of that kind is left where it is."""
     from .files import read_json
+
     old = store.path.parent / name
     if not old.is_file():
         return

@@ -105,8 +105,10 @@ def replace_atomically(path, text: str, *, backup: bool = True) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
         if isinstance(exc, OSError):  # a full disk or a read-only folder: one sentence
-            err = type(exc)(f"Could not write {str(path)!r} ({exc.strerror or exc}); the file "
-                            "there before, if any, is unchanged.")
+            err = type(exc)(
+                f"Could not write {str(path)!r} ({exc.strerror or exc}); the file "
+                "there before, if any, is unchanged."
+            )
             err.errno = exc.errno
             raise err from None
         raise
@@ -124,17 +126,23 @@ def read_text(path, *, what: str = "file", limit: int = READ_LIMIT) -> str:
     if path.is_dir():
         raise IsADirectoryError(f"The {what} {str(path)!r} is a folder; give a file.")
     if not path.is_file():
-        raise ValueError(f"The {what} {str(path)!r} is not a regular file (a FIFO, a device or a "
-                         "socket), so it was not read; give a file saved on disk.")
+        raise ValueError(
+            f"The {what} {str(path)!r} is not a regular file (a FIFO, a device or a "
+            "socket), so it was not read; give a file saved on disk."
+        )
     if path.stat().st_size > limit:
-        raise ValueError(f"The {what} {str(path)!r} is {path.stat().st_size:,} bytes, more than "
-                         f"labkit reads ({limit:,} bytes, {limit >> 20} MiB); it was not read.")
+        raise ValueError(
+            f"The {what} {str(path)!r} is {path.stat().st_size:,} bytes, more than "
+            f"labkit reads ({limit:,} bytes, {limit >> 20} MiB); it was not read."
+        )
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"The {what} at {str(path)!r} is not UTF-8 text (byte {exc.start} "
-                         "cannot be read; is it binary, or saved as UTF-16?); it was left "
-                         "untouched.") from None
+        raise ValueError(
+            f"The {what} at {str(path)!r} is not UTF-8 text (byte {exc.start} "
+            "cannot be read; is it binary, or saved as UTF-16?); it was left "
+            "untouched."
+        ) from None
 
 
 def read_json(path, *, what: str = "file"):
@@ -143,20 +151,26 @@ def read_json(path, *, what: str = "file"):
     try:
         return json.loads(text)
     except RecursionError:
-        raise ValueError(f"The {what} at {str(path)!r} nests lists and objects too deeply to "
-                         "be a labkit document; it was left untouched.") from None
+        raise ValueError(
+            f"The {what} at {str(path)!r} nests lists and objects too deeply to "
+            "be a labkit document; it was left untouched."
+        ) from None
     except ValueError as exc:
         if isinstance(exc, json.JSONDecodeError):
             raise _not_json(path, what, exc) from None
-        raise ValueError(f"The {what} at {str(path)!r} holds a number too long to read (more "
-                         f"than {sys.get_int_max_str_digits()} digits); it was left untouched.") from None
+        raise ValueError(
+            f"The {what} at {str(path)!r} holds a number too long to read (more "
+            f"than {sys.get_int_max_str_digits()} digits); it was left untouched."
+        ) from None
 
 
 def _not_json(path, what: str, exc) -> ValueError:
     bak = Path(str(path) + ".bak")
     hint = f" The last good copy is at {str(bak)!r}." if bak.exists() else ""
-    return ValueError(f"The {what} at {str(path)!r} is not valid JSON ({exc.msg} at line "
-                      f"{exc.lineno}); it was left untouched.{hint}")
+    return ValueError(
+        f"The {what} at {str(path)!r} is not valid JSON ({exc.msg} at line "
+        f"{exc.lineno}); it was left untouched.{hint}"
+    )
 
 
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}

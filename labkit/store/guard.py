@@ -49,16 +49,22 @@ def refuse_store(path, parameter: str) -> Path:
     store = _resolve(store_path())
     why = None
     if target == store:
-        why = "it is your learner store, where every forecast, drill, triage record and grade is kept"
+        why = (
+            "it is your learner store, where every forecast, drill, triage record and grade is kept"
+        )
     elif target.parent == store.parent and target.name in {store.name + s for s in SIDE_FILES}:
         why = "it is a side file of your learner store (SQLite's journal), which holds records not yet merged"
     elif is_sqlite(target):
         why = "that file is an SQLite database, and writing there would destroy it"
     else:
         for side in SIDE_FILES:
-            if target.name.endswith(side) and is_sqlite(target.with_name(target.name[:-len(side)])):
+            if target.name.endswith(side) and is_sqlite(
+                target.with_name(target.name[: -len(side)])
+            ):
                 why = "it is a side file (journal) of the SQLite database beside it"
     if why:
-        raise OutputPathError(f"{parameter}={str(path)!r} was refused: {why}; nothing was "
-                              "written, so give another file name, such as 'report.json'.")
+        raise OutputPathError(
+            f"{parameter}={str(path)!r} was refused: {why}; nothing was "
+            "written, so give another file name, such as 'report.json'."
+        )
     return target

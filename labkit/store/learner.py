@@ -45,8 +45,13 @@ from pathlib import Path
 from ..errors import check_choice
 from .guard import STORE_NAME, labkit_home, store_path  # noqa: F401 (public here too)
 from .exchange import ON_OPEN, merge_rule, same_or_refuse
-from .sqlite import (FORMAT, StoreConflict, StoreError,  # noqa: F401 (FORMAT: public)
-                     failure_sentence, open_connection)
+from .sqlite import (
+    FORMAT,  # noqa: F401 (public here too)
+    StoreConflict,
+    StoreError,
+    failure_sentence,
+    open_connection,
+)
 
 from .schema import KINDS, problem, readable  # noqa: F401 (KINDS: public here too)
 
@@ -66,9 +71,11 @@ def canonical(body, kind="record", key="?") -> str:
     try:
         return json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"The {kind} record {key!r} cannot be kept as JSON ({exc}); give plain "
-                         "dicts, lists, strings, numbers and None, with NaN written as the "
-                         "string 'NaN' (labkit.store.encode_nonfinite does it).") from None
+        raise ValueError(
+            f"The {kind} record {key!r} cannot be kept as JSON ({exc}); give plain "
+            "dicts, lists, strings, numbers and None, with NaN written as the "
+            "string 'NaN' (labkit.store.encode_nonfinite does it)."
+        ) from None
 
 
 class LearnerStore:
@@ -91,6 +98,7 @@ class LearnerStore:
             _INHERITED.append(self._conn)
             self._conn = None
         from .files import sweep_tmp
+
         with self._lock:
             self._conn, self._pid = open_connection(self.path), os.getpid()
         sweep_tmp(self.path.parent)  # temporary files of JSON writes killed in this folder
@@ -151,15 +159,21 @@ class LearnerStore:
             body = body if isinstance(body, bytes) else json.loads(body)
         except ValueError:  # not JSON: written by another program; `problem` names it
             pass
-        return {"kind": kind, "key": key, "body": body, "created_at": created,
-                "updated_at": updated}
+        return {
+            "kind": kind,
+            "key": key,
+            "body": body,
+            "created_at": created,
+            "updated_at": updated,
+        }
 
     _COLUMNS = "kind, key, body, created_at, updated_at"
 
     def get(self, kind: str, key: str) -> dict | None:
         self._check(kind, key)
-        rows = self._read(f"SELECT {self._COLUMNS} FROM records WHERE kind=? AND key=?",
-                          (kind, key))
+        rows = self._read(
+            f"SELECT {self._COLUMNS} FROM records WHERE kind=? AND key=?", (kind, key)
+        )
         return (readable([self._record(rows[0])]) or [None])[0] if rows else None
 
     def records(self, kind: str | None = None) -> list[dict]:
@@ -201,8 +215,9 @@ class LearnerStore:
             return [self._apply(conn, kind, key, change, now)[0] for kind, key, change in changes]
 
     def _apply(self, conn, kind, key, change, created_at) -> tuple[dict, str]:
-        row = conn.execute(f"SELECT {self._COLUMNS} FROM records WHERE kind=? AND key=?",
-                           (kind, key)).fetchone()
+        row = conn.execute(
+            f"SELECT {self._COLUMNS} FROM records WHERE kind=? AND key=?", (kind, key)
+        ).fetchone()
         old = self._record(row) if row else None
         new = change(old["body"] if old else None)
         why = problem({"kind": kind, "key": key, "body": new})
@@ -213,13 +228,23 @@ class LearnerStore:
             return old, "same"
         now = time.time()
         if old is None:
-            conn.execute("INSERT INTO records (kind, key, body, created_at, updated_at) "
-                         "VALUES (?, ?, ?, ?, ?)", (kind, key, text, created_at, now))
+            conn.execute(
+                "INSERT INTO records (kind, key, body, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (kind, key, text, created_at, now),
+            )
         else:
-            conn.execute("UPDATE records SET body=?, updated_at=? WHERE kind=? AND key=?",
-                         (text, now, kind, key))
-        record = {"kind": kind, "key": key, "body": json.loads(text),
-                  "created_at": old["created_at"] if old else created_at, "updated_at": now}
+            conn.execute(
+                "UPDATE records SET body=?, updated_at=? WHERE kind=? AND key=?",
+                (text, now, kind, key),
+            )
+        record = {
+            "kind": kind,
+            "key": key,
+            "body": json.loads(text),
+            "created_at": old["created_at"] if old else created_at,
+            "updated_at": now,
+        }
         return record, "added" if old is None else "merged"
 
     def merge(self, records, *, source: str = "the import", keep_on_conflict=False) -> dict:
@@ -234,9 +259,13 @@ class LearnerStore:
             for r in records:
                 rule = merge_rule(r["kind"], r["key"])
                 try:
-                    _, what = self._apply(conn, r["kind"], r["key"],
-                                          lambda old, r=r, rule=rule: rule(old, r["body"]),
-                                          r.get("created_at") or time.time())
+                    _, what = self._apply(
+                        conn,
+                        r["kind"],
+                        r["key"],
+                        lambda old, r=r, rule=rule: rule(old, r["body"]),
+                        r.get("created_at") or time.time(),
+                    )
                 except StoreConflict as exc:
                     if not keep_on_conflict:
                         why = str(exc)[:1].lower() + str(exc)[1:]
@@ -248,4 +277,5 @@ class LearnerStore:
     def export(self) -> dict:
         """The whole store as one JSON document that `labkit import` reads back."""
         from .exchange import export_document
+
         return export_document(self)

@@ -29,8 +29,10 @@ from .files import encode_nonfinite, replace_atomically
 from .guard import refuse_store
 
 FIFO_WAIT_S = 30  # how long a FIFO may stay without a reader before the write is given up
-_OURS = re.compile(rb'"format"\s*:\s*"labkit\.[a-z_-]+/\d+"|"output"\s*:\s*"labkit grade:'
-                   rb'|^learner,notebook,exercise,check,status,points,max_points,message\r?\n')
+_OURS = re.compile(
+    rb'"format"\s*:\s*"labkit\.[a-z_-]+/\d+"|"output"\s*:\s*"labkit grade:'
+    rb"|^learner,notebook,exercise,check,status,points,max_points,message\r?\n"
+)
 _SNIFF = 1 << 20  # the first MiB tells whether labkit wrote a file
 
 
@@ -61,7 +63,9 @@ def through_fd(path) -> bool:
 def is_stream(path) -> bool:
     """True when `path` is written in place: it exists and is not a regular file or folder."""
     mode = _mode(_expand(path))
-    return through_fd(path) or (mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode))
+    return through_fd(path) or (
+        mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+    )
 
 
 def written_by_labkit(path) -> bool:
@@ -79,8 +83,10 @@ def _given(path, parameter: str) -> None:
     if path is None or not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{parameter} must be a file path, such as 'report.json'; got {path!r}.")
     if not os.fspath(path):
-        raise OutputPathError(f"{parameter}='' is an empty path; give a file name, such as "
-                              "'report.json' (or - for stdout where the command allows it).")
+        raise OutputPathError(
+            f"{parameter}='' is an empty path; give a file name, such as "
+            "'report.json' (or - for stdout where the command allows it)."
+        )
 
 
 def check_output(path, parameter: str, *, foreign_ok: bool = False) -> Path:
@@ -93,13 +99,17 @@ def check_output(path, parameter: str, *, foreign_ok: bool = False) -> Path:
     target = refuse_store(path, parameter)
     mode = _mode(target)
     if mode is not None and stat.S_ISDIR(mode):
-        raise OutputPathError(f"{parameter}={os.fspath(path)!r} is a folder; give a file path "
-                              "inside it, such as 'report.json'.")
+        raise OutputPathError(
+            f"{parameter}={os.fspath(path)!r} is a folder; give a file path "
+            "inside it, such as 'report.json'."
+        )
     if mode is not None and not foreign_ok and not written_by_labkit(target):
-        raise OutputPathError(f"{parameter}={os.fspath(path)!r} was refused: a file labkit did "
-                              "not write is there (it is not one of labkit's reports), and it is "
-                              "kept as it was; nothing was written, so move it aside or give "
-                              "another file name, such as 'report.json'.")
+        raise OutputPathError(
+            f"{parameter}={os.fspath(path)!r} was refused: a file labkit did "
+            "not write is there (it is not one of labkit's reports), and it is "
+            "kept as it was; nothing was written, so move it aside or give "
+            "another file name, such as 'report.json'."
+        )
     return target
 
 
@@ -124,13 +134,16 @@ def check_command(outputs: dict, inputs: dict | None = None) -> None:
                     raise OutputPathError(
                         f"{name}={os.fspath(path)!r} is also {source}={os.fspath(p)!r}, an input "
                         "of this command that the report would replace; nothing was run or "
-                        "written, so give another file name, such as 'report.json'.")
+                        "written, so give another file name, such as 'report.json'."
+                    )
         for other, path2 in given[:i]:
             if _same(path, path2) and not _same(path, os.devnull):
-                raise OutputPathError(f"{name}={os.fspath(path)!r} and {other}="
-                                      f"{os.fspath(path2)!r} name the same file, so one report "
-                                      "would replace the other; nothing was run or written, so "
-                                      "give each its own file name.")
+                raise OutputPathError(
+                    f"{name}={os.fspath(path)!r} and {other}="
+                    f"{os.fspath(path2)!r} name the same file, so one report "
+                    "would replace the other; nothing was run or written, so "
+                    "give each its own file name."
+                )
     for name, path in given:
         check_output(path, name)
 
@@ -152,8 +165,9 @@ def _open_stream(path: str):
             time.sleep(0.02)
 
 
-def write_output(path, text: str, *, parameter: str = "path", backup: bool = False,
-                 foreign_ok: bool = False) -> Path:
+def write_output(
+    path, text: str, *, parameter: str = "path", backup: bool = False, foreign_ok: bool = False
+) -> Path:
     """Write `text` to `path` by the rule above; returns the path as given."""
     target = check_output(path, parameter, foreign_ok=foreign_ok)
     if is_stream(path):
@@ -161,10 +175,14 @@ def write_output(path, text: str, *, parameter: str = "path", backup: bool = Fal
             with _open_stream(_expand(path)) as f:
                 f.write(text)
         except OSError as exc:
-            why = ("no program read from the FIFO within "
-                   f"{FIFO_WAIT_S} s" if exc.errno == errno.ENXIO else exc.strerror or exc)
-            raise type(exc)(f"Could not write {parameter}={os.fspath(path)!r} ({why}); "
-                            "nothing was replaced.") from None
+            why = (
+                f"no program read from the FIFO within {FIFO_WAIT_S} s"
+                if exc.errno == errno.ENXIO
+                else exc.strerror or exc
+            )
+            raise type(exc)(
+                f"Could not write {parameter}={os.fspath(path)!r} ({why}); nothing was replaced."
+            ) from None
         return Path(_expand(path))
     replace_atomically(target, text, backup=backup)
     return Path(_expand(path))

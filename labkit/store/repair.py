@@ -25,13 +25,14 @@ def malformed(store) -> list[dict]:
 
 def find(store, kind: str, key: str) -> dict:
     """The record (kind, key), of any kind, malformed or not; ValueError if absent."""
-    rows = store._read(f"SELECT {store._COLUMNS} FROM records WHERE kind=? AND key=?",
-                       (kind, key))
+    rows = store._read(f"SELECT {store._COLUMNS} FROM records WHERE kind=? AND key=?", (kind, key))
     if not rows:
         keys = [r[0] for r in store._read("SELECT key FROM records WHERE kind=?", (kind,))]
-        raise ValueError(f"There is no {kind!r} record with key {key!r} in {str(store.path)!r}"
-                         f"{'; ' + str(len(keys)) + ' record(s) of that kind are kept' if keys else ''}"
-                         f"; `labkit store check` lists malformed ones.{suggest(key, keys)}")
+        raise ValueError(
+            f"There is no {kind!r} record with key {key!r} in {str(store.path)!r}"
+            f"{'; ' + str(len(keys)) + ' record(s) of that kind are kept' if keys else ''}"
+            f"; `labkit store check` lists malformed ones.{suggest(key, keys)}"
+        )
     return store._record(rows[0])
 
 

@@ -15,7 +15,15 @@ import warnings
 
 from ..errors import suggest
 
-KINDS = ["forecast", "triage", "drill", "flashcard", "grade", "prediction", "prediction_seal"]  # a new feature appends its kind
+KINDS = [
+    "forecast",
+    "triage",
+    "drill",
+    "flashcard",
+    "grade",
+    "prediction",
+    "prediction_seal",
+]  # a new feature appends its kind
 MAX_DEPTH = 32  # lists and objects inside each other; labkit's own records stay under 10
 NUMBER, TEXT, FLAG, WHOLE, NONE = (int, float), (str,), (bool,), (int,), (type(None),)
 OBJECT, LIST = (dict,), (list,)
@@ -24,17 +32,33 @@ OBJECT, LIST = (dict,), (list,)
 FIELDS: dict[str, dict[str, tuple]] = {
     "forecast": {"forecast": OBJECT, "score": OBJECT + NONE, "added_at": NUMBER + NONE},
     "triage": {"format": TEXT, "subject": TEXT + NONE, "rows": OBJECT, "seeds": LIST + NONE},
-    "drill": {"id": TEXT + WHOLE, "kind": TEXT, "seed": WHOLE + NONE, "revision": WHOLE,
-              "saved_at": NUMBER, "closed": FLAG},
+    "drill": {
+        "id": TEXT + WHOLE,
+        "kind": TEXT,
+        "seed": WHOLE + NONE,
+        "revision": WHOLE,
+        "saved_at": NUMBER,
+        "closed": FLAG,
+    },
     "flashcard": {"box": WHOLE, "seen": WHOLE, "known": WHOLE, "due": TEXT},
     "grade": {"notebook": TEXT, "graded_at": NUMBER, "rows": LIST, "summary": OBJECT},
     "prediction": {"exercise": TEXT, "hits": WHOLE, "total": WHOLE, "sealed_at": NUMBER},
-    "prediction_seal": {"exercise": TEXT, "prediction": OBJECT + LIST + TEXT + NUMBER + FLAG + NONE,
-                        "sealed_at": NUMBER},
+    "prediction_seal": {
+        "exercise": TEXT,
+        "prediction": OBJECT + LIST + TEXT + NUMBER + FLAG + NONE,
+        "sealed_at": NUMBER,
+    },
 }
 CHECKS: dict = {}  # kind -> check(record, source), raising ValueError for a bad record
-_NAMES = {bool: "true/false", int: "a whole number", float: "a number", str: "text",
-          dict: "an object", list: "a list", type(None): "null"}
+_NAMES = {
+    bool: "true/false",
+    int: "a whole number",
+    float: "a number",
+    str: "text",
+    dict: "an object",
+    list: "a list",
+    type(None): "null",
+}
 
 
 def depth(value) -> int:
@@ -58,19 +82,30 @@ def as_time(value, field: str = "created_at") -> float | None:
         try:
             when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"field {field!r} is {value!r}, which is not a time; give seconds "
-                             "since 1970 or an ISO 8601 time such as '2026-01-31T09:30:00'") from None
+            raise ValueError(
+                f"field {field!r} is {value!r}, which is not a time; give seconds "
+                "since 1970 or an ISO 8601 time such as '2026-01-31T09:30:00'"
+            ) from None
         return when.replace(tzinfo=when.tzinfo or dt.UTC).timestamp()
     try:
         seconds = None if isinstance(value, bool) else float(value)
     except (TypeError, ValueError, OverflowError):  # not a number, or beyond any float
         seconds = None
-    if seconds is None or not isinstance(value, (int, float)) or not math.isfinite(seconds) \
-            or seconds < 0:
-        shown = f"{value!r:.40}" + ("..." if len(repr(value)) > 40 else "") if not isinstance(
-            value, int) or value.bit_length() < 128 else f"a number of {len(str(value))} digits"
-        raise ValueError(f"field {field!r} is {shown}, which is not a time; give seconds since "
-                         "1970 (a non-negative number) or an ISO 8601 time")
+    if (
+        seconds is None
+        or not isinstance(value, (int, float))
+        or not math.isfinite(seconds)
+        or seconds < 0
+    ):
+        shown = (
+            f"{value!r:.40}" + ("..." if len(repr(value)) > 40 else "")
+            if not isinstance(value, int) or value.bit_length() < 128
+            else f"a number of {len(str(value))} digits"
+        )
+        raise ValueError(
+            f"field {field!r} is {shown}, which is not a time; give seconds since "
+            "1970 (a non-negative number) or an ISO 8601 time"
+        )
     return seconds
 
 
@@ -101,14 +136,18 @@ def problem(record: dict) -> str | None:
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as exc:
-                return (f"its {name} {text!r} holds a lone surrogate ({text[exc.start]!r} at "
-                        f"position {exc.start}), which is not text; give the {name} as plain text")
+                return (
+                    f"its {name} {text!r} holds a lone surrogate ({text[exc.start]!r} at "
+                    f"position {exc.start}), which is not text; give the {name} as plain text"
+                )
     if isinstance(body, bytes):
         try:
             body.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return (f"field 'body' is not UTF-8 text (byte {exc.start} cannot be read), so "
-                    "another program wrote it")
+            return (
+                f"field 'body' is not UTF-8 text (byte {exc.start} cannot be read), so "
+                "another program wrote it"
+            )
     if kind not in KINDS:
         close = suggest(kind, KINDS).strip()
         hint = f"{close[:1].lower()}{close[1:]} " if close else ""
@@ -122,9 +161,11 @@ def problem(record: dict) -> str | None:
     for field, types in FIELDS.get(kind, {}).items():
         if field in body and not _is(body[field], types):
             allowed = " or ".join(dict.fromkeys(_NAMES[t] for t in types))
-            return (f"field 'body.{field}' is {body[field]!r:.40} "
-                    f"({_NAMES.get(type(body[field]), type(body[field]).__name__)}); "
-                    f"a {kind} record needs {allowed} there")
+            return (
+                f"field 'body.{field}' is {body[field]!r:.40} "
+                f"({_NAMES.get(type(body[field]), type(body[field]).__name__)}); "
+                f"a {kind} record needs {allowed} there"
+            )
     try:
         as_time(record.get("created_at"))
     except ValueError as exc:
@@ -149,8 +190,10 @@ def check_import(records: list, source) -> list:
         why = problem(r) if isinstance(r, dict) else f"it is {type(r).__name__}, not an object"
         if why:
             key = r.get("key") if isinstance(r, dict) else None
-            raise ValueError(f"{str(source)!r} was not imported: record {i + 1} "
-                             f"(key {key!r:.60}) is refused because {why}; nothing was written.")
+            raise ValueError(
+                f"{str(source)!r} was not imported: record {i + 1} "
+                f"(key {key!r:.60}) is refused because {why}; nothing was written."
+            )
         r["created_at"] = as_time(r.get("created_at"))
     return records
 
@@ -161,9 +204,12 @@ def readable(records: list) -> list:
     for r in records:
         why = problem(r)
         if why:
-            warnings.warn(f"Skipped the {r.get('kind')} record {r.get('key')!r} in the learner "
-                          f"store: {why}; `labkit store check` lists such records and `labkit "
-                          "store remove KIND KEY` removes one.", stacklevel=3)
+            warnings.warn(
+                f"Skipped the {r.get('kind')} record {r.get('key')!r} in the learner "
+                f"store: {why}; `labkit store check` lists such records and `labkit "
+                "store remove KIND KEY` removes one.",
+                stacklevel=3,
+            )
         else:
             good.append(r)
     return good

@@ -20,7 +20,9 @@ BUSY_S = 30.0  # how long a write waits for another writer before giving up
 _HEADER = b"SQLite format 3\x00"
 
 
-_CHECKED: dict[str, str | None] = {}  # store path and inode -> why it is damaged (None: sound), per process
+_CHECKED: dict[
+    str, str | None
+] = {}  # store path and inode -> why it is damaged (None: sound), per process
 
 
 def open_connection(path: Path) -> sqlite3.Connection:
@@ -78,9 +80,11 @@ def _prepare(path: Path, conn) -> None:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("CREATE TABLE IF NOT EXISTS labkit_meta (name TEXT PRIMARY KEY, value TEXT)")
         conn.execute("INSERT OR IGNORE INTO labkit_meta VALUES ('format', ?)", (FORMAT,))
-        conn.execute("CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                     "kind TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, "
-                     "created_at REAL NOT NULL, updated_at REAL NOT NULL, UNIQUE (kind, key))")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "kind TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, "
+            "created_at REAL NOT NULL, updated_at REAL NOT NULL, UNIQUE (kind, key))"
+        )
         conn.execute("COMMIT")
 
 
@@ -97,11 +101,15 @@ def quick_check(path: Path) -> str | None:
         return None  # not even readable: opening it for real says why in words
     try:
         rows = ro.execute("PRAGMA quick_check(5)").fetchall()
-        found = "; ".join(" ".join(str(r[0]).replace("*** in database main ***", "")
-                                   .split()).lower() for r in rows if r[0] != "ok")
+        found = "; ".join(
+            " ".join(str(r[0]).replace("*** in database main ***", "").split()).lower()
+            for r in rows
+            if r[0] != "ok"
+        )
     except sqlite3.DatabaseError as exc:
         if not (getattr(exc, "sqlite_errorname", "") or "").startswith(
-                ("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+        ):
             return None  # busy, or a folder it cannot read in: not damage, checked next time
         found = " ".join(str(exc).split())
     finally:
@@ -119,17 +127,21 @@ def damage(path: Path) -> str | None:
 
 
 def damaged_sentence(path: Path, detail: str) -> str:
-    return (f"The labkit store {str(path)!r} is damaged ({detail}), so labkit will neither "
-            "read nor write it, and left it untouched; to recover, copy it somewhere safe "
-            "(`sqlite3 COPY .recover` can often rescue its records, and `labkit export` then "
-            "reads the rescued copy), and move the damaged file aside: labkit starts a fresh "
-            "store in its place.")
+    return (
+        f"The labkit store {str(path)!r} is damaged ({detail}), so labkit will neither "
+        "read nor write it, and left it untouched; to recover, copy it somewhere safe "
+        "(`sqlite3 COPY .recover` can often rescue its records, and `labkit export` then "
+        "reads the rescued copy), and move the damaged file aside: labkit starts a fresh "
+        "store in its place."
+    )
 
 
 # ---- refusing what is not a store ----------------------------------------------------------
 
-_LEAVE_IT = ("so labkit left it untouched; move it elsewhere, or set LABKIT_HOME to another "
-             "folder, and labkit will start a new store")
+_LEAVE_IT = (
+    "so labkit left it untouched; move it elsewhere, or set LABKIT_HOME to another "
+    "folder, and labkit will start a new store"
+)
 
 
 def check_store_file(path: Path) -> None:
@@ -140,16 +152,23 @@ def check_store_file(path: Path) -> None:
     except FileNotFoundError:
         return
     except IsADirectoryError:
-        raise StoreError(f"The store path {str(path)!r} is a folder; give a file path such as "
-                         f"{str(path / 'labkit.sqlite3')!r}.") from None
+        raise StoreError(
+            f"The store path {str(path)!r} is a folder; give a file path such as "
+            f"{str(path / 'labkit.sqlite3')!r}."
+        ) from None
     except OSError as exc:
         raise StoreError(failure_sentence(path, exc, "opening it")) from None
     if head == _HEADER or not head:  # an empty file is an empty SQLite database
         return
     what = "an old JSON forecast history" if head.lstrip().startswith(b"{") else "not SQLite"
-    raise StoreError(f"The file {str(path)!r} is not a labkit store ({what}), {_LEAVE_IT}"
-                     + (f" (bring its forecasts in with `labkit import {path}`)."
-                        if what.startswith("an old") else "."))
+    raise StoreError(
+        f"The file {str(path)!r} is not a labkit store ({what}), {_LEAVE_IT}"
+        + (
+            f" (bring its forecasts in with `labkit import {path}`)."
+            if what.startswith("an old")
+            else "."
+        )
+    )
 
 
 def check_store_tables(path: Path, tables: set, conn) -> None:
@@ -160,13 +179,18 @@ def check_store_tables(path: Path, tables: set, conn) -> None:
     if fmt == FORMAT and "records" in tables:
         return
     if fmt and fmt.startswith("labkit.store/"):
-        raise StoreError(f"The store {str(path)!r} was written by a newer labkit (format "
-                         f"{fmt!r}; this one reads {FORMAT!r}); upgrade labkit to use it.")
-    raise StoreError(f"The file {str(path)!r} is an SQLite database but not a labkit store "
-                     f"(its tables are {', '.join(sorted(tables))}), {_LEAVE_IT}.")
+        raise StoreError(
+            f"The store {str(path)!r} was written by a newer labkit (format "
+            f"{fmt!r}; this one reads {FORMAT!r}); upgrade labkit to use it."
+        )
+    raise StoreError(
+        f"The file {str(path)!r} is an SQLite database but not a labkit store "
+        f"(its tables are {', '.join(sorted(tables))}), {_LEAVE_IT}."
+    )
 
 
 # ---- failures in words ----------------------------------------------------------------------
+
 
 def failure_sentence(path: Path, exc, doing: str) -> str:
     """One sentence for an sqlite3.Error or OSError met while `doing` something to the store."""
@@ -177,19 +201,28 @@ def failure_sentence(path: Path, exc, doing: str) -> str:
     folder = str(path.parent)
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
         return damaged_sentence(path, f"{detail}, found while {doing}")
-    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")) or \
-            code in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return (f"{where} cannot be written ({detail}), so {doing} failed; nothing stored "
-                f"before was changed or lost, and since labkit writes beside the store even to "
-                f"read it, make the folder {folder!r} writable or set LABKIT_HOME to a "
-                "writable folder, then try again.")
+    if name.startswith(
+        ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
+    ) or code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (
+            f"{where} cannot be written ({detail}), so {doing} failed; nothing stored "
+            f"before was changed or lost, and since labkit writes beside the store even to "
+            f"read it, make the folder {folder!r} writable or set LABKIT_HOME to a "
+            "writable folder, then try again."
+        )
     if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or code in (errno.ENOSPC, errno.EFBIG):
-        return (f"{where} could not be written ({detail}; the disk may be full), so {doing} "
-                "failed and was not saved; everything stored before is intact, so free some "
-                "space and try again.")
+        return (
+            f"{where} could not be written ({detail}; the disk may be full), so {doing} "
+            "failed and was not saved; everything stored before is intact, so free some "
+            "space and try again."
+        )
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return (f"{where} stayed locked by another program for more than {BUSY_S:.0f} s, so "
-                f"{doing} failed and was not saved; close other notebooks or commands using it "
-                "and try again.")
-    return f"{where} failed while {doing} ({name or type(exc).__name__}: {detail}); nothing " \
-           "stored before was changed."
+        return (
+            f"{where} stayed locked by another program for more than {BUSY_S:.0f} s, so "
+            f"{doing} failed and was not saved; close other notebooks or commands using it "
+            "and try again."
+        )
+    return (
+        f"{where} failed while {doing} ({name or type(exc).__name__}: {detail}); nothing "
+        "stored before was changed."
+    )

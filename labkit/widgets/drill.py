@@ -43,13 +43,22 @@ class DrillSketch(SketchForecast):
 
 
 def _pre(lines) -> str:
-    return ("<pre style='font-size:12px;line-height:1.3;white-space:pre-wrap'>"
-            + html.escape("\n".join(lines)) + "</pre>")
+    return (
+        "<pre style='font-size:12px;line-height:1.3;white-space:pre-wrap'>"
+        + html.escape("\n".join(lines))
+        + "</pre>"
+    )
 
 
 class DrillPanel(w.VBox):
-    def __init__(self, seed: int | None = None, *, log=None, minutes: float | None = None,
-                 drill: Drill | None = None):
+    def __init__(
+        self,
+        seed: int | None = None,
+        *,
+        log=None,
+        minutes: float | None = None,
+        drill: Drill | None = None,
+    ):
         self.drill_log = log if isinstance(log, DrillLog) else DrillLog(log)
         self.drill = drill or Drill.open(seed, log=self.drill_log, minutes=minutes)
         if not self.drill.resumed and drill is None:
@@ -58,14 +67,26 @@ class DrillPanel(w.VBox):
         self.chance = math.log(50 if task == "lm" else 10)
         intro = self.drill.intro_lines(typed=False)  # buttons, no box to type `help` into
         reported = self.drill.case.baseline().table["loss_reported"]
-        self.symptom = w.HTML(curves_svg({"reported loss": reported}, reference=self.chance,
-                                         title="the first 50 reported steps") + _pre(intro))
+        self.symptom = w.HTML(
+            curves_svg(
+                {"reported loss": reported},
+                reference=self.chance,
+                title="the first 50 reported steps",
+            )
+            + _pre(intro)
+        )
         self.system = w.Dropdown(options=["H3", "H2", "H1", "NONE"], description="system")
-        self.mechanism = w.Text(placeholder="mechanism, e.g. the logger shows a stale value",
-                                layout=w.Layout(width="420px"))
+        self.mechanism = w.Text(
+            placeholder="mechanism, e.g. the logger shows a stale value",
+            layout=w.Layout(width="420px"),
+        )
         self.hypothesis_button = w.Button(description="State hypothesis")
-        self.probe = w.Dropdown(options=[(f"{p.name} ({p.price} credit{'s' * (p.price > 1)})",
-                                          p.name) for p in MENU.values()], description="probe")
+        self.probe = w.Dropdown(
+            options=[
+                (f"{p.name} ({p.price} credit{'s' * (p.price > 1)})", p.name) for p in MENU.values()
+            ],
+            description="probe",
+        )
         self.words = w.Dropdown(description="forecast")
         self.sketch_box = w.VBox()
         self.run_button = w.Button(description="Run probe", button_style="primary")
@@ -75,19 +96,28 @@ class DrillPanel(w.VBox):
         self.status = w.HTML()
         self.answer = w.HTML()
         self.transcript = w.HTML()
-        self.hypothesis_button.on_click(lambda _: self._command(
-            f"hypothesis {self.system.value} {self.mechanism.value}"))
+        self.hypothesis_button.on_click(
+            lambda _: self._command(f"hypothesis {self.system.value} {self.mechanism.value}")
+        )
         self.run_button.on_click(lambda _: self.run_probe())
         self.convict_button.on_click(lambda _: self.convict())
         self.probe.observe(lambda _: self._new_forecast(), "value")
         self._earlier: list[str] = []  # the transcript: commands before the one shown above
         self._latest: list[str] = []
         self._new_forecast()
-        super().__init__([
-            self.symptom, w.HBox([self.system, self.mechanism, self.hypothesis_button]),
-            w.HBox([self.probe, self.words]), self.sketch_box, self.run_button, self.answer,
-            w.HBox([self.verdict_system, self.verdict_text, self.convict_button]),
-            self.status, self.transcript])
+        super().__init__(
+            [
+                self.symptom,
+                w.HBox([self.system, self.mechanism, self.hypothesis_button]),
+                w.HBox([self.probe, self.words]),
+                self.sketch_box,
+                self.run_button,
+                self.answer,
+                w.HBox([self.verdict_system, self.verdict_text, self.convict_button]),
+                self.status,
+                self.transcript,
+            ]
+        )
         self._refresh()
 
     def _new_forecast(self) -> None:
@@ -99,9 +129,13 @@ class DrillPanel(w.VBox):
             steps = 50 if name != "overfit" else (100 if self.drill.mystery.task == "lm" else 200)
             self.sketch = DrillSketch(steps=steps, loss_max=self.chance * 1.6)
             self.sketch.reference, self.sketch.reference_label = self.chance, "chance"
-            self.sketch_box.children = [w.HTML("Draw the curve you expect (or pick a preset), "
-                                               "then Seal; or forecast in words above."),
-                                        self.sketch]
+            self.sketch_box.children = [
+                w.HTML(
+                    "Draw the curve you expect (or pick a preset), "
+                    "then Seal; or forecast in words above."
+                ),
+                self.sketch,
+            ]
         else:
             self.sketch_box.children = []
 
@@ -118,8 +152,11 @@ class DrillPanel(w.VBox):
         if len(self.drill.state["probes"]) > before:
             ans = self.drill.last_answer
             fc = list(f.points) if drawn else None
-            svg = curves_svg(ans.curves, forecast=fc, reference=self.chance,
-                             title=self.probe.value) if ans.curves else ""
+            svg = (
+                curves_svg(ans.curves, forecast=fc, reference=self.chance, title=self.probe.value)
+                if ans.curves
+                else ""
+            )
             self.answer.value = svg + _pre(lines)
             self._new_forecast()
         else:
@@ -141,9 +178,17 @@ class DrillPanel(w.VBox):
     def _refresh(self) -> None:
         d = self.drill
         done = d.finished
-        for control in (self.hypothesis_button, self.run_button, self.convict_button,
-                        self.system, self.mechanism, self.probe, self.words,
-                        self.verdict_system, self.verdict_text):
+        for control in (
+            self.hypothesis_button,
+            self.run_button,
+            self.convict_button,
+            self.system,
+            self.mechanism,
+            self.probe,
+            self.words,
+            self.verdict_system,
+            self.verdict_text,
+        ):
             control.disabled = done
         if done:
             self.sketch_box.children = []
@@ -151,14 +196,17 @@ class DrillPanel(w.VBox):
         credits = "drill over" if done else f"{d.left} of {d.state['budget']} credits left"
         said = html.escape(f"{hyp['system']} {hyp['text']}") if hyp else "none"
         self.status.value = f"<b>{credits}</b> &middot; hypothesis: {said}"
-        self.transcript.value = ("<b>earlier</b>" + _pre(self._earlier[-60:])
-                                 if self._earlier else "")
+        self.transcript.value = (
+            "<b>earlier</b>" + _pre(self._earlier[-60:]) if self._earlier else ""
+        )
 
     def __repr__(self) -> str:
         s = self.drill.state
-        return (f"DrillPanel(seed {s['seed']}, {len(s['probes'])} probe(s) run, "
-                f"{self.drill.left} of {s['budget']} credits left"
-                f"{', finished' if self.drill.finished else ''})")
+        return (
+            f"DrillPanel(seed {s['seed']}, {len(s['probes'])} probe(s) run, "
+            f"{self.drill.left} of {s['budget']} credits left"
+            f"{', finished' if self.drill.finished else ''})"
+        )
 
 
 class VerbalPanel(w.VBox):
@@ -166,11 +214,14 @@ class VerbalPanel(w.VBox):
 
     def __init__(self, *, log=None):
         self.drill_log = log if isinstance(log, DrillLog) else DrillLog(log)
-        self.case = w.Dropdown(options=[(f"{i + 1}. {c.title}", i) for i, c in enumerate(CASES)],
-                               description="case")
+        self.case = w.Dropdown(
+            options=[(f"{i + 1}. {c.title}", i) for i, c in enumerate(CASES)], description="case"
+        )
         self.curve = w.HTML()
-        self.text = w.Textarea(placeholder="Say it as you would in an interview ...",
-                               layout=w.Layout(width="100%", height="110px"))
+        self.text = w.Textarea(
+            placeholder="Say it as you would in an interview ...",
+            layout=w.Layout(width="100%", height="110px"),
+        )
         self.check_button = w.Button(description="Check my answer", button_style="primary")
         self.result = w.HTML()
         self.case.observe(lambda _: self._show_case(), "value")
@@ -184,6 +235,7 @@ class VerbalPanel(w.VBox):
 
     def check(self) -> list[str]:
         from ..learn.drill.verbal import ELEMENTS, grade
+
         i, answer = self.case.value, self.text.value.strip()
         if not answer:
             self.result.value = "<i>Type an answer first.</i>"
@@ -191,8 +243,15 @@ class VerbalPanel(w.VBox):
         lines = report_lines(i, answer) + ["", "a strong answer: " + model_answer(i)]
         self.result.value = _pre(lines)
         hits = grade(i, answer)
-        self.drill_log.append({"kind": "verbal", "case": i + 1, "title": CASES[i].title,
-                         "answer": answer, "elements": {e: hits[e] for e in ELEMENTS}})
+        self.drill_log.append(
+            {
+                "kind": "verbal",
+                "case": i + 1,
+                "title": CASES[i].title,
+                "answer": answer,
+                "elements": {e: hits[e] for e in ELEMENTS},
+            }
+        )
         return lines
 
     def __repr__(self) -> str:

@@ -26,20 +26,32 @@ MODES = ("learner", "auto")
 
 
 class ExplorerPanel(w.VBox):
-    def __init__(self, explorer=None, *, bug: str | None = None, setup=None, seeds=(0, 1),
-                 config=None, mode: str = "learner"):
+    def __init__(
+        self,
+        explorer=None,
+        *,
+        bug: str | None = None,
+        setup=None,
+        seeds=(0, 1),
+        config=None,
+        mode: str = "learner",
+    ):
         check_choice("mode", mode, MODES)
         if setup is not None:
             if bug is not None or config is not None or explorer is not None:
-                raise ValueError("setup= triages your own code; pass it without bug=, config= or explorer=.")
+                raise ValueError(
+                    "setup= triages your own code; pass it without bug=, config= or explorer=."
+                )
             from ..diagnosis.own.step6_decide.explorer import SetupExplorer
+
             explorer = SetupExplorer(setup, seeds=seeds)
         self.explorer = explorer or Explorer(bug, seeds=seeds, config=config)
         self.mode = mode
         self.form = w.HTML()
         self.next_button = w.Button(button_style="primary", layout=w.Layout(width="auto"))
-        self.all_button = w.Button(description="Run all remaining steps",
-                                   layout=w.Layout(width="auto"))
+        self.all_button = w.Button(
+            description="Run all remaining steps", layout=w.Layout(width="auto")
+        )
         self.messages_html = w.HTML()
         self.verdict = w.HTML()
         self.next_button.on_click(lambda _: self.step())
@@ -48,30 +60,63 @@ class ExplorerPanel(w.VBox):
         self.conviction: dict | None = None  # the learner's, once typed
         self.messages: list[str] = []
         # the learner's inputs (learner mode)
-        self.system = w.Dropdown(options=[("(your leading system)", ""), ("H3 instrumentation", "H3"),
-                                          ("H2 data", "H2"), ("H1 optimizer/loop", "H1")],
-                                 description="hypothesis")
-        self.mechanism = w.Text(placeholder="the mechanism you suspect, in your words",
-                                layout=w.Layout(width="60%"))
-        self.forecast = w.Text(placeholder="what will this step show? e.g. 'raw and reported agree'",
-                               description="forecast", layout=w.Layout(width="80%"))
-        self.convict_system = w.Dropdown(options=[("(system)", ""), ("H3", "H3"), ("H2", "H2"),
-                                                  ("H1", "H1"), ("healthy", "healthy")],
-                                         description="convict")
-        self.convict_mechanism = w.Text(placeholder="the mechanism, in your words",
-                                        layout=w.Layout(width="60%"))
+        self.system = w.Dropdown(
+            options=[
+                ("(your leading system)", ""),
+                ("H3 instrumentation", "H3"),
+                ("H2 data", "H2"),
+                ("H1 optimizer/loop", "H1"),
+            ],
+            description="hypothesis",
+        )
+        self.mechanism = w.Text(
+            placeholder="the mechanism you suspect, in your words", layout=w.Layout(width="60%")
+        )
+        self.forecast = w.Text(
+            placeholder="what will this step show? e.g. 'raw and reported agree'",
+            description="forecast",
+            layout=w.Layout(width="80%"),
+        )
+        self.convict_system = w.Dropdown(
+            options=[
+                ("(system)", ""),
+                ("H3", "H3"),
+                ("H2", "H2"),
+                ("H1", "H1"),
+                ("healthy", "healthy"),
+            ],
+            description="convict",
+        )
+        self.convict_mechanism = w.Text(
+            placeholder="the mechanism, in your words", layout=w.Layout(width="60%")
+        )
         self.convict_button = w.Button(description="Convict", button_style="danger")
         self.convict_button.on_click(lambda _: self.convict())
         self.hint = w.HTML()
-        for box in (self.system, self.mechanism, self.forecast, self.convict_system,
-                    self.convict_mechanism):
+        for box in (
+            self.system,
+            self.mechanism,
+            self.forecast,
+            self.convict_system,
+            self.convict_mechanism,
+        ):
             box.observe(lambda _: self.refresh(), "value")
-        rows = [w.HBox([self.next_button, self.all_button]), self.form, self.verdict,
-                self.messages_html]
+        rows = [
+            w.HBox([self.next_button, self.all_button]),
+            self.form,
+            self.verdict,
+            self.messages_html,
+        ]
         if mode == "learner":
-            rows = [w.HBox([self.system, self.mechanism]), self.forecast, self.next_button,
-                    self.hint, self.form, w.HBox([self.convict_system, self.convict_mechanism,
-                                                   self.convict_button]), self.verdict]
+            rows = [
+                w.HBox([self.system, self.mechanism]),
+                self.forecast,
+                self.next_button,
+                self.hint,
+                self.form,
+                w.HBox([self.convict_system, self.convict_mechanism, self.convict_button]),
+                self.verdict,
+            ]
         super().__init__(rows)
         self.refresh()
 
@@ -85,9 +130,15 @@ class ExplorerPanel(w.VBox):
                 return
             name = self.explorer.next_step
             result = self.explorer.run_next()
-            self.entries.append({"step": name, "system": self.system.value,
-                                 "mechanism": self.mechanism.value.strip(),
-                                 "forecast": self.forecast.value.strip(), "result": result})
+            self.entries.append(
+                {
+                    "step": name,
+                    "system": self.system.value,
+                    "mechanism": self.mechanism.value.strip(),
+                    "forecast": self.forecast.value.strip(),
+                    "result": result,
+                }
+            )
             self.forecast.value = ""  # a fresh forecast for the next step; the hypothesis stays
             self.refresh()
             return
@@ -99,12 +150,17 @@ class ExplorerPanel(w.VBox):
 
     def convict(self) -> None:
         """Keep the learner's conviction; then show labkit's beside it."""
-        if self.explorer.next_step is not None or not self.convict_system.value \
-                or not self.convict_mechanism.value.strip():
+        if (
+            self.explorer.next_step is not None
+            or not self.convict_system.value
+            or not self.convict_mechanism.value.strip()
+        ):
             self.refresh()
             return
-        self.conviction = {"system": self.convict_system.value,
-                           "mechanism": self.convict_mechanism.value.strip()}
+        self.conviction = {
+            "system": self.convict_system.value,
+            "mechanism": self.convict_mechanism.value.strip(),
+        }
         self.refresh()
 
     def _missing_inputs(self) -> list[str]:
@@ -123,13 +179,22 @@ class ExplorerPanel(w.VBox):
         if self.mode == "auto":
             self.next_button.disabled = nxt is None
             self.form.value = self.explorer.record._repr_html_()
-            self.verdict.value = self._labkit_verdict(suffix=" <i>(a suggestion: check and sign off)</i>")
+            self.verdict.value = self._labkit_verdict(
+                suffix=" <i>(a suggestion: check and sign off)</i>"
+            )
             self.messages_html.value = "<br>".join(html.escape(m) for m in self.messages[-8:])
             return
         missing = self._missing_inputs() if nxt else []
         self.next_button.disabled = bool(missing) or nxt is None
-        self.hint.value = ("<i>Before it runs: " + "; ".join(missing) + ".</i>") if missing else (
-            "" if nxt else "<i>Every step has run. Type your conviction, then press Convict.</i>")
+        self.hint.value = (
+            ("<i>Before it runs: " + "; ".join(missing) + ".</i>")
+            if missing
+            else (
+                ""
+                if nxt
+                else "<i>Every step has run. Type your conviction, then press Convict.</i>"
+            )
+        )
         self.form.value = learner_table(self.entries)
         done = nxt is None
         for box in (self.convict_system, self.convict_mechanism, self.convict_button):
@@ -144,8 +209,10 @@ class ExplorerPanel(w.VBox):
             theirs = {"system": d.get("system"), "mechanism": d.get("mechanism", "")}
         except (KeyError, TypeError):
             theirs = None
-        self.verdict.value = (compare_convictions(self.conviction, theirs, self._labkit_verdict())
-                              + self.explorer.record._repr_html_())
+        self.verdict.value = (
+            compare_convictions(self.conviction, theirs, self._labkit_verdict())
+            + self.explorer.record._repr_html_()
+        )
 
     def _labkit_verdict(self, suffix: str = "") -> str:
         try:
@@ -155,5 +222,7 @@ class ExplorerPanel(w.VBox):
 
     def __repr__(self) -> str:
         nxt = self.explorer.next_step or "none (complete)"
-        return (f"ExplorerPanel({self.explorer.record.subject}; {self.mode} mode; steps done: "
-                f"{len(self.explorer.done)}; next: {nxt})")
+        return (
+            f"ExplorerPanel({self.explorer.record.subject}; {self.mode} mode; steps done: "
+            f"{len(self.explorer.done)}; next: {nxt})"
+        )

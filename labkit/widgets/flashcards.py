@@ -27,15 +27,23 @@ class FlashcardDrill(w.VBox):
         self.question = w.HTML()
         self.answer_box = w.HTML()
         self.show_button = w.Button(description="Show answer", layout=w.Layout(width="auto"))
-        self.knew_button = w.Button(description="I knew it", button_style="success",
-                                    layout=w.Layout(width="auto"))
-        self.missed_button = w.Button(description="Not yet", button_style="warning",
-                                      layout=w.Layout(width="auto"))
+        self.knew_button = w.Button(
+            description="I knew it", button_style="success", layout=w.Layout(width="auto")
+        )
+        self.missed_button = w.Button(
+            description="Not yet", button_style="warning", layout=w.Layout(width="auto")
+        )
         self.show_button.on_click(lambda _: self.show())
         self.knew_button.on_click(lambda _: self.grade(True))
         self.missed_button.on_click(lambda _: self.grade(False))
-        super().__init__([self.status, self.question, self.answer_box,
-                          w.HBox([self.show_button, self.knew_button, self.missed_button])])
+        super().__init__(
+            [
+                self.status,
+                self.question,
+                self.answer_box,
+                w.HBox([self.show_button, self.knew_button, self.missed_button]),
+            ]
+        )
         self.graded = 0
         self.card = None
         self.next_card()
@@ -45,13 +53,16 @@ class FlashcardDrill(w.VBox):
         self.card = due[0] if due else None
         self.answer_box.value = ""
         boxes = " · ".join(f"box {b}: {n}" for b, n in self.deck.boxes().items())
-        self.status.value = (f"<small>{len(due)} due · {self.graded} graded this session · "
-                             f"{boxes}</small>")
+        self.status.value = (
+            f"<small>{len(due)} due · {self.graded} graded this session · {boxes}</small>"
+        )
         if self.card is None:
             self.question.value = "<b>Nothing is due today.</b> Come back tomorrow."
         else:
-            self.question.value = (f"<b>{html.escape(self.card.question)}</b> "
-                                   f"<small>(box {self.deck.box(self.card.id)})</small>")
+            self.question.value = (
+                f"<b>{html.escape(self.card.question)}</b> "
+                f"<small>(box {self.deck.box(self.card.id)})</small>"
+            )
         self.show_button.disabled = self.card is None
         self.knew_button.disabled = self.missed_button.disabled = True
 
@@ -59,7 +70,9 @@ class FlashcardDrill(w.VBox):
         """Reveal the answer; only now can the card be graded."""
         if self.card is None:
             return
-        self.answer_box.value = f"<div style='margin:4px 0 8px 0'>{html.escape(self.card.answer)}</div>"
+        self.answer_box.value = (
+            f"<div style='margin:4px 0 8px 0'>{html.escape(self.card.answer)}</div>"
+        )
         self.knew_button.disabled = self.missed_button.disabled = False
 
     def grade(self, knew_it: bool) -> None:

@@ -56,8 +56,10 @@ EXERCISES = ("ex_a", "ex_b", "ex_c", "ex_d", "ex_e", "ex_f")  # the ones that se
 def forms_of(key: str) -> dict:
     """The exercise's questions: FORMS of `labkit.learn.check.ex.<letter>` (``labkit.check.<key>``)."""
     if key not in EXERCISES:
-        raise ValueError(f"key={key!r} is not an exercise with a prediction; the keys are "
-                         f"{', '.join(EXERCISES)}.{suggest(key, EXERCISES)}")
+        raise ValueError(
+            f"key={key!r} is not an exercise with a prediction; the keys are "
+            f"{', '.join(EXERCISES)}.{suggest(key, EXERCISES)}"
+        )
     return importlib.import_module(f"labkit.learn.check.ex.{key[3:]}").FORMS
 
 
@@ -142,8 +144,10 @@ class PredictionForm(anywidget.AnyWidget):
         self.prediction = prediction
         self.answers = {n: _text(self.forms[n], v) for n, v in prediction.items()}
         at = _predict._SEALED[self.key][1]
-        self.message = (f"Sealed at {datetime.datetime.fromtimestamp(at):%H:%M:%S}; the runs "
-                        "below are compared with it.")
+        self.message = (
+            f"Sealed at {datetime.datetime.fromtimestamp(at):%H:%M:%S}; the runs "
+            "below are compared with it."
+        )
         self.sealed = True
         return True
 
@@ -156,13 +160,17 @@ class PredictionForm(anywidget.AnyWidget):
             # inside the first), so the sketch is drawn and sealed while this one waits.
             sketches = [s for s in sketch_gate.live(self.key) if not s.sealed and not s._from_code]
             what = "your sealed prediction" + (" and sketch" if sketches else "") + " above"
-            wait_for(lambda: self.sealed and all(s.sealed for s in sketches),
-                     lambda: self.rendered > 0, what=what)
+            wait_for(
+                lambda: self.sealed and all(s.sealed for s in sketches),
+                lambda: self.rendered > 0,
+                what=what,
+            )
         if not self.sealed:
             raise PredictionNotGiven(
                 "Answer the questions in the form above and press Seal, then run this cell and "
                 "the ones below it; or write the prediction as a dict with the fields "
-                f"{', '.join(map(repr, self.forms))} in place of the ask_prediction line.")
+                f"{', '.join(map(repr, self.forms))} in place of the ask_prediction line."
+            )
         if not self._shown and not self._handed:
             self._shown = True  # answered by hand: keep the answers in the notebook for a grader
             show_prediction(self.key, self.prediction)
@@ -178,8 +186,12 @@ def _kept(key: str) -> dict | None:
     """The latest prediction sealed for `key` in the learner store, or None."""
     try:
         from ..store.learner import default_store
-        bodies = [r["body"] for r in default_store().records("prediction_seal")
-                  if r["body"].get("exercise") == key]
+
+        bodies = [
+            r["body"]
+            for r in default_store().records("prediction_seal")
+            if r["body"].get("exercise") == key
+        ]
     except (ValueError, OSError):
         return None
     return max(bodies, key=lambda b: b["sealed_at"])["prediction"] if bodies else None
@@ -194,8 +206,10 @@ def ask_prediction(key: str) -> PredictionForm:
     if form is None or form.sealed:
         form = _FORMS[key] = _resolved(key)
     from IPython import get_ipython
+
     if get_ipython() is not None:  # shown below this cell, assigned or not
         from IPython.display import display
+
         display(form)
     return form
 

@@ -26,13 +26,24 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "artifacts" / "browser" / "sketch_sealed.png"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def chromium() -> str | None:
-    for candidate in (os.environ.get("LABKIT_CHROMIUM"), "/usr/bin/chromium",
-                      shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (
+        os.environ.get("LABKIT_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -45,8 +56,9 @@ def free_port() -> int:
 
 
 def api(base, token, path, method="GET"):
-    req = urllib.request.Request(f"{base}{path}", method=method,
-                                 headers={"Authorization": f"token {token}"})
+    req = urllib.request.Request(
+        f"{base}{path}", method=method, headers={"Authorization": f"token {token}"}
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         body = resp.read()
     return json.loads(body) if body else None
@@ -60,7 +72,8 @@ def lab(tmp_path):
     settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)  # answer the "get Jupyter news?" toast: no, and never go online
     (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     # render every cell: JupyterLab's windowing moves cells as they scroll into view, which
     # shifts a widget between reading its position and dragging on it
     notebook = tmp_path / "lab-settings" / "@jupyterlab" / "notebook-extension"
@@ -69,15 +82,25 @@ def lab(tmp_path):
     port, token = free_port(), secrets.token_hex(16)
     # `python -m jupyterlab ...`, its kernels forked from the worker's zygote (tests/warm_kernels.py):
     # real ipykernels, with torch imported before the fork
-    cmd = warm_kernels.command("jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-                               f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-                               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
-                               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
+    cmd = warm_kernels.command(
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={served}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    )
     if os.getuid() == 0:
         cmd.append("--allow-root")
     log = open(tmp_path / "jupyterlab.log", "wb")
     # os.environ already holds conftest's hermetic JUPYTER_* / IPYTHONDIR folders
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"), **warm_kernels.client_env()}
+    env = {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"),
+        **warm_kernels.client_env(),
+    }
     server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -88,7 +111,9 @@ def lab(tmp_path):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("JupyterLab did not start:\n" + (tmp_path / "jupyterlab.log").read_text())
+                    pytest.fail(
+                        "JupyterLab did not start:\n" + (tmp_path / "jupyterlab.log").read_text()
+                    )
                 time.sleep(0.3)
         for session in api(base, token, "/api/sessions"):  # no stale kernels from an earlier run
             api(base, token, f"/api/sessions/{session['id']}", method="DELETE")
@@ -114,8 +139,10 @@ def lab_page(lab, name: str, errors: list, height: int = 1000):
     page errors go to `errors`. Skips the test when no Chromium is installed."""
     exe = chromium()
     if exe is None:
-        pytest.skip("no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
-                    "chromium on PATH); install it with `apt-get install chromium`")
+        pytest.skip(
+            "no Chromium binary found (looked for $LABKIT_CHROMIUM, /usr/bin/chromium, "
+            "chromium on PATH); install it with `apt-get install chromium`"
+        )
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -133,14 +160,20 @@ def lab_page(lab, name: str, errors: list, height: int = 1000):
 
 def write_notebook(folder: Path, history: Path) -> str:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
-        "import labkit\n"
-        "from labkit.widgets import SketchForecast\n"
-        f"sketch = SketchForecast(config=labkit.Config(steps=40), bug='zero_lr',\n"
-        f"                        history_path={str(history)!r})\n"
-        "sketch")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import labkit\n"
+            "from labkit.widgets import SketchForecast\n"
+            f"sketch = SketchForecast(config=labkit.Config(steps=40), bug='zero_lr',\n"
+            f"                        history_path={str(history)!r})\n"
+            "sketch"
+        )
+    ]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     nbformat.write(nb, folder / "sketch.ipynb")
     return "sketch.ipynb"
 
@@ -148,9 +181,12 @@ def write_notebook(folder: Path, history: Path) -> str:
 def wait_for_forecasts(store: Path, seconds: float) -> list:
     """The forecasts the kernel keeps in `store`, once there is at least one."""
     from labkit.forecast.history import ForecastHistory
+
     deadline = time.monotonic() + seconds
     while not store.exists() or not ForecastHistory(store).entries():
-        assert time.monotonic() < deadline, f"the kernel never saved a forecast to {store} after Seal"
+        assert time.monotonic() < deadline, (
+            f"the kernel never saved a forecast to {store} after Seal"
+        )
         time.sleep(0.2)
     return ForecastHistory(store).entries()
 
@@ -175,6 +211,7 @@ def test_draw_and_seal_a_forecast_in_jupyterlab(lab, tmp_path):
         page.screenshot(path=str(SCREENSHOT))
 
     from labkit.forecast import Forecast
+
     assert len(entries) == 1
     forecast = Forecast.from_dict(entries[0]["forecast"])
     assert forecast.sealed and forecast.is_intact()
@@ -196,14 +233,20 @@ def write_two_series_notebook(folder: Path, history: Path) -> str:
             "cfg = labkit.Config(steps=40)\n"
             "sketch = SketchForecast(config=cfg, series={'healthy': None, 'zero LR': 'zero_lr'},\n"
             f"                        key='browser', history_path={str(history)!r})\n"
-            "sketch"),
+            "sketch"
+        ),
         nbformat.v4.new_code_cell(
             "sketch.require()\n"
             "runs = {'healthy': labkit.train(cfg), 'zero LR': labkit.train(cfg, bug='zero_lr')}\n"
             "scores = sketch.score(runs)\n"
-            "print('SCORED', sorted(scores))")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
+            "print('SCORED', sorted(scores))"
+        ),
+    ]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     nbformat.write(nb, folder / "two_series.ipynb")
     return "two_series.ipynb"
 
@@ -221,8 +264,9 @@ def _stroke(page, svg, y0, y1, n=30):
     page.mouse.down()
     for i in range(1, n + 1):
         t = i / n
-        page.mouse.move(box["x"] + (x0 + t * (x1 - x0)) * sx, box["y"] + (y0 + t * (y1 - y0)) * sy,
-                        steps=2)
+        page.mouse.move(
+            box["x"] + (x0 + t * (x1 - x0)) * sx, box["y"] + (y0 + t * (y1 - y0)) * sy, steps=2
+        )
     page.mouse.up()
 
 
@@ -240,18 +284,24 @@ def test_two_curves_in_one_sketch_refuse_then_seal_and_score(lab, tmp_path):
         _stroke(page, svg, 60, 200)  # healthy: falling
         page.locator(".labkit-sketch .legend .series", has_text="zero LR").click()
         expect(page.locator(".labkit-sketch polyline.other")).to_have_count(1, timeout=10_000)
-        expect(page.locator(".labkit-sketch")).not_to_have_class(re.compile(r"is-switching"),
-                                                                 timeout=30_000)
+        expect(page.locator(".labkit-sketch")).not_to_have_class(
+            re.compile(r"is-switching"), timeout=30_000
+        )
         _stroke(page, svg, 80, 82)  # zero LR: flat
         page.locator(".labkit-seal").click()
         try:
             page.get_by_text("Sealed \u2713").wait_for(timeout=30_000)
         except Exception:  # noqa: BLE001 (Playwright's timeout, reported with what the widget says)
-            raise AssertionError("not sealed; the widget says: "
-                                 + page.locator(".labkit-sketch .status").inner_text()) from None
-        page.locator(".jp-OutputArea-output",  # the run cell went on by itself
-                     has_text="SCORED ['healthy', 'zero LR']").wait_for(timeout=60_000)
+            raise AssertionError(
+                "not sealed; the widget says: "
+                + page.locator(".labkit-sketch .status").inner_text()
+            ) from None
+        page.locator(
+            ".jp-OutputArea-output",  # the run cell went on by itself
+            has_text="SCORED ['healthy', 'zero LR']",
+        ).wait_for(timeout=60_000)
     from labkit.forecast.history import ForecastHistory
+
     entries = ForecastHistory(history).entries()
     notes = sorted(e["forecast"]["note"] for e in entries)
     assert notes == ["browser/healthy", "browser/zero LR"]

@@ -27,6 +27,7 @@ def test_play_the_drill_notebook_with_clicks(lab, tmp_path):
     nbformat.write(nb, lab["dir"] / "drill.ipynb")
     errors = []
     with lab_page(lab, "drill.ipynb", errors) as page:
+
         def select(label, value):
             box = page.locator(".widget-dropdown", has=page.locator(f"label:text-is('{label}')"))
             box.locator("select").select_option(value)
@@ -35,15 +36,17 @@ def test_play_the_drill_notebook_with_clicks(lab, tmp_path):
         hypothesis.wait_for(timeout=90_000)
         select("system", "H3")
         page.get_by_placeholder("mechanism, e.g. the logger shows a stale value").fill(
-            "the logger may not show the optimised loss")
+            "the logger may not show the optimised loss"
+        )
         hypothesis.click()
         page.get_by_text("hypothesis: H3 the logger may not show").first.wait_for(timeout=20_000)
         page.locator(".labkit-sketch select.preset").select_option("descending")
         page.locator(".labkit-seal").click()
         page.get_by_text("Sealed \u2713").wait_for(timeout=20_000)
         page.get_by_role("button", name="Run probe").click()
-        page.get_by_text("outcome: disagree (your forecast read as 'disagree': right)").first \
-            .wait_for(timeout=60_000)
+        page.get_by_text(
+            "outcome: disagree (your forecast read as 'disagree': right)"
+        ).first.wait_for(timeout=60_000)
         select("convict", "H3")
         page.get_by_placeholder("the mechanism line").fill("the logger shows a stale value")
         page.get_by_role("button", name="Convict").click()
@@ -53,7 +56,8 @@ def test_play_the_drill_notebook_with_clicks(lab, tmp_path):
         page.get_by_placeholder("Say it as you would in an interview ...").fill(
             "Assuming the losses are comparable, this is most likely overfitting. It could "
             "also be a leaky split. I would audit the split for duplicates. Then I would add "
-            "weight decay and expect the validation loss to stop rising.")
+            "weight decay and expect the validation loss to stop rising."
+        )
         page.get_by_role("button", name="Check my answer").click()
         page.get_by_text("6 of 6 elements present").wait_for(timeout=20_000)
     deadline = time.monotonic() + 10

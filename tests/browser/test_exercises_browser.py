@@ -24,8 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def scored_entries(prefix="lab15/"):
     from labkit.forecast.history import ForecastHistory
-    return [e for e in ForecastHistory().entries()
-            if (e["forecast"].get("note") or "").startswith(prefix) and e["score"] is not None]
+
+    return [
+        e
+        for e in ForecastHistory().entries()
+        if (e["forecast"].get("note") or "").startswith(prefix) and e["score"] is not None
+    ]
 
 
 WAITING = "waiting for your sealed forecast"  # the run cell's one line while it waits
@@ -43,8 +47,13 @@ def last_output(page, text, seconds=240):
 
 def grade(path):
     """`labkit grade` on the saved notebook: (exit code, output)."""
-    out = subprocess.run(warm_kernels.command("labkit.cli", "grade", str(path)), capture_output=True,
-                         text=True, timeout=600, env={**os.environ, **warm_kernels.client_env()})
+    out = subprocess.run(
+        warm_kernels.command("labkit.cli", "grade", str(path)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **warm_kernels.client_env()},
+    )
     return out.returncode, out.stdout + out.stderr
 
 
@@ -92,8 +101,14 @@ def test_three_hypotheses_drawn_on_two_charts_are_sealed_then_scored(lab):
         draw_three(page, grad, [(40, 255), (120, 121), (200, 40)])  # to zero, steady, growing
         new = wait_for_scores("lab15/", before, 6)  # on by itself, no click
     notes = sorted(e["forecast"]["note"] for e in new)
-    assert notes == ["lab15/H1", "lab15/H1/grad_norm", "lab15/H2", "lab15/H2/grad_norm",
-                     "lab15/H3", "lab15/H3/grad_norm"]
+    assert notes == [
+        "lab15/H1",
+        "lab15/H1/grad_norm",
+        "lab15/H2",
+        "lab15/H2/grad_norm",
+        "lab15/H3",
+        "lab15/H3/grad_norm",
+    ]
     shapes = {e["forecast"]["note"]: e["score"]["shape_predicted"] for e in new}
     assert shapes["lab15/H1"] == "flat" and shapes["lab15/H2"] == "descending"
     assert shapes["lab15/H3"] == "nan"
@@ -117,7 +132,8 @@ def test_first_hour_exercise_a_run_all_seal_runs_on_then_grades_and_survives_a_r
     errors, timings = [], {}
     with lab_page(lab, "ex_a.ipynb", errors, height=1100) as page:
         page.get_by_text("waiting for your sealed prediction and sketch").wait_for(
-            timeout=120_000)  # Run All waits once, at the check of the prediction form
+            timeout=120_000
+        )  # Run All waits once, at the check of the prediction form
         widget = page.locator(".labkit-sketch").first
         svg = widget.locator("svg")
         svg.scroll_into_view_if_needed()
@@ -149,12 +165,15 @@ def test_first_hour_exercise_a_run_all_seal_runs_on_then_grades_and_survives_a_r
         menu(page, "Kernel", "Restart Kernel and Run All Cells")
         page.locator(".jp-Dialog-button", has_text="Restart").click()
         started = time.monotonic()
-        page.locator(".jp-OutputArea-output", has_text=last).first.wait_for(state="detached",
-                                                                           timeout=60_000)
+        page.locator(".jp-OutputArea-output", has_text=last).first.wait_for(
+            state="detached", timeout=60_000
+        )
         expect(page.locator(".labkit-prediction .status").first).to_contain_text(
-            "Restored from your store", timeout=120_000)  # the form, sealed, from the store
+            "Restored from your store", timeout=120_000
+        )  # the form, sealed, from the store
         expect(page.locator(".labkit-sketch .status").first).to_have_text(  # from the store
-            re.compile("Sealed at .* restored from your store"), timeout=120_000)
+            re.compile("Sealed at .* restored from your store"), timeout=120_000
+        )
         last_output(page, last)  # the last cell again, no redraw
         timings["restart to last cell"] = time.monotonic() - started
         page.keyboard.press("Control+s")
@@ -185,6 +204,8 @@ def test_start_here_a_new_users_first_run_waits_for_the_sketch_then_scores_it(la
         widget.locator(".labkit-seal").click()
         expect(widget.locator(".labkit-seal")).to_have_text(re.compile("Sealed"), timeout=30_000)
         new = wait_for_scores("start", before, 1)  # the rest runs by itself
-        page.locator(".jp-OutputArea-output", has_text="loss at step 0").first.wait_for(timeout=60_000)
+        page.locator(".jp-OutputArea-output", has_text="loss at step 0").first.wait_for(
+            timeout=60_000
+        )
     assert [e["forecast"]["note"] for e in new] == ["start/loss"]
     assert not errors, errors

@@ -32,9 +32,14 @@ def _get(url):
 def test_lab_requires_the_token():
     port, token = _free_port(), "labkit-test-token-" + os.urandom(8).hex()
     env = {**os.environ, "PORT": str(port), "LABKIT_TOKEN": token}
-    proc = subprocess.Popen([sys.executable, "tools/lab.py", "notebooks/00_start_here.ipynb",
-                             "--no-browser"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "tools/lab.py", "notebooks/00_start_here.ipynb", "--no-browser"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         lines = []

@@ -30,17 +30,32 @@ def _free_port() -> int:
 def _make_lab(tmp_path, **extra):
     """`make lab` in a shell without .venv on PATH; returns (process, base URL, token)."""
     port, token = _free_port(), "labkit-view-" + os.urandom(8).hex()
-    env = {**make_env(), "PORT": str(port), "LABKIT_TOKEN": token, "BROWSER": "true",
-           "PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
-                                   if Path(p).resolve() != Path(sys.executable).parent.resolve()),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws"), **extra}
+    env = {
+        **make_env(),
+        "PORT": str(port),
+        "LABKIT_TOKEN": token,
+        "BROWSER": "true",
+        "PATH": os.pathsep.join(
+            p
+            for p in os.environ["PATH"].split(os.pathsep)
+            if Path(p).resolve() != Path(sys.executable).parent.resolve()
+        ),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws"),
+        **extra,
+    }
     env.pop("VIRTUAL_ENV", None)
     # -o: never (re)install from here, even where the stamp looks stale; BIN: this Python's
-    cmd = ["make", "-s", "-o", ".venv/.labkit-lab", "lab",
-           f"BIN={Path(sys.executable).parent}"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    cmd = ["make", "-s", "-o", ".venv/.labkit-lab", "lab", f"BIN={Path(sys.executable).parent}"]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     lines, started = [], time.monotonic()
     for line in proc.stdout:
         lines.append(line)
@@ -56,8 +71,11 @@ def _stop(proc):
 
 
 def _api(base, token, path, method="GET"):
-    req = urllib.request.Request(f"http://{base}/api/{path}?token={token}", method=method,
-                                 data=b"{}" if method == "POST" else None)
+    req = urllib.request.Request(
+        f"http://{base}/api/{path}?token={token}",
+        method=method,
+        data=b"{}" if method == "POST" else None,
+    )
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read() or b"null")
 
@@ -66,6 +84,7 @@ def _terminal(base, token, command: str, until: str, timeout=30) -> str:
     """Type `command` in a new JupyterLab terminal; its output up to `until`."""
     from tornado.ioloop import IOLoop
     from tornado.websocket import websocket_connect
+
     name = _api(base, token, "terminals", "POST")["name"]
 
     async def talk():
@@ -83,6 +102,7 @@ def _terminal(base, token, command: str, until: str, timeout=30) -> str:
             out += rest[0] if kind == "stdout" else ""
         ws.close()
         return out
+
     return IOLoop.current().run_sync(talk, timeout=timeout + 10)
 
 

@@ -58,6 +58,7 @@ def tail_mean(values, n=20):
 
 # ---- signatures: (bug run, healthy run on the same seed, seed) -> assertions ----------
 
+
 def sig_detach(run, ok, seed):
     for g in ("backbone.0", "backbone.2"):
         assert col(run, f"grad_norm/{g}") == [None] * len(run)  # None, not 0
@@ -119,8 +120,11 @@ def sig_fp16_overflow(run, ok, seed):
     assert nan_step is not None and nan_step >= 10  # healthy at first, then overflow
     scale = col(run, "amp_scale")
     assert scale[-1] < scale[nan_step] / 1e6  # GradScaler skipping and backing off
-    skipped = [u for loss, u in zip(col(run, "loss_raw"), col(run, "update_norm"))
-               if not math.isfinite(loss)]
+    skipped = [
+        u
+        for loss, u in zip(col(run, "loss_raw"), col(run, "update_norm"))
+        if not math.isfinite(loss)
+    ]
     assert len(skipped) > 50 and set(skipped) == {0.0}  # GradScaler skips every NaN step
     fp32 = labkit.train(bug="fp16_overflow", seed=seed, precision="fp32")  # control
     assert fp32.first_nonfinite_step() is None
@@ -133,7 +137,7 @@ def sig_wrong_logging_divisor(run, ok, seed):
     rep, raw, bid = col(run, "loss_reported"), col(run, "loss_raw"), col(run, "batch_id")
     assert max(rep) < 0.1 and raw[0] - raw[-1] > 1.5  # tiny, flat-looking vs real descent
     for i in range(len(run)):
-        epoch_sum = sum(raw[i - bid[i]:i + 1])
+        epoch_sum = sum(raw[i - bid[i] : i + 1])
         assert rep[i] == pytest.approx(epoch_sum / 500)
 
 
@@ -168,7 +172,9 @@ def sig_loss_from_item(run, ok, seed):
 
 def sig_double_softmax(run, ok, seed):
     assert tail_mean(col(run, "loss_raw")) > tail_mean(col(ok, "loss_raw")) + 1.5
-    assert statistics.fmean(col(run, "grad_norm")[:50]) < 0.25 * statistics.fmean(col(ok, "grad_norm")[:50])
+    assert statistics.fmean(col(run, "grad_norm")[:50]) < 0.25 * statistics.fmean(
+        col(ok, "grad_norm")[:50]
+    )
     assert min(col(run, "loss_raw")) > math.log(1 + 9 / math.e) - 0.01  # the 1.46 floor
 
 
@@ -193,9 +199,13 @@ def sig_constant_inputs(run, ok, seed):
 
 def sig_nan_in_inputs(run, ok, seed):
     from labkit.bugs.h2.nan_in_inputs import CORRUPT_ROW
+
     cfg = Config(seed=seed)
-    first = next(s for s in range(len(run))
-                 if CORRUPT_ROW in batch_indices(cfg, 1024, *divmod(s, 16)).tolist())
+    first = next(
+        s
+        for s in range(len(run))
+        if CORRUPT_ROW in batch_indices(cfg, 1024, *divmod(s, 16)).tolist()
+    )
     assert run.first_nonfinite_step() == first
     assert col(run, "loss_raw")[:first] == col(ok, "loss_raw")[:first]  # identical until then
     assert all(math.isnan(v) for v in col(run, "loss_raw")[first:])
@@ -241,8 +251,11 @@ def test_a_bug_replaces_exactly_one_seam():
     base = labkit.Seams()
     for bug in BUGS.values():
         patched = bug.patch(base)
-        changed = [s for s in ("data", "model", "optimizer", "forward", "loss", "backward",
-                               "step", "log") if getattr(patched, s) is not getattr(base, s)]
+        changed = [
+            s
+            for s in ("data", "model", "optimizer", "forward", "loss", "backward", "step", "log")
+            if getattr(patched, s) is not getattr(base, s)
+        ]
         assert changed == [bug.seam], bug.name
 
 
@@ -258,6 +271,7 @@ def test_unknown_bug_is_refused_with_a_suggestion():
 @pytest.mark.slow
 def test_cli_lists_bugs_and_refuses_unknown_names():
     import json
+
     rc, out, _ = labkit_cli("bugs", "--json")
     listed = json.loads(out)
     assert [b["name"] for b in listed] == list(BUGS)
@@ -272,6 +286,7 @@ def test_cli_lists_bugs_and_refuses_unknown_names():
 def test_all_masked_guard_catches_what_pytorch_turns_into_nan():
     from labkit.bugs.h2.all_masked_labels import data_all_masked
     from labkit.core.guards import require_supervised_tokens
+
     data = data_all_masked(Config(task="lm"))
     with pytest.raises(ValueError, match="no supervised tokens"):
         require_supervised_tokens(data.train["labels"][:32])

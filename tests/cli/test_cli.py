@@ -27,19 +27,24 @@ def test_run_writes_a_loadable_run(tmp_path):
 
 
 def test_run_to_stdout_with_lm_and_fp16(capsys):
-    assert main(["run", "--task", "lm", "--steps", "5", "--precision", "fp16", "--lr", "0.001"]) == 0
+    assert (
+        main(["run", "--task", "lm", "--steps", "5", "--precision", "fp16", "--lr", "0.001"]) == 0
+    )
     run = Run.from_json(capsys.readouterr().out)
     assert run.config["task"] == "lm" and run.config["lr"] == 0.001 and "amp_scale" in run.table
 
 
-@pytest.mark.parametrize("args, words", [
-    (["run", "--precision", "fp8"], "--precision='fp8' is not allowed"),
-    (["run", "--task", "regress"], "--task='regress' is not allowed"),
-    (["run", "--steps", "-3"], "--steps=-3 is out of range"),
-    (["run", "--lr", "-1"], "--lr=-1.0 is out of range"),
-    (["run", "--steps", "ten"], "invalid int value: 'ten'"),
-    (["runn"], "invalid choice: 'runn'"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["run", "--precision", "fp8"], "--precision='fp8' is not allowed"),
+        (["run", "--task", "regress"], "--task='regress' is not allowed"),
+        (["run", "--steps", "-3"], "--steps=-3 is out of range"),
+        (["run", "--lr", "-1"], "--lr=-1.0 is out of range"),
+        (["run", "--steps", "ten"], "invalid int value: 'ten'"),
+        (["runn"], "invalid choice: 'runn'"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_no_traceback(args, words):
     rc, out, err = run_cli(*args, process=args == ["runn"])  # one as the shell sees it
     assert rc == 2
@@ -51,8 +56,9 @@ def test_bad_input_is_one_line_exit_2_no_traceback(args, words):
 @pytest.mark.slow
 def test_triage_prints_the_form_and_ends_with_the_conviction(tmp_path):
     path = tmp_path / "t.json"
-    rc, out, err = run_cli("triage", "--bug", "wrong_logging_divisor", "--seeds", "0,1",
-                           "--json", str(path))
+    rc, out, err = run_cli(
+        "triage", "--bug", "wrong_logging_divisor", "--seeds", "0,1", "--json", str(path)
+    )
     assert rc == 0, err
     lines = out.strip().splitlines()
     assert lines[0] == "TRAINING RUN EXPLORER — bug wrong_logging_divisor"
@@ -62,12 +68,15 @@ def test_triage_prints_the_form_and_ends_with_the_conviction(tmp_path):
     assert rc == 0 and out.strip().splitlines()[-1].startswith("CONVICTION: NONE — ")
 
 
-@pytest.mark.parametrize("args, words", [
-    (["triage", "--bug", "detatch"], "did you mean 'detach'"),
-    (["triage", "--seeds", "0"], "must be two seeds like 0,1"),
-    (["triage", "--seeds", "a,b"], "must be two seeds like 0,1"),
-    (["triage", "--seeds", "3,3"], "two different seeds"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["triage", "--bug", "detatch"], "did you mean 'detach'"),
+        (["triage", "--seeds", "0"], "must be two seeds like 0,1"),
+        (["triage", "--seeds", "a,b"], "must be two seeds like 0,1"),
+        (["triage", "--seeds", "3,3"], "two different seeds"),
+    ],
+)
 @pytest.mark.slow
 def test_triage_bad_input_exits_2_with_one_line(args, words):
     rc, out, err = run_cli(*args)
@@ -83,24 +92,47 @@ def test_triage_refuses_task_together_with_bug():
 @pytest.mark.slow
 def test_triage_a_setup_from_a_file(tmp_path):
     path = tmp_path / "r.json"
-    rc, out, err = run_cli("triage", "--setup", "examples/dataloader_classifier.py:DataLoaderClassifier",
-                           "--json", str(path))
+    rc, out, err = run_cli(
+        "triage",
+        "--setup",
+        "examples/dataloader_classifier.py:DataLoaderClassifier",
+        "--json",
+        str(path),
+    )
     assert rc == 0, err
     lines = out.strip().splitlines()
     assert lines[0] == "TRAINING RUN EXPLORER — setup DataLoaderClassifier"
     assert lines[-1].startswith("CONVICTION: H1 — gradients are cleared") and path.exists()
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--setup", "examples/none.py:X"], "--setup file examples/none.py does not exist"),
-    (["--setup", "examples/dataloader_classifier.py:DataLoaderClasifier"],
-     "has no 'DataLoaderClasifier'; its setup classes are DataLoaderClassifier. Did you mean"),
-    (["--setup", "examples/dataloader_classifier.py:make_data"], "setup function lacks make_model()"),
-    (["--setup", "README.md:X"], "must name a Python file and a class"),
-    (["--setup", "examples/none.py:X", "--budget", "1e12"],  # checked before the file is read
-     "--budget=1000000000000.0 is more than labkit's own timer can hold"),
-    (["--setup", "examples/dataloader_classifier.py", "--bug", "detach"], "cannot be combined with --bug"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--setup", "examples/none.py:X"], "--setup file examples/none.py does not exist"),
+        (
+            ["--setup", "examples/dataloader_classifier.py:DataLoaderClasifier"],
+            "has no 'DataLoaderClasifier'; its setup classes are DataLoaderClassifier. Did you mean",
+        ),
+        (
+            ["--setup", "examples/dataloader_classifier.py:make_data"],
+            "setup function lacks make_model()",
+        ),
+        (["--setup", "README.md:X"], "must name a Python file and a class"),
+        (
+            [
+                "--setup",
+                "examples/none.py:X",
+                "--budget",
+                "1e12",
+            ],  # checked before the file is read
+            "--budget=1000000000000.0 is more than labkit's own timer can hold",
+        ),
+        (
+            ["--setup", "examples/dataloader_classifier.py", "--bug", "detach"],
+            "cannot be combined with --bug",
+        ),
+    ],
+)
 @pytest.mark.slow
 def test_triage_setup_bad_input_exits_2_with_one_line(args, words):
     rc, out, err = run_cli("triage", *args)

@@ -103,9 +103,13 @@ def test_drill_json_needs_stats(capsys):
 def test_grade_json_dash(capsys, tmp_path):
     """The grade command through the same writer: a one-cell notebook whose check is unanswered."""
     import nbformat
+
     nb = nbformat.v4.new_notebook()
-    nb.cells.append(nbformat.v4.new_code_cell("from labkit.learn.check import ex_a_mechanism\n"
-                                              "ex_a_mechanism(...)"))
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "from labkit.learn.check import ex_a_mechanism\nex_a_mechanism(...)"
+        )
+    )
     path = tmp_path / "ex.ipynb"
     nbformat.write(nb, path)
     doc, err = stdout_doc(capsys, "grade", str(path), rc=1)

@@ -39,8 +39,9 @@ def test_imbalanced_is_about_95_to_5():
 
 def test_token_layout_masks_and_labels():
     ds = make_tokens(seed=0)
-    ids, att, resp, labels = (ds.train[k] for k in ("input_ids", "attention_mask",
-                                                     "response_mask", "labels"))
+    ids, att, resp, labels = (
+        ds.train[k] for k in ("input_ids", "attention_mask", "response_mask", "labels")
+    )
     assert (ids[:, 0] == BOS).all()
     lengths = att.sum(1)
     assert lengths.min() < lengths.max()  # variable lengths
@@ -49,7 +50,7 @@ def test_token_layout_masks_and_labels():
         assert (ids[i, n:] == PAD).all() and (ids[i, :n] != PAD).all()  # right padding
         assert ids[i, n - 1] == EOS
         sep = (ids[i] == SEP).nonzero()[0, 0]
-        assert resp[i, sep + 1:n].all() and not resp[i, :sep + 1].any()
+        assert resp[i, sep + 1 : n].all() and not resp[i, : sep + 1].any()
     assert (labels[~resp] == IGNORE).all()  # prompt and padding carry no loss
     assert torch.equal(labels[resp], ids[resp])
 
@@ -78,6 +79,7 @@ def test_responses_follow_the_two_successor_chain():
     # Each response token is one of two successors of the token before it, so a
     # model reading the previous token can reach ln 2 per response token.
     from labkit.core.data import _successors
+
     ds = make_tokens(seed=3)
     succ = _successors(50, torch.Generator().manual_seed(3))
     ids, resp = ds.train["input_ids"], ds.train["response_mask"]

@@ -15,11 +15,15 @@ BAD = [math.inf, -math.inf, math.nan]
 
 
 @pytest.mark.parametrize("value", BAD, ids=["inf", "-inf", "nan"])
-@pytest.mark.parametrize("name", ["lr", "weight_decay", "momentum", "dropout", "gamma",
-                                  "clip_grad_norm", "input_scale"])
+@pytest.mark.parametrize(
+    "name", ["lr", "weight_decay", "momentum", "dropout", "gamma", "clip_grad_norm", "input_scale"]
+)
 def test_config_refuses_non_finite(name, value):
-    with pytest.raises(ValueError, match=rf"^{name}=(inf|-inf|nan) is not allowed; it must be a "
-                                         "finite number .*, not NaN or infinity\\.$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^{name}=(inf|-inf|nan) is not allowed; it must be a "
+        "finite number .*, not NaN or infinity\\.$",
+    ):
         labkit.Config(**{name: value})
 
 
@@ -46,15 +50,27 @@ def _tiny():
     return model, batch
 
 
-@pytest.mark.parametrize("call", [
-    lambda m, b: probes.overfit_probe(m, b, steps=2, lr=math.inf),
-    lambda m, b: probes.label_shuffle_control(m, b, steps=2, tolerance=math.nan),
-    lambda m, b: probes.lr_sweep(m, [b], lr=math.nan),
-    lambda m, b: probes.lr_sweep(m, [b], lr=0.1, factors=(1.0, math.inf)),
-    lambda m, b: probes.loss_at_init(m, b, tolerance=math.inf),
-    lambda m, b: probes.raw_vs_reported(raw=[1.0], reported=[1.0], batch_id=[0], tolerance=math.nan),
-], ids=["overfit lr", "shuffle tolerance", "sweep lr", "sweep factor", "init tolerance",
-        "reported tolerance"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, b: probes.overfit_probe(m, b, steps=2, lr=math.inf),
+        lambda m, b: probes.label_shuffle_control(m, b, steps=2, tolerance=math.nan),
+        lambda m, b: probes.lr_sweep(m, [b], lr=math.nan),
+        lambda m, b: probes.lr_sweep(m, [b], lr=0.1, factors=(1.0, math.inf)),
+        lambda m, b: probes.loss_at_init(m, b, tolerance=math.inf),
+        lambda m, b: probes.raw_vs_reported(
+            raw=[1.0], reported=[1.0], batch_id=[0], tolerance=math.nan
+        ),
+    ],
+    ids=[
+        "overfit lr",
+        "shuffle tolerance",
+        "sweep lr",
+        "sweep factor",
+        "init tolerance",
+        "reported tolerance",
+    ],
+)
 def test_probes_refuse_non_finite(call):
     model, batch = _tiny()
     with pytest.raises(ValueError, match="not NaN or infinity"):

@@ -9,8 +9,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from labkit.core.metrics import (confusion_matrix, model_confusion, per_class_recall,  # noqa: E402
-                            plot_confusion)
+from labkit.core.metrics import (
+    confusion_matrix,
+    model_confusion,
+    per_class_recall,  # noqa: E402
+    plot_confusion,
+)
 
 pytestmark = pytest.mark.ex_f
 
@@ -20,9 +24,7 @@ Y_PRED = [0, 0, 1, 0, 1, 0, 1]
 
 def test_confusion_matrix_counts_rows_true_columns_predicted():
     cm = confusion_matrix(Y_TRUE, Y_PRED, 3)
-    assert cm.tolist() == [[3, 1, 0],
-                           [1, 1, 0],
-                           [0, 1, 0]]
+    assert cm.tolist() == [[3, 1, 0], [1, 1, 0], [0, 1, 0]]
     assert int(cm.sum()) == len(Y_TRUE)
 
 
@@ -40,11 +42,14 @@ def test_always_majority_on_95_5_data_scores_095_with_zero_minority_recall():
     assert per_class_recall(cm) == [1.0, 0.0]
 
 
-@pytest.mark.parametrize("y_true, y_pred, n, words", [
-    ([0, 1], [0, 2], 2, "y_pred holds class id 2, outside 0..1"),
-    ([0, 1, 1], [0, 1], 2, "y_true has 3 labels but y_pred has 2"),
-    ([0.0, 1.0], [0, 1], 2, "y_true must hold integer class ids"),
-])
+@pytest.mark.parametrize(
+    "y_true, y_pred, n, words",
+    [
+        ([0, 1], [0, 2], 2, "y_pred holds class id 2, outside 0..1"),
+        ([0, 1, 1], [0, 1], 2, "y_true has 3 labels but y_pred has 2"),
+        ([0.0, 1.0], [0, 1], 2, "y_true must hold integer class ids"),
+    ],
+)
 def test_bad_input_gets_a_sentence(y_true, y_pred, n, words):
     with pytest.raises((ValueError, TypeError), match=words):
         confusion_matrix(y_true, y_pred, n)
@@ -53,10 +58,15 @@ def test_bad_input_gets_a_sentence(y_true, y_pred, n, words):
 
 
 def test_matches_sklearn_where_installed():
-    metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn is not installed; "
-                                  "the hand-counted tests above cover the same cases")
+    metrics = pytest.importorskip(
+        "sklearn.metrics",
+        reason="scikit-learn is not installed; the hand-counted tests above cover the same cases",
+    )
     gen = torch.Generator().manual_seed(0)
-    y_true, y_pred = torch.randint(0, 4, (200,), generator=gen), torch.randint(0, 4, (200,), generator=gen)
+    y_true, y_pred = (
+        torch.randint(0, 4, (200,), generator=gen),
+        torch.randint(0, 4, (200,), generator=gen),
+    )
     ours = confusion_matrix(y_true, y_pred, 4)
     assert ours.tolist() == metrics.confusion_matrix(y_true, y_pred, labels=range(4)).tolist()
     theirs = metrics.recall_score(y_true, y_pred, average=None, labels=range(4))

@@ -34,8 +34,9 @@ def test_lm_loss_equals_manual_shifted_cross_entropy():
     b = _lm_batch()
     out = model(b["input_ids"], attention_mask=b["attention_mask"], labels=b["labels"])
     logits = out.logits
-    manual = F.cross_entropy(logits[:, :-1].reshape(-1, 50), b["labels"][:, 1:].reshape(-1),
-                             ignore_index=IGNORE)
+    manual = F.cross_entropy(
+        logits[:, :-1].reshape(-1, 50), b["labels"][:, 1:].reshape(-1), ignore_index=IGNORE
+    )
     assert torch.allclose(out.loss, manual)
     assert out.loss.item() == pytest.approx(math.log(50), abs=0.05)  # near-uniform at init
 

@@ -25,6 +25,7 @@ def test_norm_plot_has_a_series_per_layer_group_and_counts_nulls():
 
     def forward(ctx):
         return ctx.model.head(ctx.model.backbone(ctx.batch["x"]).detach())
+
     run = train(steps=8, seams=Seams().replace(forward=forward))
     axes = plots.plot_norms(run)
     labels = [line.get_label() for line in axes[0].lines]
@@ -36,7 +37,10 @@ def test_train_val_and_compare_plots():
     run = train(steps=20, eval_every=10)
     ax = plots.plot_train_val(run)
     assert [line.get_label() for line in ax.lines][1:] == [
-        "online train loss (logger's epoch mean)", "train_eval_loss", "val_loss"]
+        "online train loss (logger's epoch mean)",
+        "train_eval_loss",
+        "val_loss",
+    ]
     ax = plots.plot_compare({"a": run, "b": train(steps=20, seed=1)})
     assert len(ax.lines) == 2
     ax = plots.plot_compare({"a": run}, column="val_loss")

@@ -24,8 +24,15 @@ def test_round_trip_is_exact_including_nonfinite_values(tmp_path):
 
 def test_metadata_names_everything_needed_to_reproduce():
     run = train(steps=3)
-    for key in ("config", "seed", "data_hash", "init_hash", "config_hash", "labkit_version",
-                "torch_version"):
+    for key in (
+        "config",
+        "seed",
+        "data_hash",
+        "init_hash",
+        "config_hash",
+        "labkit_version",
+        "torch_version",
+    ):
         assert run.meta[key] is not None, key
     assert run.meta["torch_version"].startswith("2.")
 

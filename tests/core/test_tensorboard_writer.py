@@ -51,8 +51,14 @@ def test_watch_writer_round_trips_the_norms_with_none_as_a_gap(tmp_path):
     writer.close()
     expected = watch.run(loss_raw=raw).table
     assert expected["grad_norm/head"][1] is None and expected["grad_norm/head"][0] > 0
-    names = ["grad_norm", "update_norm", "grad_norm/head", "update_norm/head",
-             "grad_norm/body", "lr"]
+    names = [
+        "grad_norm",
+        "update_norm",
+        "grad_norm/head",
+        "update_norm/head",
+        "grad_norm/body",
+        "lr",
+    ]
     back = labkit.Run.from_tensorboard(tmp_path, raw="loss", tags={n: n for n in names}).table
     assert back["step"] == list(range(12))
     for name in names:
@@ -74,6 +80,7 @@ class Recorder:
 
 def test_writes_every_so_many_steps_not_every_step():
     from labkit.core.watch.writer import EVERY
+
     model = nn.Linear(2, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     rec = Recorder()
@@ -96,8 +103,9 @@ def test_run_to_tensorboard_round_trips_with_from_tensorboard(tmp_path):
     run = labkit.train(steps=6)
     run.to_tensorboard(tmp_path / "tb")
     cols = [c for c in run.table if c not in ("step", "loss_raw", "loss_reported")]
-    back = labkit.Run.from_tensorboard(tmp_path / "tb", raw="loss_raw", reported="loss_reported",
-                                       tags={c: c for c in cols})
+    back = labkit.Run.from_tensorboard(
+        tmp_path / "tb", raw="loss_raw", reported="loss_reported", tags={c: c for c in cols}
+    )
     assert back.table["step"] == run.table["step"]
     for name in ["loss_raw", "loss_reported", *cols]:
         pairs = list(zip(back.table[name], run.table[name]))

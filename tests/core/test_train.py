@@ -36,8 +36,18 @@ def test_lm_run_is_deterministic_and_logs_token_columns():
 
 def test_table_has_the_documented_columns():
     run = train(steps=10, eval_every=5)
-    for col in ("step", "epoch", "batch_id", "loss_raw", "loss_reported", "lr", "grad_norm",
-                "update_norm", "grad_norm/head", "update_norm/backbone.0"):
+    for col in (
+        "step",
+        "epoch",
+        "batch_id",
+        "loss_raw",
+        "loss_reported",
+        "lr",
+        "grad_norm",
+        "update_norm",
+        "grad_norm/head",
+        "update_norm/backbone.0",
+    ):
         assert len(run.table[col]) == 10, col
     assert run.evals["step"] == [4, 9]
     assert set(run.evals) >= {"train_eval_loss", "val_loss", "val_acc"}
@@ -56,7 +66,7 @@ def test_reported_loss_is_the_running_epoch_mean():
     raw, rep, bid = run.table["loss_raw"], run.table["loss_reported"], run.table["batch_id"]
     for i in range(40):
         start = i - bid[i]
-        assert rep[i] == pytest.approx(sum(raw[start:i + 1]) / (bid[i] + 1))
+        assert rep[i] == pytest.approx(sum(raw[start : i + 1]) / (bid[i] + 1))
 
 
 def test_grad_and_update_norms_match_a_hand_computed_step():
@@ -74,7 +84,7 @@ def test_grad_and_update_norms_match_a_hand_computed_step():
     total = 0.0
     for name, layer in groups.items():
         g = math.sqrt(sum(float(p.grad.pow(2).sum()) for p in layer.parameters()))
-        total += g ** 2
+        total += g**2
         assert run.table[f"grad_norm/{name}"][0] == pytest.approx(g, rel=1e-5)
         # plain SGD: the update is exactly lr * grad
         assert run.table[f"update_norm/{name}"][0] == pytest.approx(cfg.lr * g, rel=1e-4)
@@ -84,6 +94,7 @@ def test_grad_and_update_norms_match_a_hand_computed_step():
 def test_a_none_gradient_is_recorded_as_null_not_zero():
     def forward_detached(ctx):  # the head learns, the backbone gets no gradient at all
         return ctx.model.head(ctx.model.backbone(ctx.batch["x"]).detach())
+
     run = train(steps=5, seams=Seams().replace(forward=forward_detached))
     assert run.table["grad_norm/backbone.0"] == [None] * 5
     assert all(v == 0.0 for v in run.table["update_norm/backbone.0"])
@@ -121,16 +132,19 @@ def test_epochs_override_steps_and_batch_ids_cycle():
     assert len(run) == 32 and run.table["batch_id"][16] == 0 and run.table["epoch"][16] == 1
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(precision="fp8"), "precision='fp8' is not allowed; choose one of 'fp32', 'fp16'"),
-    (dict(task="regress"), "task='regress' is not allowed; choose one of 'classify', 'lm'"),
-    (dict(steps=-5), "steps=-5 is out of range; it must be at least 1"),
-    (dict(lr=-0.1), "lr=-0.1 is out of range; it must be at least 0.0"),
-    (dict(optimizer="adamw"), "Did you mean 'adam'"),
-    (dict(scheduler="cosin"), "Did you mean 'cosine'"),
-    (dict(device="tpu"), "device='tpu' is not allowed"),
-    (dict(dataset="tokens"), "dataset='tokens' is not allowed"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(precision="fp8"), "precision='fp8' is not allowed; choose one of 'fp32', 'fp16'"),
+        (dict(task="regress"), "task='regress' is not allowed; choose one of 'classify', 'lm'"),
+        (dict(steps=-5), "steps=-5 is out of range; it must be at least 1"),
+        (dict(lr=-0.1), "lr=-0.1 is out of range; it must be at least 0.0"),
+        (dict(optimizer="adamw"), "Did you mean 'adam'"),
+        (dict(scheduler="cosin"), "Did you mean 'cosine'"),
+        (dict(device="tpu"), "device='tpu' is not allowed"),
+        (dict(dataset="tokens"), "dataset='tokens' is not allowed"),
+    ],
+)
 def test_bad_config_values_raise_value_error_naming_parameter(bad, message):
     with pytest.raises(ValueError) as info:
         Config(**bad)

@@ -11,15 +11,24 @@ from helpers import chaotic_cases
 CASES = list(BUGS) + ["missing_optimizer_params:head_only", "zero_lr:per_batch_scheduler"]
 # The mechanism line must name the mechanism, in words a learner would search for.
 MECHANISM_WORDS = {
-    "detach": "flow is blocked", "missing_optimizer_params": "not in the optimizer",
+    "detach": "flow is blocked",
+    "missing_optimizer_params": "not in the optimizer",
     "missing_optimizer_params:head_only": "not in the optimizer",
-    "zero_lr": "learning rate is 0", "zero_lr:per_batch_scheduler": "LR schedule collapses",
-    "double_shift": "shifted by hand", "padding_in_loss": "averaged over padding",
-    "all_masked_labels": "no supervised tokens", "fp16_overflow": "fp16 overflow",
-    "wrong_logging_divisor": "divided by 500", "lr_too_high": "LR is too high",
-    "missing_step": "optimizer.step() is never applied", "loss_from_item": "outside the graph",
-    "double_softmax": "already probabilities", "missing_zero_grad": "zero_grad is missing",
-    "shuffled_labels": "decorrelated", "constant_inputs": "identical", "nan_in_inputs": "non-finite",
+    "zero_lr": "learning rate is 0",
+    "zero_lr:per_batch_scheduler": "LR schedule collapses",
+    "double_shift": "shifted by hand",
+    "padding_in_loss": "averaged over padding",
+    "all_masked_labels": "no supervised tokens",
+    "fp16_overflow": "fp16 overflow",
+    "wrong_logging_divisor": "divided by 500",
+    "lr_too_high": "LR is too high",
+    "missing_step": "optimizer.step() is never applied",
+    "loss_from_item": "outside the graph",
+    "double_softmax": "already probabilities",
+    "missing_zero_grad": "zero_grad is missing",
+    "shuffled_labels": "decorrelated",
+    "constant_inputs": "identical",
+    "nan_in_inputs": "non-finite",
     "stale_log": "stale value",
 }
 

@@ -40,17 +40,22 @@ def test_panel_buttons_drive_the_explorer_and_show_unknown_then_verdict():
     assert panel.next_button.disabled and panel.next_button.description == "Triage complete"
     assert "CONVICTION: H1" in panel.verdict.value and "learning rate is 0" in panel.verdict.value
     assert "fde2e2" not in panel.form.value
-    assert repr(panel) == ("ExplorerPanel(bug zero_lr; auto mode; steps done: 7; next: none (complete))")
+    assert repr(panel) == (
+        "ExplorerPanel(bug zero_lr; auto mode; steps done: 7; next: none (complete))"
+    )
 
 
 @pytest.mark.slow
 def test_panel_works_on_a_setup_one_step_at_a_time():
     from labkit.diagnosis.own.step6_decide.explorer import STEPS as SETUP_STEPS
     from own_setups.h1 import StepNeverCalled
+
     panel = ExplorerPanel(setup=StepNeverCalled(), mode="auto")
     assert panel.next_button.description == "Run next: check"
     panel.next_button.click()
-    assert panel.explorer.done == ["check"] and "setup checked" in "".join(panel.explorer.record.notes)
+    assert panel.explorer.done == ["check"] and "setup checked" in "".join(
+        panel.explorer.record.notes
+    )
     panel.next_button.click()
     assert panel.explorer.done == ["check", "baseline"]
     assert panel.form.value.count("fde2e2") == 6  # hashes and baseline filled, the rest UNKNOWN
@@ -87,7 +92,11 @@ def test_learner_mode_waits_for_the_learners_lines_and_hides_labkits_until_convi
 
 def test_the_conviction_comparison_marks_shared_and_missing_words():
     from labkit.widgets.explorer_compare import compare_convictions
-    text = compare_convictions({"system": "H1", "mechanism": "learning rate set to zero"},
-                               {"system": "H1", "mechanism": "the learning rate is 0"}, "")
+
+    text = compare_convictions(
+        {"system": "H1", "mechanism": "learning rate set to zero"},
+        {"system": "H1", "mechanism": "the learning rate is 0"},
+        "",
+    )
     assert "same system" in text and "shared words: learning, rate" in text
     assert "only you name: set, zero" in text

@@ -77,7 +77,9 @@ def test_update_probe_equals_lr_times_grad_for_plain_sgd():
         opt.step()
     row = probe.result.details["rows"][0]
     assert row["delta_norm"] == pytest.approx(0.05 * grad.norm().item(), rel=1e-5)
-    assert row["relative_update"] == pytest.approx(row["delta_norm"] / model[2].weight.norm().item(), rel=1e-5)
+    assert row["relative_update"] == pytest.approx(
+        row["delta_norm"] / model[2].weight.norm().item(), rel=1e-5
+    )
     frozen = torch.optim.SGD(model.parameters(), lr=0.0)
     with probes.update_probe(model) as probe:
         frozen.step()
@@ -99,7 +101,9 @@ def test_first_nonfinite_finds_input_module_loss_and_gradient():
     clean = tiny()
     r = probes.first_nonfinite(clean, (x, y), loss_fn=lambda out, b: (out.exp() * 1e38).sum())
     assert r.details["where"] == "loss"
-    r = probes.first_nonfinite(clean, (x, y), loss_fn=lambda out, b: out.sqrt().nansum(), anomaly=True)
+    r = probes.first_nonfinite(
+        clean, (x, y), loss_fn=lambda out, b: out.sqrt().nansum(), anomaly=True
+    )
     assert r.details["where"].startswith("gradients")  # sqrt of negatives: NaN only in backward
     assert "SqrtBackward0" in r.details["note"]  # anomaly mode names the backward op
     assert probes.first_nonfinite(tiny(), (x, y)).verdict == "all finite"
@@ -115,7 +119,10 @@ def test_first_nonfinite_agrees_with_pytorch_on_fp16_overflow():
     def manual_softmax_nll(out, b):
         p = out.exp() / out.exp().sum(-1, keepdim=True)
         return -p[torch.arange(2), b[1]].float().log().mean()
-    half = probes.first_nonfinite(model, (x, y), loss_fn=manual_softmax_nll, autocast_dtype=torch.float16)
+
+    half = probes.first_nonfinite(
+        model, (x, y), loss_fn=manual_softmax_nll, autocast_dtype=torch.float16
+    )
     assert half.details["where"] == "loss"
     assert probes.first_nonfinite(model, (x, y), loss_fn=manual_softmax_nll).verdict == "all finite"
 
@@ -133,14 +140,20 @@ def test_overfit_probe_three_verdicts():
     assert "gradient norm ~0 from the start" in dead.verdict  # no flow: H1-blocked
     plateau = probes.overfit_probe(model, (torch.zeros(64, 2), y))
     assert "plateau" in plateau.verdict  # constant inputs: learns the prior, then nothing
-    noise = probes.overfit_probe(model, (x, y[torch.randperm(64, generator=torch.Generator().manual_seed(1))]),
-                                 steps=100)
+    noise = probes.overfit_probe(
+        model, (x, y[torch.randperm(64, generator=torch.Generator().manual_seed(1))]), steps=100
+    )
     assert "healthy gradient norms" in noise.verdict  # random labels: no signal, norms healthy
 
 
-@pytest.mark.parametrize("scale, said", [(0.5, "ok: every probed parameter moved"),
-                                         (-3.0, "huge update for 0.weight"),
-                                         (math.inf, "non-finite update for 0.weight")])
+@pytest.mark.parametrize(
+    "scale, said",
+    [
+        (0.5, "ok: every probed parameter moved"),
+        (-3.0, "huge update for 0.weight"),
+        (math.inf, "non-finite update for 0.weight"),
+    ],
+)
 def test_the_update_probe_names_the_size_it_measured(scale, said):
     model = nn.Sequential(nn.Linear(2, 2))
     with torch.no_grad(), probes.update_probe(model, ["0.weight"]) as probe:
@@ -148,26 +161,37 @@ def test_the_update_probe_names_the_size_it_measured(scale, said):
     assert probe.result.verdict.startswith(said)
 
 
-@pytest.mark.parametrize("lower_drop, said", [(0.2, "loss falls at lower LRs"),
-                                              (-0.2, "loss stays finite at lower LRs")])
+@pytest.mark.parametrize(
+    "lower_drop, said", [(0.2, "loss falls at lower LRs"), (-0.2, "loss stays finite at lower LRs")]
+)
 def test_the_lr_sweep_says_falls_only_where_the_lower_arms_fell(monkeypatch, lower_drop, said):
     from labkit.diagnosis.probes import lr as lr_module
-    runs = iter([([2.3] * 9 + [2.3 - lower_drop], [1.0] * 10)] * 2
-                + [([2.3] * 5 + [math.nan] * 5, [1.0] * 10)])
+
+    runs = iter(
+        [([2.3] * 9 + [2.3 - lower_drop], [1.0] * 10)] * 2
+        + [([2.3] * 5 + [math.nan] * 5, [1.0] * 10)]
+    )
     monkeypatch.setattr(lr_module, "fit", lambda *a: next(runs))
     result = lr_module.lr_sweep(nn.Linear(2, 2), [None], lr=0.1)
     assert result.verdict.startswith(f"{said} and diverges from x10")
 
 
-@pytest.mark.parametrize("later, verdict", [
-    (1.11e-6, "vanished"),  # the drill's case: 0.09 -> 1.11e-6, above the floor, 81,081 times smaller
-    (0.09 * 0.009, "vanished"),  # just below 1% of its start
-    (0.09 * 0.011, "healthy"),  # just above it
-    (0.05, "healthy"),
-    (5e-7, "vanished"),  # below the floor, whatever the start
-])
+@pytest.mark.parametrize(
+    "later, verdict",
+    [
+        (
+            1.11e-6,
+            "vanished",
+        ),  # the drill's case: 0.09 -> 1.11e-6, above the floor, 81,081 times smaller
+        (0.09 * 0.009, "vanished"),  # just below 1% of its start
+        (0.09 * 0.011, "healthy"),  # just above it
+        (0.05, "healthy"),
+        (5e-7, "vanished"),  # below the floor, whatever the start
+    ],
+)
 def test_an_overfit_norm_is_judged_against_its_own_start(monkeypatch, later, verdict):
     from labkit.diagnosis.probes import overfit
+
     norms = [0.09] * 10 + [later] * 190
     monkeypatch.setattr(overfit, "fit", lambda *a: ([2.307] + [2.179] * 199, norms))
     result = overfit.overfit_probe(nn.Linear(2, 2), (torch.zeros(1, 2), torch.zeros(1).long()))
@@ -178,23 +202,28 @@ def test_an_overfit_norm_is_judged_against_its_own_start(monkeypatch, later, ver
         assert f"{0.09 / later:,.0f} times smaller" in result.verdict
 
 
-@pytest.mark.parametrize("case", ["all_ignored_sgd", "all_ignored_adam", "nan_inputs", "adamw_decay"])
+@pytest.mark.parametrize(
+    "case", ["all_ignored_sgd", "all_ignored_adam", "nan_inputs", "adamw_decay"]
+)
 def test_a_stuck_probe_is_not_computed_to_its_end_and_logs_what_computing_would(case):
     """A run at a non-finite fixed point (zero gradients, or weights already NaN) repeats its
     last step without computing it; the log equals the one computed step by step (distinct
     copies of the batch are never taken for a repeat). Decoupled weight decay moves the
     weights on a NaN loss: nothing is skipped there."""
     from labkit.diagnosis.probes._common import default_loss, fit
+
     x, y = batch(16)
     if case.startswith("all_ignored") or case == "adamw_decay":
         y = torch.full_like(y, -100)  # no supervised row: 0/0 = NaN, zero gradients
     if case == "nan_inputs":
         x = x.clone()
         x[0, 0] = math.nan  # NaN gradients, then NaN weights
-    make = {"all_ignored_sgd": lambda ps: torch.optim.SGD(ps, lr=0.5, momentum=0.9),
-            "all_ignored_adam": lambda ps: torch.optim.Adam(ps, lr=1e-2),
-            "nan_inputs": lambda ps: torch.optim.SGD(ps, lr=0.5),
-            "adamw_decay": lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)}[case]
+    make = {
+        "all_ignored_sgd": lambda ps: torch.optim.SGD(ps, lr=0.5, momentum=0.9),
+        "all_ignored_adam": lambda ps: torch.optim.Adam(ps, lr=1e-2),
+        "nan_inputs": lambda ps: torch.optim.SGD(ps, lr=0.5),
+        "adamw_decay": lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+    }[case]
     calls = []
 
     def forward(model, b):
@@ -228,10 +257,14 @@ def test_raw_vs_reported_recognises_honest_loggers_and_names_the_lie():
     raw = [2.0, 1.0, 3.0, 2.0]
     ids = [0, 1, 0, 1]
     assert probes.raw_vs_reported(raw=raw, reported=raw).details["matches"] == "per-batch raw loss"
-    assert probes.raw_vs_reported(raw=raw, reported=[2.0, 1.5, 3.0, 2.5], batch_id=ids).details["agree"]
+    assert probes.raw_vs_reported(raw=raw, reported=[2.0, 1.5, 3.0, 2.5], batch_id=ids).details[
+        "agree"
+    ]
     stale = probes.raw_vs_reported(raw=raw, reported=[2.0] * 4, batch_id=ids)
     assert stale.details["mechanism"] == "stale"
-    div = probes.raw_vs_reported(raw=raw, reported=[2 / 500, 3 / 500, 3 / 500, 5 / 500], batch_id=ids)
+    div = probes.raw_vs_reported(
+        raw=raw, reported=[2 / 500, 3 / 500, 3 / 500, 5 / 500], batch_id=ids
+    )
     assert div.details["mechanism"] == "divisor" and div.details["divisor"] == pytest.approx(500)
     with pytest.raises(ValueError, match="raw has 4 values but reported has 3"):
         probes.raw_vs_reported(raw=raw, reported=raw[:3])
@@ -273,7 +306,9 @@ def test_bad_inputs_are_refused_with_a_sentence():
     other_opt = torch.optim.SGD(tiny(1).parameters(), lr=0.1)
     with pytest.raises(ValueError, match="owns none of the"):
         probes.gradient_audit(model, other_opt)
-    with pytest.raises(ValueError, match=r"cannot take this batch \(0: shape \(8, 7\).*in_features=3"):
+    with pytest.raises(
+        ValueError, match=r"cannot take this batch \(0: shape \(8, 7\).*in_features=3"
+    ):
         probes.loss_at_init(model, (torch.randn(8, 7), y))
     with pytest.raises(ValueError, match="integer token ids"):
         probes.loss_at_init(nn.Sequential(nn.Embedding(10, 4)), (torch.randn(2, 3), y))

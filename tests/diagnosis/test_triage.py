@@ -63,8 +63,12 @@ def test_verdict_refused_until_rows_known_and_two_seeds():
     with pytest.raises(TriageRefused) as info:
         rec.verdict()
     msg = str(info.value)
-    for part in ("intervention is UNKNOWN", "confirmation is UNKNOWN", "conviction is UNKNOWN",
-                 "no seed has run the decisive test yet"):
+    for part in (
+        "intervention is UNKNOWN",
+        "confirmation is UNKNOWN",
+        "conviction is UNKNOWN",
+        "no seed has run the decisive test yet",
+    ):
         assert part in msg
     rec.plan_intervention({"bug": "stale_log"}, {"bug": None}, "loss_reported < 1.0 by step 150")
     assert rec.record_intervention_run(labkit.train(steps=160, seed=0))
@@ -101,8 +105,12 @@ def test_renders_text_and_html_with_unknown_highlighted():
 
 def test_save_load_round_trip_and_tamper_detection(tmp_path):
     rec = _filled()
-    rec.record_probe("overfit", overfit_probe(labkit.MLP(), (labkit.make_blobs().train["x"][:64],
-                                                            labkit.make_blobs().train["y"][:64])))
+    rec.record_probe(
+        "overfit",
+        overfit_probe(
+            labkit.MLP(), (labkit.make_blobs().train["x"][:64], labkit.make_blobs().train["y"][:64])
+        ),
+    )
     rec.plan_intervention({"bug": "stale_log"}, {"bug": None}, "loss_reported < 1.0 by step 150")
     path = tmp_path / "triage.json"
     rec.save(path)

@@ -111,7 +111,11 @@ KINDS = ("drill", "flashcard", "sketch", "grade")
 
 
 def test_a_kill_right_after_an_acknowledgement_finds_what_was_acknowledged_kept(tmp_path):
-    done = subprocess.run([sys.executable, "-c", DRIVER, ",".join(KINDS), str(tmp_path), "20"],
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, ",".join(KINDS), str(tmp_path), "20"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == {kind: [] for kind in KINDS}

@@ -91,11 +91,17 @@ def test_an_output_that_is_stdouts_own_file_reads_as_dash(home):
     document on stdout; the human report goes to stderr, as with `--json -`."""
     import subprocess
     import sys
+
     out = home / "redirected.txt"
     with open(out, "w") as f:  # as `labkit forecasts --json /dev/stdout > redirected.txt`
-        done = subprocess.run([sys.executable, "-m", "labkit", "forecasts", "--json",
-                               "/dev/stdout"], stdout=f, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "LABKIT_HOME": str(home / "home")}, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "labkit", "forecasts", "--json", "/dev/stdout"],
+            stdout=f,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "LABKIT_HOME": str(home / "home")},
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())["format"] == "labkit.calibration/1"
     assert "forecast(s) sealed" in done.stderr  # the human report, moved out of the way
@@ -125,7 +131,7 @@ def test_every_api_writes_through_a_fifo(home):
 
 # ---- an output that is an input, or another output ------------------------------------------
 
-SETUP = '''
+SETUP = """
 import torch
 class Tiny:
     def make_model(self, seed): return torch.nn.Linear(2, 2)
@@ -133,7 +139,7 @@ class Tiny:
     def batches(self, seed): return [(torch.zeros(4, 2), torch.zeros(4, dtype=torch.long))]
     def loss_fn(self, model, batch): return torch.nn.functional.cross_entropy(model(batch[0]), batch[1])
     def train(self, seed, epochs): pass
-'''
+"""
 
 
 def test_triage_refuses_to_write_over_its_own_setup(home, capsys):
@@ -150,8 +156,9 @@ def test_triage_refuses_to_write_over_its_own_setup(home, capsys):
 
 def test_grade_refuses_its_hidden_checks_and_two_reports_in_one_file(home, capsys):
     hidden = home / "H.py"
-    hidden.write_text("from labkit.check import answer_check\n\n@answer_check\n"
-                      "def ex_a_hidden(x):\n    'x'\n")
+    hidden.write_text(
+        "from labkit.check import answer_check\n\n@answer_check\ndef ex_a_hidden(x):\n    'x'\n"
+    )
     notebook = "exercises/ex_a_break_the_graph.ipynb"
     message = cli_error(capsys, "grade", notebook, "--hidden", str(hidden), "--json", str(hidden))
     assert f"is also --hidden={str(hidden)!r}" in message
@@ -161,10 +168,17 @@ def test_grade_refuses_its_hidden_checks_and_two_reports_in_one_file(home, capsy
     assert not os.path.exists(out) and default_store().count() == 1  # nothing graded
 
 
-@pytest.mark.parametrize("argv", [["run", "--steps", "2"], ["bugs"], ["export"],
-                                  ["grade", "exercises/ex_a_break_the_graph.ipynb", "--csv"],
-                                  ["grade", "exercises/ex_a_break_the_graph.ipynb", "--gradescope"]],
-                         ids=lambda a: a[0] + a[-1])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--steps", "2"],
+        ["bugs"],
+        ["export"],
+        ["grade", "exercises/ex_a_break_the_graph.ipynb", "--csv"],
+        ["grade", "exercises/ex_a_break_the_graph.ipynb", "--gradescope"],
+    ],
+    ids=lambda a: a[0] + a[-1],
+)
 def test_an_empty_output_path_is_refused(home, capsys, argv):
     flag = argv[-1] if argv[-1].startswith("--") else "--json"
     args = argv if argv[-1].startswith("--") else [*argv, "--json"]
@@ -188,21 +202,29 @@ def test_a_file_labkit_did_not_write_is_kept(home, capsys):
 
 def test_triage_json_to_stdout_is_one_document_when_the_setup_prints(home, capsys):
     setup = home / "chatty.py"
-    setup.write_text(SETUP.replace("def train(self, seed, epochs): pass", """def train(self, seed, epochs):
+    setup.write_text(
+        SETUP.replace(
+            "def train(self, seed, epochs): pass",
+            """def train(self, seed, epochs):
         print('epoch 1 done')
         import labkit
-        return labkit.Run.from_log({'step': [0, 1], 'loss_raw': [1.0, 0.9]}, seed=seed, started_at=0.0)"""))
+        return labkit.Run.from_log({'step': [0, 1], 'loss_raw': [1.0, 0.9]}, seed=seed, started_at=0.0)""",
+        )
+    )
     main(["triage", "--setup", f"{setup}:Tiny", "--json", "-", "--budget", "60"])
     captured = capsys.readouterr()
     assert json.loads(captured.out)["format"] == "labkit.triage/1"
     assert "epoch 1 done" in captured.err
 
 
-@pytest.mark.parametrize("logdir, error, expected", [
-    ("", ValueError, "logdir='' is an empty path"),
-    (None, TypeError, "logdir must be a folder path"),
-    ("home/labkit.sqlite3", ValueError, "is a file, not a folder, and it was left as it was"),
-])
+@pytest.mark.parametrize(
+    "logdir, error, expected",
+    [
+        ("", ValueError, "logdir='' is an empty path"),
+        (None, TypeError, "logdir must be a folder path"),
+        ("home/labkit.sqlite3", ValueError, "is a file, not a folder, and it was left as it was"),
+    ],
+)
 def test_to_tensorboard_takes_a_folder(home, logdir, error, expected):
     run = Run.from_log({"step": [0, 1], "loss_raw": [2.3, 2.0]}, seed=0, started_at=1.0)
     target = str(home / logdir) if logdir else logdir
@@ -220,12 +242,19 @@ def test_logs_that_cannot_be_read_are_named(home):
     folder.mkdir()
     with pytest.raises(ValueError, match=f"The TensorBoard log {str(folder)!r} holds no scalars"):
         Run.from_tensorboard(folder, raw="loss")
-    Run.from_log({"step": [0, 1], "loss_raw": [2.3, 2.0]}, seed=0, started_at=1.0).to_tensorboard(folder)
-    with pytest.raises(TypeError, match=f"raw must name a scalar tag of {str(folder)!r}, as text; got None"):
+    Run.from_log({"step": [0, 1], "loss_raw": [2.3, 2.0]}, seed=0, started_at=1.0).to_tensorboard(
+        folder
+    )
+    with pytest.raises(
+        TypeError, match=f"raw must name a scalar tag of {str(folder)!r}, as text; got None"
+    ):
         Run.from_tensorboard(folder, raw=None)
     damaged = home / "damaged"
     damaged.mkdir()
     (damaged / "events.out.tfevents.1.host").write_bytes(b"\x00not an events file" * 8)
-    with pytest.raises(ValueError, match="its 1 events file.s. .events.out.tfevents.1.host. hold "
-                                         "no add_scalar values, or are damaged or truncated"):
+    with pytest.raises(
+        ValueError,
+        match="its 1 events file.s. .events.out.tfevents.1.host. hold "
+        "no add_scalar values, or are damaged or truncated",
+    ):
         Run.from_tensorboard(damaged, raw="loss")

@@ -90,8 +90,13 @@ def test_a_layer_frozen_at_first_and_unfrozen_mid_run_is_measured_from_the_step_
         raw.append(step(model, optimizer, x, y))
         moved = [(p.detach().double() - b).pow(2).sum() for p, b in zip(head.parameters(), before)]
         reference.append(float(torch.stack(moved).sum().sqrt()))
-        grads.append(float(torch.stack([p.grad.double().pow(2).sum() for p in head.parameters()]
-                                       ).sum().sqrt()) if i >= 3 else None)
+        grads.append(
+            float(
+                torch.stack([p.grad.double().pow(2).sum() for p in head.parameters()]).sum().sqrt()
+            )
+            if i >= 3
+            else None
+        )
     run = w.run(loss_raw=raw)
     w.close()
     assert run.table["update_norm/2"][:3] == [0.0, 0.0, 0.0] and min(reference[3:]) > 1e-3

@@ -31,31 +31,42 @@ def sealed(points=((0, 2.3), (39, 0.5)), **kw):
 
 # ---- making a forecast ----------------------------------------------------------------
 
-@pytest.mark.parametrize("given", [
-    [[0, 2.3], [100, 1.0], [199, 0.5]],
-    [(0, 2.3), (100, 1.0), (199, 0.5)],
-    "[[0, 2.3], [100, 1.0], [199, 0.5]]",  # how a papermill parameter may arrive
-    {0: 2.3, 100: 1.0, 199: 0.5},
-    [[0.0, 2.3], [100.0, 1], [199, 0.5]],
-])
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        [[0, 2.3], [100, 1.0], [199, 0.5]],
+        [(0, 2.3), (100, 1.0), (199, 0.5)],
+        "[[0, 2.3], [100, 1.0], [199, 0.5]]",  # how a papermill parameter may arrive
+        {0: 2.3, 100: 1.0, 199: 0.5},
+        [[0.0, 2.3], [100.0, 1], [199, 0.5]],
+    ],
+)
 def test_points_accepted_in_every_plain_form(given):
     assert Forecast(given).points == ((0, 2.3), (100, 1.0), (199, 0.5))
 
 
-@pytest.mark.parametrize("points, error, match", [
-    ([], ValueError, "at least one"),
-    ([[0, 2.3], [0, 2.0]], ValueError, "repeats step 0"),
-    ([[50, 2.3], [10, 2.0]], ValueError, "comes before step 50"),
-    ([[0, -1.0]], ValueError, "positive, finite"),
-    ([[0, 0.0]], ValueError, "positive, finite"),
-    ([[0, math.inf]], ValueError, "set nan_step instead"),
-    ([[0, math.nan]], ValueError, r"must be a positive, finite number; got nan. To predict a blow-up"),
-    ([[0, "low"]], TypeError, r"points\[0\]\[1\] \(the loss\) must be a number; got 'low'"),
-    ([[1.5, 2.0]], TypeError, r"points\[0\]\[0\] \(the step\) must be a whole number"),
-    ([[-1, 2.0]], ValueError, "at least 0"),
-    ([2.3, 1.0], TypeError, r"points\[0\] must be a \(step, loss\) pair"),
-    ("[[0, 2.3", ValueError, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "points, error, match",
+    [
+        ([], ValueError, "at least one"),
+        ([[0, 2.3], [0, 2.0]], ValueError, "repeats step 0"),
+        ([[50, 2.3], [10, 2.0]], ValueError, "comes before step 50"),
+        ([[0, -1.0]], ValueError, "positive, finite"),
+        ([[0, 0.0]], ValueError, "positive, finite"),
+        ([[0, math.inf]], ValueError, "set nan_step instead"),
+        (
+            [[0, math.nan]],
+            ValueError,
+            r"must be a positive, finite number; got nan. To predict a blow-up",
+        ),
+        ([[0, "low"]], TypeError, r"points\[0\]\[1\] \(the loss\) must be a number; got 'low'"),
+        ([[1.5, 2.0]], TypeError, r"points\[0\]\[0\] \(the step\) must be a whole number"),
+        ([[-1, 2.0]], ValueError, "at least 0"),
+        ([2.3, 1.0], TypeError, r"points\[0\] must be a \(step, loss\) pair"),
+        ("[[0, 2.3", ValueError, "not valid JSON"),
+    ],
+)
 def test_bad_points_are_refused_with_a_sentence(points, error, match):
     with pytest.raises(error, match=match):
         Forecast(points)
@@ -85,14 +96,17 @@ def test_each_preset_reads_as_its_own_shape(shape):
         assert f.points[-1][0] == 199
 
 
-@pytest.mark.parametrize("losses, shape", [
-    ([2.3] * 50, "flat"),
-    ([2.3 * 0.95 ** i for i in range(50)], "descending"),
-    ([2.3 * 1.05 ** i for i in range(50)], "diverging"),
-    ([1.0] * 20 + [5.0] + [1.0] * 20, "spiky"),
-    ([2.3, 2.0, math.nan, 1.0], "nan"),
-    ([2.3, 2.0, math.inf], "nan"),
-])
+@pytest.mark.parametrize(
+    "losses, shape",
+    [
+        ([2.3] * 50, "flat"),
+        ([2.3 * 0.95**i for i in range(50)], "descending"),
+        ([2.3 * 1.05**i for i in range(50)], "diverging"),
+        ([1.0] * 20 + [5.0] + [1.0] * 20, "spiky"),
+        ([2.3, 2.0, math.nan, 1.0], "nan"),
+        ([2.3, 2.0, math.inf], "nan"),
+    ],
+)
 def test_shape_rule_on_plain_sequences(losses, shape):
     assert classify_shape(losses) == shape
 
@@ -106,6 +120,7 @@ def test_shape_rule_on_real_runs():
 
 # ---- sealing ----------------------------------------------------------------------------
 
+
 def test_seal_records_setup_time_and_content_hash():
     config = labkit.Config(steps=STEPS)
     before = time.time()
@@ -114,7 +129,9 @@ def test_seal_records_setup_time_and_content_hash():
     assert f.config_hash == config_hash(config, "zero_lr")
     assert len(f.content_hash) == 64 and f.is_intact()
     assert Forecast([[0, 2.3]]).seal(f.config_hash).config_hash == f.config_hash
-    assert Forecast([[0, 2.3]]).seal(bug="zero_lr").config_hash == config_hash(labkit.Config(), "zero_lr")
+    assert Forecast([[0, 2.3]]).seal(bug="zero_lr").config_hash == config_hash(
+        labkit.Config(), "zero_lr"
+    )
 
 
 def test_sealing_twice_or_with_a_bad_hash_is_refused():
@@ -173,6 +190,7 @@ def test_editing_a_saved_forecast_is_detected(tmp_path, zero_lr_setup):
 
 # ---- scoring -------------------------------------------------------------------------------
 
+
 def test_score_against_its_own_run(zero_lr_setup):
     f, run = zero_lr_setup
     s = f.score(run)
@@ -188,8 +206,10 @@ def test_score_against_its_own_run(zero_lr_setup):
     assert ForecastScore.from_dict(json.loads(json.dumps(s.to_dict()))) == s
 
 
-@pytest.mark.parametrize("mean, size", [(0.099, "close"), (0.101, "roughly right"),
-                                        (0.499, "roughly right"), (0.501, "far off")])
+@pytest.mark.parametrize(
+    "mean, size",
+    [(0.099, "close"), (0.101, "roughly right"), (0.499, "roughly right"), (0.501, "far off")],
+)
 @pytest.mark.parametrize("what", ["the loss", "the gradient norm", "the accuracy"])
 def test_a_score_names_the_quantity_and_its_size_agrees_with_the_error(mean, size, what):
     verdict = ForecastScore._verdict(mean, 0, None, None, True, "flat", "flat", what)
@@ -199,6 +219,7 @@ def test_a_score_names_the_quantity_and_its_size_agrees_with_the_error(mean, siz
 
 def test_a_score_of_another_curve_names_that_curve(zero_lr_setup):
     from labkit.learn.series import series_view
+
     f, run = zero_lr_setup
     assert "the gradient norm was" in f.score(run, "grad_norm").verdict
     assert "the gradient norm was" in f.score(series_view(run, "grad_norm")).verdict
@@ -207,7 +228,9 @@ def test_a_score_of_another_curve_names_that_curve(zero_lr_setup):
 
 @pytest.mark.chaotic  # lr_too_high: only the step range of its first NaN is asserted
 def test_nan_checkpoints_are_misses_and_nan_step_is_scored():
-    missed = Forecast([[0, 2.3], [5, 2.0], [15, 1.0]]).seal(labkit.Config(steps=20), bug="lr_too_high")
+    missed = Forecast([[0, 2.3], [5, 2.0], [15, 1.0]]).seal(
+        labkit.Config(steps=20), bug="lr_too_high"
+    )
     warned = Forecast([[0, 2.3]], nan_step=9).seal(labkit.Config(steps=20), bug="lr_too_high")
     run = labkit.train(bug="lr_too_high", steps=20)
     nan_at = run.first_nonfinite_step()
@@ -226,8 +249,10 @@ def test_score_refuses_unsealed_other_setup_and_late_seals(zero_lr_setup):
     with pytest.raises(ValueError, match="not sealed"):
         Forecast([[0, 2.3]]).score(run)
     other = Forecast([[0, 2.3]]).seal(labkit.Config(steps=STEPS))  # healthy setup, not zero_lr
-    with pytest.raises(ValueError, match=f"sealed for config {other.config_hash}.*"
-                                         f"run has config {run.meta['config_hash']}"):
+    with pytest.raises(
+        ValueError,
+        match=f"sealed for config {other.config_hash}.*run has config {run.meta['config_hash']}",
+    ):
         other.score(run)
     late = Forecast([[0, 2.3]]).seal(labkit.Config(steps=STEPS), bug="zero_lr")  # after the run
     with pytest.raises(ValueError, match=r"sealed at \d\d:\d\d:\d\d, after the run started at "):
@@ -254,6 +279,7 @@ def test_plot_overlays_forecast_and_raw_points(zero_lr_setup):
 
 # ---- history -------------------------------------------------------------------------------
 
+
 def test_history_survives_a_restart_and_never_overwrites(tmp_path, zero_lr_setup):
     f, run = zero_lr_setup
     path = tmp_path / "labkit.sqlite3"
@@ -269,7 +295,9 @@ def test_history_survives_a_restart_and_never_overwrites(tmp_path, zero_lr_setup
     assert ForecastHistory(path).forecasts()[0] == f
     with pytest.raises(ValueError, match="different score"):
         a.add(f, ForecastScore.from_dict({**f.score(run).to_dict(), "misses": 3}))
-    assert ForecastHistory(path).entries()[0]["score"] == f.score(run).to_dict()  # kept, not replaced
+    assert (
+        ForecastHistory(path).entries()[0]["score"] == f.score(run).to_dict()
+    )  # kept, not replaced
     with pytest.raises(ValueError, match="not sealed"):
         a.add(Forecast([[0, 1.0]]))
 
@@ -278,8 +306,11 @@ def test_a_file_that_is_not_a_store_is_reported_and_left_untouched(tmp_path):
     path = tmp_path / "labkit.sqlite3"
     path.write_text('{"format": "labkit.forecast_history/1", "entries": [')  # half a JSON file
     broken = path.read_bytes()
-    with pytest.raises(ValueError, match=r"is not a labkit store \(an old JSON forecast history\), "
-                                         "so labkit left it untouched.*labkit import"):
+    with pytest.raises(
+        ValueError,
+        match=r"is not a labkit store \(an old JSON forecast history\), "
+        "so labkit left it untouched.*labkit import",
+    ):
         ForecastHistory(path).add(sealed())
     assert path.read_bytes() == broken
     with pytest.raises(ValueError, match="names a JSON file.*labkit import PATH"):
@@ -319,9 +350,13 @@ def test_forecast_notebook_takes_its_forecast_from_papermill(tmp_path):
     notebooks = Path(__file__).resolve().parents[2] / "notebooks"
     out = tmp_path / "forecast_falling.ipynb"
     papermill.execute_notebook(  # a wrong forecast, given as JSON text the way `-p` passes it
-        str(notebooks / "02_forecast_first.ipynb"), str(out), kernel_name="python3",
+        str(notebooks / "02_forecast_first.ipynb"),
+        str(out),
+        kernel_name="python3",
         parameters={"forecast_points": "[[0, 2.3], [100, 1.0], [199, 0.4]]", "seed": 1},
-        cwd=str(notebooks), progress_bar=False)
+        cwd=str(notebooks),
+        progress_bar=False,
+    )
     text = printed(nbformat.read(out, as_version=4))
     assert "step 100: forecast loss 1.000" in text
     assert "shape: forecast 'descending', run 'flat'" in text

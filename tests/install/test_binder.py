@@ -21,9 +21,22 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 BINDER = ROOT / "binder"
 # The files repo2docker acts on in a binder/ folder (its buildpacks' names).
-REPO2DOCKER_FILES = {"environment.yml", "requirements.txt", "Project.toml", "REQUIRE",
-                     "install.R", "apt.txt", "DESCRIPTION", "postBuild", "start",
-                     "runtime.txt", "default.nix", "Dockerfile", "setup.py", "Pipfile"}
+REPO2DOCKER_FILES = {
+    "environment.yml",
+    "requirements.txt",
+    "Project.toml",
+    "REQUIRE",
+    "install.R",
+    "apt.txt",
+    "DESCRIPTION",
+    "postBuild",
+    "start",
+    "runtime.txt",
+    "default.nix",
+    "Dockerfile",
+    "setup.py",
+    "Pipfile",
+}
 
 
 def _binder_link():
@@ -39,12 +52,15 @@ def test_binder_holds_only_files_repo2docker_reads_and_they_are_usable():
     assert {"environment.yml", "postBuild"} <= files
     env = yaml.safe_load((BINDER / "environment.yml").read_text())
     assert "conda-forge" in env["channels"] and env["dependencies"]
-    assert not (BINDER / "Dockerfile").exists()  # a Dockerfile would make repo2docker ignore the rest
+    assert not (
+        BINDER / "Dockerfile"
+    ).exists()  # a Dockerfile would make repo2docker ignore the rest
     post = BINDER / "postBuild"
     assert os.access(post, os.X_OK), "repo2docker runs postBuild only when it is executable"
     assert post.read_text().startswith("#!/usr/bin/env bash")
-    out = subprocess.run(["git", "ls-files", "-s", "binder/postBuild"], cwd=ROOT,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "-s", "binder/postBuild"], cwd=ROOT, capture_output=True, text=True
+    ).stdout
     if out:  # as committed, so a clone keeps the bit
         assert out.startswith("100755"), out
 
@@ -53,8 +69,22 @@ def test_binder_holds_only_files_repo2docker_reads_and_they_are_usable():
 def test_postbuild_installs_labkit_with_its_widget_files(tmp_path):
     """postBuild's `pip install --no-deps -e .`, built here as the wheel pip would install."""
     assert "python -m pip install --no-deps -e ." in (BINDER / "postBuild").read_text()
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(tmp_path.glob("labkit-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("labkit/__init__.py", "labkit/widgets/sketch.js", "labkit/widgets/sketch.css"):
@@ -65,8 +95,11 @@ def test_postbuild_installs_labkit_with_its_widget_files(tmp_path):
 
 def test_the_badge_opens_a_page_that_exists_and_the_link_follows_the_remote():
     readme = (ROOT / "README.md").read_text()
-    badge = re.search(r"https://mybinder\.org/v2/gh/([\w.-]+)/([\w.-]+)/(\w+)\?urlpath=lab/tree/"
-                      r"(\S+?)\)", readme)
+    badge = re.search(
+        r"https://mybinder\.org/v2/gh/([\w.-]+)/([\w.-]+)/(\w+)\?urlpath=lab/tree/"
+        r"(\S+?)\)",
+        readme,
+    )
     assert badge, "no Binder badge in the README"
     owner, name, ref, start = badge.groups()
     assert (ROOT / start).is_file(), f"the badge opens {start}, which does not exist"

@@ -10,18 +10,23 @@ from labkit.cli import main
 from labkit.learn.keep import keep_your_work, on_binder
 
 ROOT = Path(__file__).resolve().parents[2]
-BINDER = {"BINDER_LAUNCH_HOST": "https://mybinder.org/", "BINDER_REPO_URL": "https://github.com/x/y"}
+BINDER = {
+    "BINDER_LAUNCH_HOST": "https://mybinder.org/",
+    "BINDER_REPO_URL": "https://github.com/x/y",
+}
 
 
 def test_binder_is_told_apart_by_its_session_variables():
     assert on_binder(BINDER) and not on_binder({}) and not on_binder({"BINDER_LAUNCH_HOST": ""})
 
 
-def test_on_binder_the_store_is_exported_and_comes_back_with_labkit_import(tmp_path, monkeypatch,
-                                                                          capsys):
+def test_on_binder_the_store_is_exported_and_comes_back_with_labkit_import(
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("LABKIT_HOME", str(tmp_path / "session"))
     monkeypatch.chdir(tmp_path)
     from labkit.store.learner import default_store
+
     default_store().add("grade", "ex_a/1", {"notebook": "ex_a.ipynb", "rows": []})
     path = keep_your_work(environ=BINDER)
     assert path == tmp_path / "labkit-export.json"

@@ -62,10 +62,12 @@ def test_makefile_lab_is_loopback_with_token():
     make = (ROOT / "Makefile").read_text()
     assert "constraints.txt" in make and "tools/lab.py" in make
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("lab", ROOT / "tools" / "lab.py")
     lab = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(lab)
     cmd = lab.lab_command("nb.ipynb", port=9999, token="t" * 32, open_browser=False)
     assert "--ServerApp.ip=127.0.0.1" in cmd and f"--IdentityProvider.token={'t' * 32}" in cmd
     import os
+
     assert ("--allow-root" in cmd) == (os.getuid() == 0)

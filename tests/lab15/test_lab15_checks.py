@@ -21,7 +21,9 @@ def test_predictions_need_three_sealed_sketches_no_two_alike():
     steady, zero = [[0, 0.5], [49, 0.5]], [[0, 0.5], [10, 1e-4], [49, 1e-4]]
     loss = sealed({"H1": flat, "H2": flat, "H3": falls})
     # mystery C's right answer: two flat losses, told apart by the gradient norm
-    assert check.lab15_predictions(loss, sealed({"H1": zero, "H2": steady, "H3": steady})).startswith("ok")
+    assert check.lab15_predictions(
+        loss, sealed({"H1": zero, "H2": steady, "H3": steady})
+    ).startswith("ok")
     with pytest.raises(check.CheckFailed, match="H1 and H2 predict the same curves"):
         check.lab15_predictions(loss, sealed({"H1": steady, "H2": steady, "H3": steady}))
     with pytest.raises(check.CheckFailed, match="has no H3 series"):
@@ -46,9 +48,13 @@ def test_the_conviction_needs_a_strict_filled_record():
         check.lab15_conviction("A", plain)
 
 
-SOLVED = ("ok: CONVICTION: H", "(conviction attempt 1 on this record)",
-          "refused: an intervention must change one variable",
-          "refused: the baseline already meets", "refused: this run is not the declared setup")
+SOLVED = (
+    "ok: CONVICTION: H",
+    "(conviction attempt 1 on this record)",
+    "refused: an intervention must change one variable",
+    "refused: the baseline already meets",
+    "refused: this run is not the declared setup",
+)
 
 
 def assert_solved(text):
@@ -62,12 +68,18 @@ def test_solution_solves_mystery_a_in_the_cells_nbval_checks():
     those checked outputs instead of executing the notebook a second time."""
     import nbformat
     from pathlib import Path
-    nb = nbformat.read(Path(__file__).resolve().parents[2] / "solutions" /
-                       "lab15_one_variable_intervention.ipynb", as_version=4)
+
+    nb = nbformat.read(
+        Path(__file__).resolve().parents[2] / "solutions" / "lab15_one_variable_intervention.ipynb",
+        as_version=4,
+    )
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     assert params.source.startswith('mystery = "A"')
-    checked = [c for c in nb.cells if c.cell_type == "code"
-               and "nbval-check-output" in c.metadata.get("tags", [])]
+    checked = [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and "nbval-check-output" in c.metadata.get("tags", [])
+    ]
     assert_solved(printed(nbformat.v4.new_notebook(cells=checked)))
 
 
@@ -83,6 +95,7 @@ def test_solution_solves_every_other_mystery_under_papermill(tmp_path, mystery):
 
 def test_an_unsealed_sketch_is_not_yet_answered():
     from labkit.widgets import SketchForecast
+
     cfg = lab15.config("A")
     widget = SketchForecast(config=cfg, series={"H1": None, "H2": None, "H3": None}, key="lab15")
     with pytest.raises(check.NotYetAnswered, match="not sealed yet"):

@@ -14,10 +14,13 @@ matplotlib.use("Agg")
 pytestmark = pytest.mark.lab15
 
 # The single change that fixes each kind of mystery, and a FORECAST the broken baseline misses.
-ANSWERS = {"A1": ("logger", "loss_reported > 0.5 by step 45"),
-           "A2": ("logger", "loss_reported < 2.0 by step 45"),
-           "B": ("data", "loss < 2.0 by step 45"), "C": ("scheduler", "loss < 2.0 by step 45"),
-           "D": ("scaler", "loss < 1.0 by step 45")}
+ANSWERS = {
+    "A1": ("logger", "loss_reported > 0.5 by step 45"),
+    "A2": ("logger", "loss_reported < 2.0 by step 45"),
+    "B": ("data", "loss < 2.0 by step 45"),
+    "C": ("scheduler", "loss < 2.0 by step 45"),
+    "D": ("scaler", "loss < 1.0 by step 45"),
+}
 
 
 def judged(forecast: str, run) -> bool:

@@ -20,10 +20,16 @@ FORECAST = "loss_reported > 0.5 by step 45"
 
 def sketches(loss=None, grad=None, nan=None):
     """Sealed H1/H2/H3 loss and gradient-norm sketches, as {name: Forecast} dicts."""
-    loss = loss or {"H1": [[0, 2.3], [20, 2.6]], "H2": [[0, 2.3], [49, 2.3]],
-                    "H3": [[0, 2.3], [49, 1.2]]}
-    grad = grad or {"H1": [[0, 0.5], [20, 20.0]], "H2": [[0, 0.5], [49, 0.5]],
-                    "H3": [[0, 0.5], [49, 0.7]]}
+    loss = loss or {
+        "H1": [[0, 2.3], [20, 2.6]],
+        "H2": [[0, 2.3], [49, 2.3]],
+        "H3": [[0, 2.3], [49, 1.2]],
+    }
+    grad = grad or {
+        "H1": [[0, 0.5], [20, 20.0]],
+        "H2": [[0, 0.5], [49, 0.5]],
+        "H3": [[0, 0.5], [49, 0.7]],
+    }
     nan = {"H1": 25} if nan is None else nan
     cfg = lab15.config(MYSTERY)
     make = lambda pts: {h: Forecast(p, nan_step=nan.get(h)).seal(cfg) for h, p in pts.items()}  # noqa: E731
@@ -50,10 +56,12 @@ def filled(probes, upto="label_shuffle", beliefs=True):
     rec.predict(*sketches())
     base = lab15.run_mystery(MYSTERY)
     rec.record_hashes(base)
-    steps = [("baseline", lambda: rec.record_baseline(base)),
-             ("raw_vs_reported", lambda: rec.record_probe("raw_vs_reported", rvr)),
-             ("overfit", lambda: rec.record_probe("overfit", overfit)),
-             ("label_shuffle", lambda: rec.record_probe("label_shuffle", shuffle))]
+    steps = [
+        ("baseline", lambda: rec.record_baseline(base)),
+        ("raw_vs_reported", lambda: rec.record_probe("raw_vs_reported", rvr)),
+        ("overfit", lambda: rec.record_probe("overfit", overfit)),
+        ("label_shuffle", lambda: rec.record_probe("label_shuffle", shuffle)),
+    ]
     for row, do in steps:
         do()
         if beliefs:
@@ -65,8 +73,9 @@ def filled(probes, upto="label_shuffle", beliefs=True):
 
 def planned(probes):
     rec = filled(probes)
-    rec.plan_intervention(lab15.setup(MYSTERY), lab15.setup(MYSTERY, **CHANGE), FORECAST,
-                          sketch=intervention_sketch())
+    rec.plan_intervention(
+        lab15.setup(MYSTERY), lab15.setup(MYSTERY, **CHANGE), FORECAST, sketch=intervention_sketch()
+    )
     return rec
 
 
@@ -124,15 +133,20 @@ def test_the_observation_holds_loss_and_gradient_norm_at_fixed_steps_verbatim(pr
 def test_a_row_out_of_order_is_refused_with_the_reason(probes):
     rec = TriageRecord("test", strict=True)
     rec.predict(*sketches())
-    with pytest.raises(TriageRefused, match="comes after the hashes row.*instrumentation \\(H3\\) "
-                                            "is checked first"):
+    with pytest.raises(
+        TriageRefused, match="comes after the hashes row.*instrumentation \\(H3\\) is checked first"
+    ):
         rec.record_probe("raw_vs_reported", probes[0])
     rec = filled(probes, upto="raw_vs_reported")
     with pytest.raises(TriageRefused, match="label_shuffle row comes after the overfit row"):
         rec.record_probe("label_shuffle", probes[2])
     with pytest.raises(TriageRefused, match="intervention row comes after the overfit row"):
-        rec.plan_intervention(lab15.setup(MYSTERY), lab15.setup(MYSTERY, **CHANGE), FORECAST,
-                              sketch=intervention_sketch())
+        rec.plan_intervention(
+            lab15.setup(MYSTERY),
+            lab15.setup(MYSTERY, **CHANGE),
+            FORECAST,
+            sketch=intervention_sketch(),
+        )
     with pytest.raises(TriageRefused, match="conviction row comes after the overfit row"):
         rec.convict("H3", "the logger divides by 500")
 
@@ -153,8 +167,11 @@ def test_a_probe_waits_for_three_sealed_distinct_sketches(probes):
 def test_flat_loss_hypotheses_are_told_apart_by_the_gradient_norm():
     """Mystery C's right answer: H1 and H2 both flat, H1 with zero gradient flow."""
     loss = {"H1": [[0, 2.3], [49, 2.3]], "H2": [[0, 2.3], [49, 2.3]], "H3": [[0, 2.3], [49, 1.2]]}
-    grad = {"H1": [[0, 0.5], [10, 1e-4], [49, 1e-4]], "H2": [[0, 0.5], [49, 0.5]],
-            "H3": [[0, 0.5], [49, 0.6]]}
+    grad = {
+        "H1": [[0, 0.5], [10, 1e-4], [49, 1e-4]],
+        "H2": [[0, 0.5], [49, 0.5]],
+        "H3": [[0, 0.5], [49, 0.6]],
+    }
     shapes = TriageRecord("test", strict=True).predict(*sketches(loss, grad, nan={}))
     assert (shapes["H1"]["loss"], shapes["H1"]["grad_norm"]) == ("flat", "zero")
     assert (shapes["H2"]["loss"], shapes["H2"]["grad_norm"]) == ("flat", "steady")
@@ -184,8 +201,9 @@ def test_a_run_that_is_not_the_declared_setup_is_refused(probes):
 def test_the_parent_must_be_the_baseline_and_a_sketch_comes_with_the_forecast(probes):
     rec = filled(probes)
     with pytest.raises(TriageRefused, match="is not the baseline's setup"):
-        rec.plan_intervention(lab15.setup("B"), lab15.setup("B", fix="data"), FORECAST,
-                              sketch=intervention_sketch())
+        rec.plan_intervention(
+            lab15.setup("B"), lab15.setup("B", fix="data"), FORECAST, sketch=intervention_sketch()
+        )
     with pytest.raises(TriageRefused, match="needs its sealed sketch too"):
         rec.plan_intervention(lab15.setup(MYSTERY), lab15.setup(MYSTERY, **CHANGE), FORECAST)
 
@@ -229,6 +247,7 @@ def test_the_automatic_record_keeps_its_old_rules():
 def test_a_convicted_record_is_kept_in_the_learner_store(probes, tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
     from labkit.store.learner import default_store
+
     rec = complete(probes)
     kept = default_store().records("triage")
     assert [r["key"] for r in kept] == [rec.kept_as]

@@ -11,8 +11,11 @@ from labkit.learn.lessons import gpt2
 
 from helpers import labkit_cli
 
-OWN_ITEM = {"double_shift": "shift_once", "padding_in_loss": "padding_excluded",
-            "all_masked_labels": "supervised_tokens"}
+OWN_ITEM = {
+    "double_shift": "shift_once",
+    "padding_in_loss": "padding_excluded",
+    "all_masked_labels": "supervised_tokens",
+}
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -42,13 +45,16 @@ def test_lines_carry_status_key_and_evidence():
     text = str(audit(bug="padding_in_loss"))
     lines = text.splitlines()
     assert lines[0].startswith("checklist: labkit TinyCausalLM") and len(lines) == len(ITEMS) + 2
-    assert any(line.startswith("FAIL  padding_excluded") and "padding positions carry a label" in line
-               for line in lines)
+    assert any(
+        line.startswith("FAIL  padding_excluded") and "padding positions carry a label" in line
+        for line in lines
+    )
     assert lines[-1] == f"{len(ITEMS)} items: {len(ITEMS) - 1} PASS, 1 FAIL, 0 N/A"
 
 
 def test_short_name_is_the_same_module():
     import labkit.checklist as short
+
     assert short is checklist and labkit.checklist.audit is audit
 
 
@@ -59,8 +65,13 @@ def test_bad_input_is_refused_with_a_sentence():
         audit(model=torch.nn.Linear(2, 2))
     model = labkit.TinyCausalLM()
     with pytest.raises(ValueError, match="missing \\['labels'\\]"):
-        audit(model, {"input_ids": torch.zeros(1, 3, dtype=torch.long),
-                      "attention_mask": torch.ones(1, 3, dtype=torch.long)})
+        audit(
+            model,
+            {
+                "input_ids": torch.zeros(1, 3, dtype=torch.long),
+                "attention_mask": torch.ones(1, 3, dtype=torch.long),
+            },
+        )
 
 
 def test_own_model_and_batch_without_extras_marks_what_it_cannot_judge():
@@ -82,8 +93,11 @@ def test_a_model_that_sees_the_future_fails_the_causal_item():
             h = self.emb(input_ids)
             logits = h + torch.roll(h, -1, dims=1)
             from labkit.core.models import shifted_lm_loss
-            return labkit.LMOutput(shifted_lm_loss(logits, labels) if labels is not None else None,
-                                   logits)
+
+            return labkit.LMOutput(
+                shifted_lm_loss(logits, labels) if labels is not None else None, logits
+            )
+
     kw = gpt2.token_batches()
     assert audit(Peeking(), kw["batch"]).status()["causal_mask"] == "FAIL"
 
@@ -98,16 +112,19 @@ def test_cli_exit_codes(capsys):
     work is what is tested, and a fresh interpreter per run cost 3-5 s each); exit 2 with one
     line and no traceback on bad input, once through a real `python -m labkit.cli` process."""
     from labkit.cli import main
+
     assert main(["checklist"]) == 0
     assert capsys.readouterr().out.count("\nPASS  ") == len(ITEMS)
     for bug, item in OWN_ITEM.items():
         assert main(["checklist", "--bug", bug, "--seed", "1"]) == 1
         out = capsys.readouterr().out
         assert f"FAIL  {item}" in out and out.count("\nFAIL  ") == 1
-    for args, words in ((["--bug", "dubble_shift"], "did you mean 'double_shift'"),
-                        (["--bug", "detach"], "planted in the classifier"),
-                        (["--task", "classify"], "task must be 'lm'"),
-                        (["--seed", "x"], "invalid int value")):
+    for args, words in (
+        (["--bug", "dubble_shift"], "did you mean 'double_shift'"),
+        (["--bug", "detach"], "planted in the classifier"),
+        (["--task", "classify"], "task must be 'lm'"),
+        (["--seed", "x"], "invalid int value"),
+    ):
         rc, out, err = run_cli(*args, process=args[0] == "--seed")
         assert rc == 2 and words in err and len(err.strip().splitlines()) == 1, err
         assert "Traceback" not in err

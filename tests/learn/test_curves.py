@@ -35,7 +35,10 @@ def sig_overfitting(c, e, fixed):
     assert ev["val_loss"][-1] - ev["train_eval_loss"][-1] > 0.3  # a widening gap
     assert e["duplicates"] == 0 and e["share_gap"] < 0.15  # the split is sound
     assert e["wrong_labels"] > 10  # the noise is memorised as val turns
-    assert e["wrong_labels_fitted"] > 0.15 and e["wrong_labels_fitted"] > 2 * e["wrong_labels_fitted_at_min"]
+    assert (
+        e["wrong_labels_fitted"] > 0.15
+        and e["wrong_labels_fitted"] > 2 * e["wrong_labels_fitted_at_min"]
+    )
     v = fixed.evals["val_loss"]
     assert v[-1] - min(v) < 0.1 and v[-1] < e["val_end"] - 0.15  # weight decay stops the climb
 
@@ -50,6 +53,7 @@ def sig_high_flat(c, e, fixed):
 
 def sig_spiking(c, e, fixed):
     from labkit.learn.curves.setups import OUTLIER_ROW
+
     assert len(e["spikes"]) >= 2 and e["culprit_row"] == OUTLIER_ROW and e["culprit_in_every_spike"]
     assert e["replay_spiking"] > 2 * e["replay_normal"]  # the batch spikes from the same weights
     assert e["culprit_loss"] > 20 * e["others_median"] and e["culprit_size"] > 10
@@ -58,7 +62,9 @@ def sig_spiking(c, e, fixed):
     assert max(loss[half:]) > 3 * statistics.median(loss[half:])
     assert all(loss[s + 1] < 0.5 * loss[s] for s in e["spikes"] if s + 1 < len(loss))  # recovers
     assert spike_steps(fixed.table["loss_raw"][20:]) == []
-    assert max(fixed.table["loss_raw"][half:]) < 2.5 * statistics.median(fixed.table["loss_raw"][half:])
+    assert max(fixed.table["loss_raw"][half:]) < 2.5 * statistics.median(
+        fixed.table["loss_raw"][half:]
+    )
 
 
 def sig_val_below_train(c, e, fixed):
@@ -78,7 +84,7 @@ def sig_flat_train(c, e, fixed):
 
 def sig_nan(c, e, fixed):
     assert e["step"] is not None and e["finite_before"]
-    assert all(math.isnan(v) for v in c.run.table["loss_raw"][e["step"]:])
+    assert all(math.isnan(v) for v in c.run.table["loss_raw"][e["step"] :])
     assert e["where"] == "input x"  # the first non-finite value is the data, not the loss
     assert fixed.first_nonfinite_step() is None and tail(fixed) < 0.5
 

@@ -41,11 +41,14 @@ def test_a_known_card_waits_its_box_interval(tmp_path):
 def test_progress_survives_a_reload_in_another_process(tmp_path):
     path = tmp_path / "fc.sqlite3"
     Deck(path).answer("first-test", True, today=DAY)
-    code = (f"from labkit.learn.flashcards import Deck; d = Deck({str(path)!r}); "
-            f"print(d.box('first-test'), [c.id for c in d.due({DAY!r})][:1])")
+    code = (
+        f"from labkit.learn.flashcards import Deck; d = Deck({str(path)!r}); "
+        f"print(d.box('first-test'), [c.id for c in d.due({DAY!r})][:1])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[0] == "2" and "first-test" not in out.stdout
     from labkit.store.learner import LearnerStore
+
     kept = LearnerStore(path).get("flashcard", "first-test")  # one store, one record per card
     assert kept["body"]["box"] == 2 and kept["body"]["seen"] == 1
 
@@ -57,8 +60,10 @@ def test_default_path_is_under_labkit_home(tmp_path, monkeypatch):
 
 
 def test_an_old_progress_file_is_imported_once(tmp_path):
-    old = {"format": fc.FORMAT, "cards": {"late-spike": {"box": 3, "seen": 4, "known": 3,
-                                                         "due": "2026-03-09"}}}
+    old = {
+        "format": fc.FORMAT,
+        "cards": {"late-spike": {"box": 3, "seen": 4, "known": 3, "due": "2026-03-09"}},
+    }
     (tmp_path / "flashcards.json").write_text(json.dumps(old))
     assert Deck(tmp_path / "labkit.sqlite3").box("late-spike") == 3
     assert (tmp_path / "flashcards.json.imported").exists()
@@ -84,8 +89,10 @@ for _ in range(int(sys.argv[2])):
 
 def test_two_writers_never_lose_an_answer(tmp_path):
     path, n = tmp_path / "fc.sqlite3", 40
-    procs = [subprocess.Popen([sys.executable, "-c", code, card, str(n), str(path)])
-             for code, card in ((WRITER, "first-test"), (WRITER, "none-vs-zero"), (READER, "-"))]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, card, str(n), str(path)])
+        for code, card in ((WRITER, "first-test"), (WRITER, "none-vs-zero"), (READER, "-"))
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
     progress = fc.load_progress(path)
     assert progress["first-test"]["seen"] == n and progress["none-vs-zero"]["seen"] == n
@@ -116,6 +123,7 @@ def test_listing_is_the_headless_fallback(tmp_path):
 
 def test_widget_drill_grades_only_after_showing_and_saves(tmp_path):
     from labkit.widgets import FlashcardDrill
+
     drill = FlashcardDrill(path=tmp_path / "fc.sqlite3", today=DAY)
     first = drill.card.id
     assert drill.knew_button.disabled and "10 due" in drill.status.value

@@ -45,7 +45,9 @@ def test_cross_entropy_numbers():
         assert abs(row["loss"] - row["ln_C"]) < 0.1 * row["ln_C"]
     assert cross_entropy.overflow_point(torch.float16) == pytest.approx(11.09, abs=0.005)
     right = {r["gap"]: r for r in cross_entropy.manual_vs_stable()}
-    assert math.isfinite(right[11.0]["manual_float16"]) and math.isnan(right[11.2]["manual_float16"])
+    assert math.isfinite(right[11.0]["manual_float16"]) and math.isnan(
+        right[11.2]["manual_float16"]
+    )
     assert math.isnan(right[89.0]["manual_float32"])
     assert all(math.isfinite(r["stable_float16"]) for r in right.values())
     wrong = {r["gap"]: r for r in cross_entropy.manual_vs_stable(target="wrong")}
@@ -54,6 +56,7 @@ def test_cross_entropy_numbers():
 
 def test_causal_lm_views_and_averages():
     from labkit.core.data import load
+
     val = load("tokens").val
     text = causal_lm.show_example(val, 0)
     assert "<sep> -> " in text and "loss mask keeps" in text
@@ -63,6 +66,7 @@ def test_causal_lm_views_and_averages():
     assert all(line.split()[-1] == "." for line in view[1:])  # nobody attends to padding
     torch.manual_seed(0)
     from labkit.core.models import TinyCausalLM
+
     model = TinyCausalLM(max_len=val["input_ids"].shape[1])
     avg = causal_lm.mean_of_batch_means(model, val)
     loss, _, mask = causal_lm.token_losses(model, val)
@@ -79,7 +83,9 @@ def test_learning_rate_pictures():
     assert fc["rows"][0]["actual"] == pytest.approx(fc["rows"][0]["predicted"], rel=0.01)
     assert fc["limit_lr"] == pytest.approx(2 * fc["best_lr"])
     rows = {(r["optimizer"], float(r["scale"])): r for r in learning_rate.first_updates()}
-    assert rows[("sgd", 1000.0)]["update_norm"] == pytest.approx(1000 * rows[("sgd", 1.0)]["update_norm"], rel=1e-3)
+    assert rows[("sgd", 1000.0)]["update_norm"] == pytest.approx(
+        1000 * rows[("sgd", 1.0)]["update_norm"], rel=1e-3
+    )
     assert rows[("adam", 1000.0)]["largest"] == pytest.approx(1e-3, rel=1e-3)
     noise = learning_rate.gradient_noise(batch_sizes=(8, 128), draws=32)
     assert noise[0]["noise"] > 3 * noise[1]["noise"]  # 16x the batch, about 4x less noise
@@ -98,6 +104,7 @@ def test_weight_decay_reaches_a_zero_gradient_but_not_a_none_one():
 
 def test_debugging_sequence_reads_the_padding_bug_from_counts_and_losses():
     from labkit.learn.lessons import sequence
+
     trainer = sequence.setup(bug="padding_in_loss", steps=40)
     counts = sequence.target_counts(sequence.first_batch(trainer))
     assert counts["labelled_targets"] > counts["response_targets"]

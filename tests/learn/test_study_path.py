@@ -13,10 +13,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def readme_rows() -> list[tuple]:
     text = (ROOT / "README.md").read_text()
-    table = re.search(r"\| hour \| goal \| notebooks and exercises \|\n\|---\|---\|---\|\n"
-                      r"((?:\|.*\|\n)+)", text).group(1)
-    return [tuple(cell.strip() for cell in row.strip().strip("|").split(" | "))
-            for row in table.splitlines()]
+    table = re.search(
+        r"\| hour \| goal \| notebooks and exercises \|\n\|---\|---\|---\|\n"
+        r"((?:\|.*\|\n)+)",
+        text,
+    ).group(1)
+    return [
+        tuple(cell.strip() for cell in row.strip().strip("|").split(" | "))
+        for row in table.splitlines()
+    ]
 
 
 def test_the_readme_table_is_the_study_path():
@@ -24,9 +29,11 @@ def test_the_readme_table_is_the_study_path():
 
 
 def test_start_here_ends_with_the_first_hour_of_the_same_path():
-    assert next_step() == ("Next, hour 1 of the study path (the mechanism): "
-                           "10_training_mechanism, 11_cross_entropy, 13_learning_rate, "
-                           "02_forecast_first, Exercise C, in this order.")
+    assert next_step() == (
+        "Next, hour 1 of the study path (the mechanism): "
+        "10_training_mechanism, 11_cross_entropy, 13_learning_rate, "
+        "02_forecast_first, Exercise C, in this order."
+    )
     for folder in ("notebooks", "tests/reference"):
         nb = nbformat.read(ROOT / folder / "00_start_here.ipynb", as_version=4)
         cells = [c for c in nb.cells if c.cell_type == "code" and "next_step()" in c.source]

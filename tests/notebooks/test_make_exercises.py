@@ -5,7 +5,9 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "tools" / "make_exercises.py")
+spec = importlib.util.spec_from_file_location(
+    "make_exercises", ROOT / "tools" / "make_exercises.py"
+)
 mx = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mx)
 
@@ -28,9 +30,11 @@ def _code(src, tags=()):
 def test_solution_regions_tagged_cells_and_answers_are_stubbed(tmp_path):
     md = nbformat.v4.new_markdown_cell("The head still learns because ...")
     md.metadata["tags"] = ["solution"]
-    nb = _nb(_code("x = 1\n# BEGIN SOLUTION\nanswer = 42\n# END SOLUTION\nprint(x)"),
-             _code("from labkit import check  # keep\nsecret = 'grad is None'", tags=["solution"]),
-             md)
+    nb = _nb(
+        _code("x = 1\n# BEGIN SOLUTION\nanswer = 42\n# END SOLUTION\nprint(x)"),
+        _code("from labkit import check  # keep\nsecret = 'grad is None'", tags=["solution"]),
+        md,
+    )
     out = mx.make_exercise(nb, tmp_path / "s.ipynb")
     assert out.cells[0].source == "x = 1\n" + mx.STUB + "\nprint(x)"
     # the kept line stays without its marker, then one line that reads as an instruction
@@ -41,23 +45,33 @@ def test_solution_regions_tagged_cells_and_answers_are_stubbed(tmp_path):
 
 
 def test_a_solution_region_in_a_parameters_cell_is_dropped_not_stubbed(tmp_path):
-    src = ("seed = 0\nforecast_points = None  # headless runs pass points here\n"
-           "# BEGIN SOLUTION\nforecast_points = {'loss': [[0, 2.3]]}\n# END SOLUTION")
+    src = (
+        "seed = 0\nforecast_points = None  # headless runs pass points here\n"
+        "# BEGIN SOLUTION\nforecast_points = {'loss': [[0, 2.3]]}\n# END SOLUTION"
+    )
     out = mx.make_exercise(_nb(_code(src, tags=["parameters"])), tmp_path / "s.ipynb")
-    assert out.cells[0].source == "seed = 0\nforecast_points = None  # headless runs pass points here"
+    assert (
+        out.cells[0].source == "seed = 0\nforecast_points = None  # headless runs pass points here"
+    )
     assert out.cells[0].metadata["tags"] == ["parameters"]
 
 
 def test_the_stub_stops_the_cell_with_a_sentence_that_says_what_to_do():
-    with pytest.raises(NotImplementedError, match=r"^Replace this line with your answer, then run "
-                                                  r"the cell\.$"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"^Replace this line with your answer, then run "
+        r"the cell\.$",
+    ):
         exec(mx.STUB, {})
 
 
-@pytest.mark.parametrize("src, words", [
-    ("# x = ...  # Keep\nx = 1", "not exactly '# keep'"),
-    ("# x = ...  #keep\nx = 1", "not exactly '# keep'"),
-])
+@pytest.mark.parametrize(
+    "src, words",
+    [
+        ("# x = ...  # Keep\nx = 1", "not exactly '# keep'"),
+        ("# x = ...  #keep\nx = 1", "not exactly '# keep'"),
+    ],
+)
 def test_a_mistyped_keep_marker_stops_the_generator(tmp_path, src, words):
     with pytest.raises(mx.MarkerError, match=words):
         mx.make_exercise(_nb(_code(src, tags=["solution"])), tmp_path / "s.ipynb")
@@ -68,12 +82,15 @@ def test_keep_outside_a_solution_cell_is_refused(tmp_path):
         mx.make_exercise(_nb(_code("x = 1  # keep")), tmp_path / "s.ipynb")
 
 
-@pytest.mark.parametrize("src, words", [
-    ("# BEGIN SOLUTON\nx = 1\n# END SOLUTION", "unknown marker '# BEGIN SOLUTON'"),
-    ("# begin solution\nx = 1", "Did you mean '# BEGIN SOLUTION'"),
-    ("# BEGIN SOLUTION\nx = 1", "never closed"),
-    ("x = 1\n# END SOLUTION", "without its partner"),
-])
+@pytest.mark.parametrize(
+    "src, words",
+    [
+        ("# BEGIN SOLUTON\nx = 1\n# END SOLUTION", "unknown marker '# BEGIN SOLUTON'"),
+        ("# begin solution\nx = 1", "Did you mean '# BEGIN SOLUTION'"),
+        ("# BEGIN SOLUTION\nx = 1", "never closed"),
+        ("x = 1\n# END SOLUTION", "without its partner"),
+    ],
+)
 def test_typoed_or_unbalanced_markers_stop_the_generator(tmp_path, src, words):
     with pytest.raises(mx.MarkerError, match=words):
         mx.make_exercise(_nb(_code(src)), tmp_path / "s.ipynb")
@@ -111,7 +128,9 @@ def test_committed_exercises_are_in_sync_and_leak_nothing():
         for cell in nbformat.read(sol, as_version=4).cells:
             hidden = []
             if "solution" in cell.metadata.get("tags", []):
-                hidden = [ln for ln in cell.source.splitlines() if not ln.rstrip().endswith("# keep")]
+                hidden = [
+                    ln for ln in cell.source.splitlines() if not ln.rstrip().endswith("# keep")
+                ]
             elif mx.BEGIN in cell.source:
                 body = cell.source.split(mx.BEGIN, 1)[1].split(mx.END, 1)[0]
                 hidden = body.splitlines()

@@ -12,16 +12,21 @@ from jupyter_client.manager import start_new_kernel
 
 import warm_kernels
 
-pytestmark = [pytest.mark.skipif(warm_kernels.ZYGOTE is None, reason="warm kernels need pidfds (Linux 5.3+)"),
-              pytest.mark.skipif(warm_kernels.cold_asked(),
-                                 reason="LABKIT_TEST_COLD_KERNELS=1: every kernel starts cold")]
+pytestmark = [
+    pytest.mark.skipif(warm_kernels.ZYGOTE is None, reason="warm kernels need pidfds (Linux 5.3+)"),
+    pytest.mark.skipif(
+        warm_kernels.cold_asked(), reason="LABKIT_TEST_COLD_KERNELS=1: every kernel starts cold"
+    ),
+]
 
-PROBE = ("import json, os, sys, torch, matplotlib, matplotlib.pyplot as plt\n"
-         "print(json.dumps({'ppid': os.getppid(), 'leader': os.getpgid(0) == os.getpid(),\n"
-         "                  'cwd': os.getcwd(), 'probe': os.environ.get('WARM_PROBE'), 'path': sys.path,\n"
-         "                  'argv': sys.argv[1:2], 'draw': torch.rand(1).item(),\n"
-         "                  'backend': matplotlib.get_backend(), 'mplconfig': matplotlib.get_configdir(),\n"
-         "                  'figures': plt.get_fignums()}))")
+PROBE = (
+    "import json, os, sys, torch, matplotlib, matplotlib.pyplot as plt\n"
+    "print(json.dumps({'ppid': os.getppid(), 'leader': os.getpgid(0) == os.getpid(),\n"
+    "                  'cwd': os.getcwd(), 'probe': os.environ.get('WARM_PROBE'), 'path': sys.path,\n"
+    "                  'argv': sys.argv[1:2], 'draw': torch.rand(1).item(),\n"
+    "                  'backend': matplotlib.get_backend(), 'mplconfig': matplotlib.get_configdir(),\n"
+    "                  'figures': plt.get_fignums()}))"
+)
 
 
 def _probe(cwd, **env):
@@ -29,8 +34,13 @@ def _probe(cwd, **env):
     km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd), env={**os.environ, **env})
     out = []
     try:
-        kc.execute_interactive(PROBE, timeout=60, output_hook=lambda msg: out.append(
-            msg["content"]["text"]) if msg["msg_type"] == "stream" else None)
+        kc.execute_interactive(
+            PROBE,
+            timeout=60,
+            output_hook=lambda msg: (
+                out.append(msg["content"]["text"]) if msg["msg_type"] == "stream" else None
+            ),
+        )
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -54,7 +64,9 @@ def test_a_kernel_forked_warm_is_as_a_fresh_one_started_in_its_folder(tmp_path, 
 def test_a_launch_that_sets_a_thread_count_of_its_own_is_started_cold(tmp_path):
     threads = "3" if os.environ.get("OMP_NUM_THREADS") != "3" else "2"
     kernel = _probe(tmp_path, OMP_NUM_THREADS=threads)
-    assert kernel["ppid"] == os.getpid() and kernel["cwd"] == str(tmp_path)  # jupyter_client's Popen
+    assert kernel["ppid"] == os.getpid() and kernel["cwd"] == str(
+        tmp_path
+    )  # jupyter_client's Popen
 
 
 def test_a_launch_that_reads_matplotlib_settings_of_its_own_is_started_cold(tmp_path):
@@ -84,7 +96,10 @@ def test_a_warm_kernel_is_interrupted_and_killed_through_its_own_process_group()
         time.sleep(1)
         km.interrupt_kernel()  # SIGINT to its group only: this process would die of it
         reply = kc.get_shell_msg(timeout=30)
-        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        assert (
+            reply["content"]["status"] == "error"
+            and reply["content"]["ename"] == "KeyboardInterrupt"
+        )
         km.provisioner.process.send_signal(signal.SIGKILL)
         deadline = time.monotonic() + 10
         while km.is_alive() and time.monotonic() < deadline:
@@ -95,7 +110,7 @@ def test_a_warm_kernel_is_interrupted_and_killed_through_its_own_process_group()
         km.shutdown_kernel(now=True)
 
 
-CLIENT = '''
+CLIENT = """
 import json, os, sys
 from jupyter_client.manager import start_new_kernel
 km, kc = start_new_kernel(kernel_name="python3")
@@ -104,16 +119,23 @@ kc.execute_interactive("import os; print(os.getpid(), os.getppid())", timeout=60
                        output_hook=lambda m: out.append(m["content"].get("text", "")))
 print(json.dumps({"kernel": [int(v) for v in "".join(out).split()], "argv": sys.argv[1:]}), flush=True)
 os._exit(0)  # gone without shutting its kernel down
-'''
+"""
 
 
 def test_a_test_subprocess_gets_its_kernels_from_the_worker_zygote_and_they_end_with_it(tmp_path):
     """`command` + `client_env`: the JupyterLab server of the browser tests, and `labkit grade`
     where a test reads its rows, start their kernels this way."""
     import subprocess
+
     (tmp_path / "client_probe.py").write_text(CLIENT)
-    out = subprocess.run(warm_kernels.command("client_probe", "--flag"), cwd=tmp_path, capture_output=True,
-                         text=True, timeout=60, env={**os.environ, **warm_kernels.client_env()})
+    out = subprocess.run(
+        warm_kernels.command("client_probe", "--flag"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **warm_kernels.client_env()},
+    )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.splitlines()[-1])
     pid, ppid = seen["kernel"]

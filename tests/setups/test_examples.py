@@ -10,7 +10,11 @@ from own_setups import mechanism_right
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CASES = {  # file, class, expected system, key terms of the mechanism
-    "dataloader_classifier": ("DataLoaderClassifier", "H1", [("cleared", "zeroed"), ("between backward",)]),
+    "dataloader_classifier": (
+        "DataLoaderClassifier",
+        "H1",
+        [("cleared", "zeroed"), ("between backward",)],
+    ),
     "cnn_synthetic_images": ("CnnImages", "H3", [("divided by 640",), ("20 batches",)]),
     "gpt2_finetune": ("Gpt2FineTune", "H2", [("label",), ("decorrelated",)]),
 }
@@ -30,7 +34,9 @@ def _setup(name, **kwargs):
 def test_the_bug_is_convicted_with_its_mechanism(name):
     _, system, terms = CASES[name]
     verdict = labkit.diagnose(_setup(name), seeds=(0, 1)).verdict()
-    assert verdict.startswith(f"CONVICTION: {system} — ") and mechanism_right(verdict, terms), verdict
+    assert verdict.startswith(f"CONVICTION: {system} — ") and mechanism_right(verdict, terms), (
+        verdict
+    )
 
 
 @pytest.mark.slow

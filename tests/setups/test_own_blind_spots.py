@@ -30,7 +30,9 @@ def _blind(monkeypatch):
 def test_blind_spot_setups_are_right(name):
     row = triage(name, keep=True)  # the record is kept for the tests below that read it
     if BLIND_EXPECTED[name][0] == "NONE":
-        assert row["system"] == "NONE", row["mechanism"]  # a healthy control is acquitted, not UNKNOWN
+        assert row["system"] == "NONE", row[
+            "mechanism"
+        ]  # a healthy control is acquitted, not UNKNOWN
     assert row["right_system"], (row["system"], row["mechanism"])
     assert row["right_mechanism"], row["mechanism"]
 
@@ -68,7 +70,9 @@ def test_frozen_parameters_are_named_with_elements_and_whether_the_optimizer_hol
 def test_a_deliberate_freeze_is_reported_but_acquitted():
     rec = _record("blind_ok_fixed_standardiser")
     assert rec.rows["conviction"]["data"]["system"] == "NONE"
-    assert any("norm.weight (144)" in n and "requires_grad=False" in n for n in rec.notes), rec.notes
+    assert any("norm.weight (144)" in n and "requires_grad=False" in n for n in rec.notes), (
+        rec.notes
+    )
 
 
 @pytest.mark.slow
@@ -89,8 +93,10 @@ def test_padding_counted_in_the_loss_is_measured_and_ignore_index_acquits():
 
 def _wlm_log(first_report_sums_one_more: bool):
     """PyTorch word_language_model's logger over 3 epochs of 32 batches."""
-    raw = [2.0 + 0.5 * torch.rand((), generator=torch.Generator().manual_seed(t)).item() - t / 200
-           for t in range(96)]
+    raw = [
+        2.0 + 0.5 * torch.rand((), generator=torch.Generator().manual_seed(t)).item() - t / 200
+        for t in range(96)
+    ]
     shown, total = [], 0.0
     for t, loss in enumerate(raw):
         i = t % 32
@@ -98,7 +104,9 @@ def _wlm_log(first_report_sums_one_more: bool):
         due = (i % 10 == 0 and i > 0) if first_report_sums_one_more else (i + 1) % 10 == 0
         shown.append(total / 10 if due else None)
         total = 0.0 if due else total
-    return Run.from_log({"step": list(range(96)), "loss_raw": raw, "loss_reported": shown}, seed=0, started_at=0.0)
+    return Run.from_log(
+        {"step": list(range(96)), "loss_raw": raw, "loss_reported": shown}, seed=0, started_at=0.0
+    )
 
 
 def test_a_logged_mean_off_by_one_is_named_as_a_wrong_count():
@@ -112,8 +120,10 @@ def test_a_logged_mean_off_by_one_is_named_as_a_wrong_count():
 
 def test_a_sliding_window_mean_is_an_honest_logger():
     raw = (2.0 + torch.rand(60, generator=torch.Generator().manual_seed(0))).tolist()
-    shown = [sum(raw[max(0, t - 9):t + 1]) / len(raw[max(0, t - 9):t + 1]) for t in range(60)]
-    run = Run.from_log({"step": list(range(60)), "loss_raw": raw, "loss_reported": shown}, seed=0, started_at=0.0)
+    shown = [sum(raw[max(0, t - 9) : t + 1]) / len(raw[max(0, t - 9) : t + 1]) for t in range(60)]
+    run = Run.from_log(
+        {"step": list(range(60)), "loss_raw": raw, "loss_reported": shown}, seed=0, started_at=0.0
+    )
     assert not check_logger(run, per_epoch=20).details["agree"]  # the logger check alone misses it
     result = recount(run, 20, check_logger(run, per_epoch=20))
     assert result.details["agree"] and "last 10" in result.verdict
@@ -148,11 +158,15 @@ def test_seeds_that_name_different_mechanisms_run_a_third_seed_that_decides():
 def test_seeds_still_split_convict_the_system_and_name_both_mistakes():
     found = settle(_evs(), [_f("stale"), _f("running_extreme")], _Third(None), "H3", "x")
     assert found.system == "H3" and "mistake stale" in found.mechanism
-    assert "mistake running_extreme" in found.mechanism and "two candidate mistakes" in found.mechanism
+    assert (
+        "mistake running_extreme" in found.mechanism and "two candidate mistakes" in found.mechanism
+    )
 
 
 def test_one_seed_only_is_unknown_after_a_third_seed_unless_it_is_an_instability():
-    found = settle(_evs(), [_f("grads_cleared", "H1"), None], _Third(None), "H1", "the replay finds")
+    found = settle(
+        _evs(), [_f("grads_cleared", "H1"), None], _Third(None), "H1", "the replay finds"
+    )
     assert found.system == "UNKNOWN" and "one seed of three" in found.mechanism
     found = settle(_evs(), [None, _f("divergence", "H1")], _Third(None), "H1", "the replay finds")
     assert found.system == "H1" and "on seed 1 only" in found.mechanism
@@ -171,24 +185,33 @@ def test_a_layer_whose_units_never_fire_is_named_and_never_called_healthy():
 
 def test_the_gradient_audit_reads_a_vanishing_gradient_as_tiny_not_healthy():
     from labkit.diagnosis import probes
+
     torch.manual_seed(0)
     layers, width = [], 12
     for _ in range(10):
         layers += [torch.nn.Linear(width, 32), torch.nn.Sigmoid()]
         width = 32
     x, y = 2.5 * torch.randn(64, 12), torch.randint(0, 6, (64,))
-    for model, stalled in ((torch.nn.Sequential(*layers, torch.nn.Linear(32, 6)), True),
-                           (torch.nn.Sequential(torch.nn.Linear(12, 64), torch.nn.ReLU(),
-                                                torch.nn.Linear(64, 6)), False)):
+    for model, stalled in (
+        (torch.nn.Sequential(*layers, torch.nn.Linear(32, 6)), True),
+        (
+            torch.nn.Sequential(torch.nn.Linear(12, 64), torch.nn.ReLU(), torch.nn.Linear(64, 6)),
+            False,
+        ),
+    ):
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         audit = probes.gradient_audit(model, torch.optim.SGD(model.parameters(), lr=0.1), loss)
         rows = {r["name"]: r["reading"] for r in audit.details["rows"]}
         if stalled:
-            assert rows["0.weight"].startswith("tiny") and "blocked or vanishing" in rows["0.bias"], rows
+            assert (
+                rows["0.weight"].startswith("tiny") and "blocked or vanishing" in rows["0.bias"]
+            ), rows
             assert "0.weight: tiny" in audit.verdict
         else:
-            assert audit.verdict.startswith("ok") and set(rows.values()) == {"healthy gradient"}, rows
+            assert audit.verdict.startswith("ok") and set(rows.values()) == {"healthy gradient"}, (
+                rows
+            )
 
 
 class _ShiftInside(PaddingCounted):
@@ -197,13 +220,16 @@ class _ShiftInside(PaddingCounted):
     ignore = None
 
     def batches(self, seed):
-        return [{"input_ids": self.ids[i], "labels": self.ids[i]} for i in torch.arange(512).split(32)]
+        return [
+            {"input_ids": self.ids[i], "labels": self.ids[i]} for i in torch.arange(512).split(32)
+        ]
 
     def loss_fn(self, model, batch):
         logits = model(batch["input_ids"])[:, :-1]
         kwargs = {} if self.ignore is None else {"ignore_index": self.ignore}
-        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 batch["labels"][:, 1:].reshape(-1), **kwargs)
+        return torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), batch["labels"][:, 1:].reshape(-1), **kwargs
+        )
 
 
 class _ShiftInsideIgnored(_ShiftInside):

@@ -40,7 +40,10 @@ def test_eighth_known_misses_are_never_worse_than_recorded(name):
     row = triage(name)
     if EIGHTH_EXPECTED[name][0] == "NONE":
         assert row["system"] in ("NONE", "UNKNOWN"), row["mechanism"]
-    assert row["right_system"] or row["system"] == KNOWN_MISSES[name], (row["system"], row["mechanism"])
+    assert row["right_system"] or row["system"] == KNOWN_MISSES[name], (
+        row["system"],
+        row["mechanism"],
+    )
 
 
 def test_eighth_batch_is_complete():

@@ -23,7 +23,9 @@ import own_setups.report as report
 SETUPS = {**FOURTH, **FIFTH, **SIXTH, **SEVENTH}
 EXPECTED = {**FOURTH_EXPECTED, **FIFTH_EXPECTED, **SIXTH_EXPECTED, **SEVENTH_EXPECTED}
 # Still missed, with what labkit says instead (see the batches' docstrings):
-KNOWN_MISSES = {"fifth_ok_gru_onecycle": "UNKNOWN"}  # a healthy control whose label signal is unclear
+KNOWN_MISSES = {
+    "fifth_ok_gru_onecycle": "UNKNOWN"
+}  # a healthy control whose label signal is unclear
 
 
 @pytest.fixture(autouse=True)

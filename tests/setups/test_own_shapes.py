@@ -32,12 +32,16 @@ def test_a_loss_computed_in_the_models_forward_is_found_and_unshifted_targets_co
     assert found[0][2][0].shape == (16 * 16, 20)  # logits.view(-1, V): the prediction it scores
     assert _audit(bug)["copies"] is True
     healthy = _audit(ok)
-    assert healthy["floor"] is not None and not healthy["copies"]  # the loss is read; shifted: no copies
+    assert (
+        healthy["floor"] is not None and not healthy["copies"]
+    )  # the loss is read; shifted: no copies
 
 
 def test_a_hugging_face_style_labels_loss_is_read_and_its_inner_shift_is_right():
     found = _audit(HFStyleSetup())
-    assert found["floor"] is not None and found["floor"]["call"] == "cross_entropy"  # measured inside
+    assert (
+        found["floor"] is not None and found["floor"]["call"] == "cross_entropy"
+    )  # measured inside
     assert found["floor"]["classes"] == 20
     assert not found["copies"]  # labels=input_ids is right: the model shifts them itself
 
@@ -45,12 +49,15 @@ def test_a_hugging_face_style_labels_loss_is_read_and_its_inner_shift_is_right()
 def test_sequence_first_batches_are_accepted_and_their_time_axis_found_from_the_model():
     lm, gpt = adapt(WordLMSetup()), GPTSetup()
     data = proto.batches(lm, 0)  # (35, 20) inputs with 700 flattened targets: not refused
-    assert tuple(proto.inputs_of(data[0]).shape) == (35, 20) and len(proto.labels_of(data[0])) == 700
+    assert (
+        tuple(proto.inputs_of(data[0]).shape) == (35, 20) and len(proto.labels_of(data[0])) == 700
+    )
     assert proto.take(data, 64) is data[0]  # a token grid is kept whole, never cut to 64 labels
 
     def axis(setup):
         model = setup.make_model(0)
         return time_axis(lambda b: _first_prediction(setup, model, b, 0), setup.batches(0)[0])
+
     assert axis(lm) == 0 and axis(gpt) == 1
 
 
@@ -100,8 +107,10 @@ def test_the_replay_wraps_an_adapted_setups_batches_without_recursion():
                     loss.backward()
                     self.update(model)
                     raw.append(loss.item())
-            return labkit.Run.from_log({"step": list(range(len(raw))), "loss_raw": raw}, seed=seed,
-                                       started_at=0.0)
+            return labkit.Run.from_log(
+                {"step": list(range(len(raw))), "loss_raw": raw}, seed=seed, started_at=0.0
+            )
+
     setup = adapt(CallsBatches())
     with Replay(setup, after_step_loss=True) as rp:
         setup.train(0, 1)
@@ -113,14 +122,18 @@ def test_no_optimizer_and_no_update_is_refused_with_a_sentence():
     class NoUpdate(GPTSetup):
         def make_optimizer(self, model):
             return None
+
     with pytest.raises(TypeError, match=r"or None with a method update\(model\)"):
         proto.make_optimizer(adapt(NoUpdate()), GPTSetup().make_model(0))
 
     class WithState(NoUpdate):
         def init_state(self, model, batch):
             return None
+
     with pytest.raises(TypeError, match=r"or None with a method update\(model\)"):
-        proto.make_optimizer(adapt(WithState()), GPTSetup().make_model(0))  # adapted: the same sentence
+        proto.make_optimizer(
+            adapt(WithState()), GPTSetup().make_model(0)
+        )  # adapted: the same sentence
     plain = GPTSetup()
     assert adapt(plain) is plain  # nothing to adapt: the learner's object itself
 
@@ -133,12 +146,17 @@ def _diagnose(setup):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make", [lambda: GPTSetup("unshifted"), lambda: WordLMSetup("unshifted")],
-                         ids=["gpt_forward_loss", "lstm_sequence_first"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: GPTSetup("unshifted"), lambda: WordLMSetup("unshifted")],
+    ids=["gpt_forward_loss", "lstm_sequence_first"],
+)
 def test_diagnose_convicts_unshifted_targets_on_real_shapes(make):
     found = _diagnose(make())
     assert found["system"] == "H2", found["mechanism"]
-    assert found["mechanism"].startswith("the labels are the model's own inputs, position for position")
+    assert found["mechanism"].startswith(
+        "the labels are the model's own inputs, position for position"
+    )
 
 
 @pytest.mark.slow

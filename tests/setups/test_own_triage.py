@@ -15,8 +15,9 @@ from own_setups.third import THIRD_EXPECTED
 
 # The third batch is checked setup by setup below, its two healthy controls included, so they
 # are not triaged a second time with the other healthy controls.
-HEALTHY = [n for n, (system, _) in ALL_EXPECTED.items()
-           if system == "NONE" and n not in THIRD_EXPECTED]
+HEALTHY = [
+    n for n, (system, _) in ALL_EXPECTED.items() if system == "NONE" and n not in THIRD_EXPECTED
+]
 BUGGY = [n for n, (system, _) in EXPECTED.items() if system != "NONE"]  # the first batch: the bars
 # First-batch setups that miss today, with what labkit says instead. Each other setup must stay
 # right, one test per setup, so that the triages are shared between test workers; the bars

@@ -31,10 +31,20 @@ def forecast(i: int, who: str = "") -> Forecast:
 
 
 def score(i: int) -> ForecastScore:
-    return ForecastScore(steps=[0, 10], predicted=[2.3, 1.0], actual=[2.3, 1.1 + i],
-                         log_errors=[0.0, 0.1], mean_log_error=0.05, misses=0, nan_predicted=None,
-                         nan_actual=None, nan_hit=True, shape_predicted="descending",
-                         shape_actual="descending", verdict=f"score {i}")
+    return ForecastScore(
+        steps=[0, 10],
+        predicted=[2.3, 1.0],
+        actual=[2.3, 1.1 + i],
+        log_errors=[0.0, 0.1],
+        mean_log_error=0.05,
+        misses=0,
+        nan_predicted=None,
+        nan_actual=None,
+        nan_hit=True,
+        shape_predicted="descending",
+        shape_actual="descending",
+        verdict=f"score {i}",
+    )
 
 
 def triage(i: int, who: str = "") -> TriageRecord:
@@ -103,12 +113,15 @@ def read_all(fd) -> list[str]:
 
 # ---- the API -----------------------------------------------------------------------------
 
+
 def test_records_are_added_once_and_changed_only_on_purpose(tmp_path):
     store = LearnerStore(tmp_path / "s.sqlite3")
     first = store.add("drill", "q1", {"answer": 3})
     assert store.add("drill", "q1", {"answer": 3}) == first  # the same again: no-op
-    with pytest.raises(StoreConflict, match="already holds a different drill record under key "
-                                            "'q1'.*never overwrites") as err:
+    with pytest.raises(
+        StoreConflict,
+        match="already holds a different drill record under key 'q1'.*never overwrites",
+    ) as err:
         store.add("drill", "q1", {"answer": 4})
     assert one_sentence(str(err.value))
     assert store.get("drill", "q1")["body"] == {"answer": 3} and store.get("drill", "q2") is None
@@ -118,6 +131,7 @@ def test_records_are_added_once_and_changed_only_on_purpose(tmp_path):
 
     def refuse(old):
         raise ValueError("not now")
+
     with pytest.raises(ValueError, match="not now"):
         store.update("flashcard", "warmup", refuse)
     assert store.get("flashcard", "warmup")["body"] == {"box": 2}
@@ -146,22 +160,33 @@ def test_forecasts_and_triage_records_round_trip_through_the_store(tmp_path):
     assert ForecastScore.from_dict(entry["score"]) == score(1)
     kept = TriageRecord.kept(fresh)
     assert [r.notes for r in kept] == [[], ["a second look"]]
-    assert kept[0].to_dict()["rows"]["baseline"]["data"]["loss"][0] != kept[0].to_dict()["rows"][
-        "baseline"]["data"]["loss"][0]  # NaN came back as NaN
+    assert (
+        kept[0].to_dict()["rows"]["baseline"]["data"]["loss"][0]
+        != kept[0].to_dict()["rows"]["baseline"]["data"]["loss"][0]
+    )  # NaN came back as NaN
     assert TriageRecord.from_dict(rec.to_dict()).to_dict()["notes"] == ["a second look"]
 
 
 def test_import_labkit_does_not_open_the_store(tmp_path):
-    code = ("import sys, os, labkit\n"
-            "print('labkit.store.learner' in sys.modules, 'sqlite3' in sys.modules)\n"
-            "labkit.ForecastHistory()\n"
-            "print(os.listdir(os.environ['LABKIT_HOME']))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "LABKIT_HOME": str(tmp_path)}, check=True).stdout
+    code = (
+        "import sys, os, labkit\n"
+        "print('labkit.store.learner' in sys.modules, 'sqlite3' in sys.modules)\n"
+        "labkit.ForecastHistory()\n"
+        "print(os.listdir(os.environ['LABKIT_HOME']))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "LABKIT_HOME": str(tmp_path)},
+        check=True,
+    ).stdout
     assert out.split("\n")[:2] == ["False False", "[]"]
 
 
 # ---- several writers, and kills ------------------------------------------------------------
+
 
 def test_four_processes_writing_at_once_lose_nothing(tmp_path):
     path = tmp_path / "home" / "labkit.sqlite3"  # a fresh home: the store is created in the race
@@ -173,6 +198,7 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path):
             made = {}
             for i in range(100):
                 os.write(fd, (write(path, who, i, made) + "\n").encode())
+
         return job
 
     children = [fork(writer(f"w{n}")) for n in range(4)]
@@ -194,6 +220,7 @@ def test_opening_a_new_store_waits_for_another_writer_starting_it(tmp_path):
     # made one of two notebooks opening a new store together fail; the opening must wait.
     import sqlite3
     import threading
+
     path = tmp_path / "labkit.sqlite3"
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
@@ -212,10 +239,12 @@ def test_a_writer_killed_at_random_moments_loses_no_acknowledged_write(tmp_path)
     rng = random.Random(16)
     acknowledged = []
     for kill in range(20):
+
         def job(fd, kill=kill):
             made = {}
             for i in range(10_000):
                 os.write(fd, (write(path, f"k{kill}", i, made) + "\n").encode())
+
         pid, fd = fork(job)
         time.sleep(rng.uniform(0.0, 0.25))  # from before the store is open to many writes in
         os.kill(pid, signal.SIGKILL)
@@ -230,19 +259,24 @@ def test_a_writer_killed_at_random_moments_loses_no_acknowledged_write(tmp_path)
 
 # ---- old files, export and import -----------------------------------------------------------
 
+
 def old_history(folder):
     """forecasts.json and .bak as the JSON ForecastHistory wrote them, one entry only in .bak."""
     f1, f2, f3 = forecast(1), forecast(2), forecast(3)
-    entry = lambda f, s=None: {"forecast": f.to_dict(), "score": s and s.to_dict(),  # noqa: E731
-                               "added_at": f.sealed_at}
+    entry = lambda f, s=None: {
+        "forecast": f.to_dict(),
+        "score": s and s.to_dict(),  # noqa: E731
+        "added_at": f.sealed_at,
+    }
     path = folder / "forecasts.json"
     atomic_write_json(path, {"format": HISTORY_FORMAT, "entries": [entry(f1), entry(f3)]})
     atomic_write_json(path, {"format": HISTORY_FORMAT, "entries": [entry(f1, score(1)), entry(f2)]})
     return path, [(f1, score(1)), (f2, None), (f3, None)]
 
 
-def test_an_old_forecasts_json_is_imported_once_and_export_gives_it_back(tmp_path, monkeypatch,
-                                                                         capsys):
+def test_an_old_forecasts_json_is_imported_once_and_export_gives_it_back(
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
     old, expected = old_history(tmp_path)
     left = tmp_path / ".forecasts.json.k3j_x9a2.tmp"  # what kill -9 left behind before
@@ -250,12 +284,18 @@ def test_an_old_forecasts_json_is_imported_once_and_export_gives_it_back(tmp_pat
     os.utime(left, (time.time() - 3600,) * 2)
     assert len(ForecastHistory()) == 3  # f3 was only in the .bak (lost from the main file)
     assert sorted(p.name for p in tmp_path.iterdir() if "forecasts" in p.name) == [
-        "forecasts.json.bak.imported", "forecasts.json.imported"]
+        "forecasts.json.bak.imported",
+        "forecasts.json.imported",
+    ]
     assert main(["export", "--json", str(tmp_path / "out.json")]) == 0
     doc = json.loads((tmp_path / "out.json").read_text())
-    got = [(Forecast.from_dict(r["body"]["forecast"]),
-            r["body"]["score"] and ForecastScore.from_dict(r["body"]["score"]))
-           for r in doc["records"]]
+    got = [
+        (
+            Forecast.from_dict(r["body"]["forecast"]),
+            r["body"]["score"] and ForecastScore.from_dict(r["body"]["score"]),
+        )
+        for r in doc["records"]
+    ]
     assert got == expected and all(f.is_intact() for f, _ in got)
     assert doc["counts"] == {"forecast": 3}
     ForecastHistory().add(forecast(4))  # later use does not read the renamed files again
@@ -290,9 +330,15 @@ def test_export_then_import_elsewhere_merges_without_duplicates(tmp_path, monkey
     mine = json.loads((tmp_path / "a.json").read_text())["records"]
 
     def same(records):  # b's own copy of forecast 0 keeps the time b added it
-        return sorted((r["kind"], r["key"], json.dumps({k: v for k, v in r["body"].items()
-                                                        if k != "added_at"}, sort_keys=True))
-                      for r in records)
+        return sorted(
+            (
+                r["kind"],
+                r["key"],
+                json.dumps({k: v for k, v in r["body"].items() if k != "added_at"}, sort_keys=True),
+            )
+            for r in records
+        )
+
     assert same(back) == same(mine)
 
 
@@ -300,9 +346,13 @@ def test_an_import_that_conflicts_changes_nothing(tmp_path, monkeypatch, capsys)
     monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
     f = forecast(5)
     ForecastHistory().add(f, score(5))
-    doc = {"format": HISTORY_FORMAT, "entries": [
-        {"forecast": forecast(6).to_dict(), "score": None, "added_at": 1.0},
-        {"forecast": f.to_dict(), "score": score(99).to_dict(), "added_at": 1.0}]}
+    doc = {
+        "format": HISTORY_FORMAT,
+        "entries": [
+            {"forecast": forecast(6).to_dict(), "score": None, "added_at": 1.0},
+            {"forecast": f.to_dict(), "score": score(99).to_dict(), "added_at": 1.0},
+        ],
+    }
     atomic_write_json(tmp_path / "other.json", doc)
     assert main(["import", str(tmp_path / "other.json")]) == 2
     err = capsys.readouterr().err
@@ -312,6 +362,7 @@ def test_an_import_that_conflicts_changes_nothing(tmp_path, monkeypatch, capsys)
 
 
 # ---- faults --------------------------------------------------------------------------------
+
 
 def export_fails(home, capsys) -> str:
     assert main(["export"]) == 2
@@ -327,8 +378,9 @@ def test_a_foreign_or_damaged_store_is_named_and_never_written(tmp_path, monkeyp
     path = tmp_path / "labkit.sqlite3"
     path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))  # someone else's file under that name
     message = export_fails(tmp_path, capsys)
-    assert message.startswith(f"The file {str(path)!r} is not a labkit store (not SQLite), so "
-                              "labkit left it untouched")
+    assert message.startswith(
+        f"The file {str(path)!r} is not a labkit store (not SQLite), so labkit left it untouched"
+    )
     assert path.read_bytes() == b"\x89PNG\r\n\x1a\n" + bytes(200)
 
     path.unlink()
@@ -336,7 +388,7 @@ def test_a_foreign_or_damaged_store_is_named_and_never_written(tmp_path, monkeyp
         default_store(path).add("drill", f"q{i}", {"text": "x" * 200})
     default_store(path).close()
     data = bytearray(path.read_bytes())
-    data[4096 * 2:4096 * 3] = b"\xde\xad" * 2048  # one page overwritten, as a bad disk might
+    data[4096 * 2 : 4096 * 3] = b"\xde\xad" * 2048  # one page overwritten, as a bad disk might
     path.write_bytes(bytes(data))
     message = export_fails(tmp_path, capsys)
     assert message.startswith(f"The labkit store {str(path)!r} is damaged")
@@ -355,6 +407,7 @@ def without_permission_override():
     any other user, while it stays root (so it can still run the venv under /root).
     """
     import ctypes
+
     libc = ctypes.CDLL(None, use_errno=True)
     for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
         if libc.prctl(24, cap, 0, 0, 0) != 0:  # 24 = PR_CAPBSET_DROP
@@ -371,9 +424,14 @@ def test_a_read_only_home_gives_a_sentence_and_loses_nothing(tmp_path):
     os.chmod(home, 0o555)
     env = {**os.environ, "LABKIT_HOME": str(home)}
     try:
-        proc = subprocess.run([sys.executable, "-m", "labkit.cli", "export"], env=env, timeout=120,
-                              capture_output=True, text=True,
-                              preexec_fn=without_permission_override if os.getuid() == 0 else None)
+        proc = subprocess.run(
+            [sys.executable, "-m", "labkit.cli", "export"],
+            env=env,
+            timeout=120,
+            capture_output=True,
+            text=True,
+            preexec_fn=without_permission_override if os.getuid() == 0 else None,
+        )
     except subprocess.SubprocessError as exc:
         pytest.skip(f"cannot make the folder read-only for root here ({exc})")
     finally:
@@ -381,16 +439,24 @@ def test_a_read_only_home_gives_a_sentence_and_loses_nothing(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     message = proc.stderr.strip().removeprefix("labkit: error: ")
     assert len(proc.stderr.strip().splitlines()) == 1 and one_sentence(message), message
-    assert message.startswith(f"The labkit store {str(home / 'labkit.sqlite3')!r} cannot be "
-                              "written") and "nothing stored before was changed or lost" in message
+    assert (
+        message.startswith(f"The labkit store {str(home / 'labkit.sqlite3')!r} cannot be written")
+        and "nothing stored before was changed or lost" in message
+    )
     assert (home / "labkit.sqlite3").read_bytes() == before
     assert [r["body"]["points"] for r in LearnerStore(home / "labkit.sqlite3").records()] == [
-        0, 1, 2, 3, 4]
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
 
 
 def test_a_full_disk_gives_a_sentence_and_loses_nothing(tmp_path):
     """A file-size limit (RLIMIT_FSIZE) makes every write past it fail, as a full disk would."""
     import resource
+
     path = tmp_path / "labkit.sqlite3"
     for i in range(5):
         default_store(path).add("grade", f"g{i}", {"points": i})
@@ -406,12 +472,16 @@ def test_a_full_disk_gives_a_sentence_and_loses_nothing(tmp_path):
             os.write(fd, b"no error")
         except StoreError as exc:
             os.write(fd, str(exc).encode())
+
     pid, fd = fork(job)
     with os.fdopen(fd, "rb") as f:
         message = f.read().decode()
     os.waitpid(pid, 0)
-    assert message.startswith(f"The labkit store {str(path)!r} could not be written") and \
-        "everything stored before is intact" in message and one_sentence(message), message
+    assert (
+        message.startswith(f"The labkit store {str(path)!r} could not be written")
+        and "everything stored before is intact" in message
+        and one_sentence(message)
+    ), message
     store = LearnerStore(path)
     assert [r["key"] for r in store.records()] == ["g0", "g1", "g2", "g3", "g4"]
     store.add("grade", "after", {"points": 9})  # and it still takes writes

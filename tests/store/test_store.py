@@ -35,6 +35,7 @@ def _kill_self_while_writing(path):
     """In a forked child: start an atomic write and die by SIGKILL before the rename."""
     import os
     import signal
+
     os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
     atomic_write_json(path, {"v": "never finished"})
 
@@ -43,9 +44,12 @@ def test_a_killed_write_leaves_a_tmp_file_that_the_next_write_removes(tmp_path):
     import multiprocessing
     import os
     import time
+
     path = tmp_path / "forecasts.json"
     atomic_write_json(path, {"v": 1})
-    child = multiprocessing.get_context("fork").Process(target=_kill_self_while_writing, args=(path,))
+    child = multiprocessing.get_context("fork").Process(
+        target=_kill_self_while_writing, args=(path,)
+    )
     child.start()
     child.join(30)
     assert child.exitcode == -9
@@ -60,7 +64,9 @@ def test_a_killed_write_leaves_a_tmp_file_that_the_next_write_removes(tmp_path):
     mine.write_text("mine")
     atomic_write_json(tmp_path / "other.json", {"v": 2})  # any later write in the folder
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == [
-        ".notes.tmp", ".run.json.abcd1234.tmp"]
+        ".notes.tmp",
+        ".run.json.abcd1234.tmp",
+    ]
     assert read_json(path) == {"v": 1}
 
 
@@ -71,6 +77,7 @@ def _rewrite(path, n):
 
 def test_a_reader_never_finds_the_file_missing_while_others_write(tmp_path):
     import multiprocessing
+
     path = tmp_path / "notes.json"
     atomic_write_json(path, {"v": -1})
     ctx = multiprocessing.get_context("fork")
@@ -90,7 +97,10 @@ def test_a_reader_never_finds_the_file_missing_while_others_write(tmp_path):
 def _write_under_a_file_size_limit(path, limit, out):
     import resource
     import signal
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # let write() fail with EFBIG, as a full disk would
+
+    signal.signal(
+        signal.SIGXFSZ, signal.SIG_IGN
+    )  # let write() fail with EFBIG, as a full disk would
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     try:
         atomic_write_json(path, {"v": "x" * 10_000})
@@ -102,6 +112,7 @@ def _write_under_a_file_size_limit(path, limit, out):
 
 def test_a_failed_write_says_so_in_a_sentence_and_keeps_the_old_file(tmp_path):
     import multiprocessing
+
     path = tmp_path / "notes.json"
     atomic_write_json(path, {"v": 1})
     ctx = multiprocessing.get_context("fork")

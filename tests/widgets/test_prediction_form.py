@@ -21,8 +21,11 @@ def _fresh(tmp_path, monkeypatch):
     monkeypatch.setattr(_predict, "_SEALED", {})
 
 
-A = {"null_groups": ["backbone.0", "backbone.2"], "head_learns": "True",
-     "why": "the detach stops backward before the backbone"}  # as the front end sends them
+A = {
+    "null_groups": ["backbone.0", "backbone.2"],
+    "head_learns": "True",
+    "why": "the detach stops backward before the backbone",
+}  # as the front end sends them
 
 
 def test_answers_from_the_front_end_are_sealed_in_their_own_types():
@@ -48,8 +51,12 @@ def test_a_missing_or_malformed_answer_is_one_sentence_and_no_seal():
 
 def test_roles_keyed_by_numbers_come_back_as_numbers():
     form = PredictionForm("ex_c")
-    roles = dict(zip(("1e-06", "0.0001", "0.01", "1", "30"),
-                     ("too small", "slow", "best", "too large", "too large")))
+    roles = dict(
+        zip(
+            ("1e-06", "0.0001", "0.01", "1", "30"),
+            ("too small", "slow", "best", "too large", "too large"),
+        )
+    )
     assert form.spec[0]["keys"] == list(roles)
     form.answers = {"roles": roles, "why": "the step grows with lr until it overshoots"}
     assert form.seal() and set(form.prediction["roles"]) == {1e-6, 1e-4, 1e-2, 1, 30}
@@ -57,6 +64,7 @@ def test_roles_keyed_by_numbers_come_back_as_numbers():
 
 def test_headless_with_nothing_to_go_on_stops_at_once_as_not_yet_answered():
     from labkit.learn.check import ex_a_predict
+
     form = ask_prediction("ex_a")
     assert not form.sealed
     with pytest.raises(PredictionNotGiven) as info:
@@ -64,6 +72,7 @@ def test_headless_with_nothing_to_go_on_stops_at_once_as_not_yet_answered():
     assert isinstance(info.value, NotImplementedError)  # what `labkit grade` counts as a stub
     assert "'null_groups', 'head_learns', 'why'" in str(info.value)
     from labkit.learn.check import NotYetAnswered
+
     with pytest.raises(NotYetAnswered, match="form above is not sealed yet"):
         _predict.review("ex_a", form, {}, [])  # the review after the runs: not answered
     with pytest.raises(ValueError, match="key='ex_aa' is not an exercise.*Did you mean 'ex_a'"):
@@ -89,9 +98,15 @@ def test_a_grader_gets_the_answers_the_notebook_kept(tmp_path, monkeypatch, caps
     typed = {**A, "head_learns": True}
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("prediction = ask_prediction('ex_a')")
-    cell.outputs = [nbformat.v4.new_output(
-        "display_data", data={carry.PREDICTION_MIME: {"key": "ex_a", "prediction": typed},
-                              "text/plain": "(kept)"})]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={
+                carry.PREDICTION_MIME: {"key": "ex_a", "prediction": typed},
+                "text/plain": "(kept)",
+            },
+        )
+    ]
     nb.cells = [cell]
     handed = carry.sketches_in(nbformat.reads(nbformat.writes(nb), as_version=4))
     assert handed == [{"key": "ex_a", "prediction": typed}]
@@ -99,6 +114,7 @@ def test_a_grader_gets_the_answers_the_notebook_kept(tmp_path, monkeypatch, caps
     path.write_text(json.dumps(handed))
     monkeypatch.setenv(carry.ENV, str(path))
     from labkit.learn.check import ex_a_predict
+
     form = ask_prediction("ex_a")
     assert form.sealed and form.require() == typed
     assert ex_a_predict(form).startswith("ok: prediction sealed")

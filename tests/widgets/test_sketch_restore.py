@@ -39,8 +39,9 @@ def test_restore_matches_key_and_setup_and_never_overrides_curves_in_code(tmp_pa
     store = tmp_path / "labkit.sqlite3"
     _draw_and_seal(_sketch(store))
     other_key = SketchForecast(config=CFG, series=SERIES, key="restore_u", history_path=store)
-    other_setup = SketchForecast(config=labkit.Config(steps=40, seed=1), series=SERIES,
-                                 key="restore_t", history_path=store)
+    other_setup = SketchForecast(
+        config=labkit.Config(steps=40, seed=1), series=SERIES, key="restore_t", history_path=store
+    )
     headless = SketchForecast(config=CFG, series=SERIES, key="restore_t", history_path=store)
     for sketch in (other_key, other_setup):
         sketch.rendered += 1

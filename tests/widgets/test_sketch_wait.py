@@ -14,18 +14,24 @@ import pytest
 jupyter_client = pytest.importorskip("jupyter_client")
 pytest.importorskip("jupyter_ui_poll")
 
-MAKE = ("import labkit\nfrom labkit.widgets import SketchForecast\n"
-        "sketch = SketchForecast(config=labkit.Config(steps=40), bug='zero_lr', key='wait_t')\n"
-        "sketch")
+MAKE = (
+    "import labkit\nfrom labkit.widgets import SketchForecast\n"
+    "sketch = SketchForecast(config=labkit.Config(steps=40), bug='zero_lr', key='wait_t')\n"
+    "sketch"
+)
 RUN = "sketch.require()\nprint('RAN', sketch.sealed)"
 AFTER = "print('AFTER')"
 
 
 @pytest.fixture
 def kernel(tmp_path):
-    env = {**os.environ, "LABKIT_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1",
-           "IPYTHONDIR": str(tmp_path / "ipython"),  # MPLCONFIGDIR: the worker's (conftest)
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    env = {
+        **os.environ,
+        "LABKIT_HOME": str(tmp_path / "home"),
+        "OMP_NUM_THREADS": "1",
+        "IPYTHONDIR": str(tmp_path / "ipython"),  # MPLCONFIGDIR: the worker's (conftest)
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
     env.pop("LABKIT_SKETCHES", None)
     env.pop("LABKIT_NO_WAIT", None)
     km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3", env=env)
@@ -59,14 +65,22 @@ def _text(msgs, parent):
 
 
 def _idle(parent):
-    return lambda msgs: any(m["msg_type"] == "status" and m["content"]["execution_state"] == "idle"
-                            and m["parent_header"].get("msg_id") == parent for m in msgs)
+    return lambda msgs: any(
+        m["msg_type"] == "status"
+        and m["content"]["execution_state"] == "idle"
+        and m["parent_header"].get("msg_id") == parent
+        for m in msgs
+    )
 
 
 def _widget_update(kc, comm_id, state):
     """What the front end sends when the learner acts on the widget."""
-    kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {
-        "method": "update", "state": state, "buffer_paths": []}}))
+    kc.shell_channel.send(
+        kc.session.msg(
+            "comm_msg",
+            {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}},
+        )
+    )
 
 
 def _start(kc):
@@ -74,8 +88,11 @@ def _start(kc):
     once, as Run All does; returns (comm id, run id, after id, messages so far)."""
     make = kc.execute(MAKE)
     msgs = _messages(kc, _idle(make))
-    comm_id = next(m["content"]["comm_id"] for m in msgs if m["msg_type"] == "comm_open"
-                   and "series_names" in m["content"]["data"].get("state", {}))
+    comm_id = next(
+        m["content"]["comm_id"]
+        for m in msgs
+        if m["msg_type"] == "comm_open" and "series_names" in m["content"]["data"].get("state", {})
+    )
     _widget_update(kc, comm_id, {"rendered": 1})
     run, after = kc.execute(RUN), kc.execute(AFTER)
     msgs = _messages(kc, lambda ms: "waiting for your sealed forecast" in _text(ms, run))
@@ -99,8 +116,11 @@ def test_the_stop_button_ends_the_wait_with_one_line_and_the_sketch_unsealed(ker
     comm_id, run, after, msgs = _start(kc)
     km.interrupt_kernel()
     msgs += _messages(kc, _idle(run))
-    errors = [m["content"] for m in msgs if m["msg_type"] == "error"
-              and m["parent_header"].get("msg_id") == run]
+    errors = [
+        m["content"]
+        for m in msgs
+        if m["msg_type"] == "error" and m["parent_header"].get("msg_id") == run
+    ]
     assert [e["ename"] for e in errors] == ["SketchNotSealed"]
     assert len(errors[0]["traceback"]) == 1 and "Traceback" not in errors[0]["traceback"][0]
     assert "KeyboardInterrupt" not in _text(msgs, run) and "RAN" not in _text(msgs, run)
@@ -134,13 +154,19 @@ def test_after_a_restart_run_all_flows_through_with_the_sealed_sketch(kernel):
     comm_id, run, after, msgs = None, None, None, []
     make = kc.execute(MAKE)
     msgs = _messages(kc, _idle(make))
-    comm_id = next(m["content"]["comm_id"] for m in msgs if m["msg_type"] == "comm_open"
-                   and "series_names" in m["content"]["data"].get("state", {}))
+    comm_id = next(
+        m["content"]["comm_id"]
+        for m in msgs
+        if m["msg_type"] == "comm_open" and "series_names" in m["content"]["data"].get("state", {})
+    )
     run, after = kc.execute(RUN), kc.execute(AFTER)
     _widget_update(kc, comm_id, {"rendered": 1})  # JupyterLab draws the widget meanwhile
     msgs += _messages(kc, _idle(after))
     assert "RAN True" in _text(msgs, run) and "AFTER" in _text(msgs, after)  # no redraw
     assert "waiting" not in _text(msgs, run)  # restored on its first view: nothing to wait for
-    kept = [m for m in msgs if m["msg_type"] == "display_data"
-            and m["parent_header"].get("msg_id") == run]
+    kept = [
+        m
+        for m in msgs
+        if m["msg_type"] == "display_data" and m["parent_header"].get("msg_id") == run
+    ]
     assert any("application/vnd.labkit.sketch+json" in m["content"]["data"] for m in kept)

@@ -19,7 +19,11 @@ def forward_with_detach(ctx: StepContext):
 
 
 BUG = Bug(
-    name="detach", system="H1", stage="graph", exercise="Exercise A", seam="forward",
+    name="detach",
+    system="H1",
+    stage="graph",
+    exercise="Exercise A",
+    seam="forward",
     replacement=forward_with_detach,
     symptom="loss falls far more slowly than healthy; backbone gradients are None",
     mechanism="hidden.detach() between backbone and head: the backbone gets no gradient (None)",

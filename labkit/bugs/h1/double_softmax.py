@@ -22,8 +22,12 @@ def forward_softmax(ctx: StepContext):
 
 
 BUG = Bug(
-    name="double_softmax", system="H1", stage="forward", exercise="Exercise F",
-    seam="forward", replacement=forward_softmax,
+    name="double_softmax",
+    system="H1",
+    stage="forward",
+    exercise="Exercise F",
+    seam="forward",
+    replacement=forward_softmax,
     symptom="loss barely leaves ln C, gradients ~10x smaller; cannot overfit one batch",
     mechanism="softmax in forward, then cross_entropy's log_softmax again: outputs capped in [0, 1]",
 )

@@ -27,8 +27,12 @@ def loss_manual_softmax(ctx: StepContext) -> torch.Tensor:
 
 
 BUG = Bug(
-    name="fp16_overflow", system="H1", stage="loss/masking", exercise="bug gallery",
-    seam="loss", replacement=loss_manual_softmax,
+    name="fp16_overflow",
+    system="H1",
+    stage="loss/masking",
+    exercise="bug gallery",
+    seam="loss",
+    replacement=loss_manual_softmax,
     setup={"precision": "fp16", "input_scale": 8.0},
     symptom="NaN only under fp16 while the fp32 run stays finite; amp_scale keeps falling",
     mechanism="exp() of fp16 logits above 11.09 overflows to inf in a hand-written softmax",

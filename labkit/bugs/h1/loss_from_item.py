@@ -21,7 +21,11 @@ def loss_rebuilt_from_item(ctx: StepContext) -> torch.Tensor:
 
 
 BUG = Bug(
-    name="loss_from_item", system="H1", stage="graph", exercise="Exercise A", seam="loss",
+    name="loss_from_item",
+    system="H1",
+    stage="graph",
+    exercise="Exercise A",
+    seam="loss",
     replacement=loss_rebuilt_from_item,
     symptom="loss flat at ln C; every parameter's gradient is None",
     mechanism="loss rebuilt with torch.tensor(loss.item()): no graph reaches the weights",

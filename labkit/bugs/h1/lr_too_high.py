@@ -23,8 +23,12 @@ def optimizer_lr_too_high(config, model):
 
 
 BUG = Bug(
-    name="lr_too_high", system="H1", stage="optimizer", exercise="Exercise C",
-    seam="optimizer", replacement=optimizer_lr_too_high,
+    name="lr_too_high",
+    system="H1",
+    stage="optimizer",
+    exercise="Exercise C",
+    seam="optimizer",
+    replacement=optimizer_lr_too_high,
     symptom="loss spikes then turns NaN; gradient norm explodes before the NaN",
     mechanism="learning rate 300x too high: updates overshoot and diverge",
 )

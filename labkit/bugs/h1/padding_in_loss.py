@@ -24,8 +24,13 @@ def data_padding_in_loss(config):
 
 
 BUG = Bug(
-    name="padding_in_loss", system="H1", stage="loss/masking", exercise="Exercise E",
-    seam="data", replacement=data_padding_in_loss, setup={"task": "lm"},
+    name="padding_in_loss",
+    system="H1",
+    stage="loss/masking",
+    exercise="Exercise E",
+    seam="data",
+    replacement=data_padding_in_loss,
+    setup={"task": "lm"},
     symptom="LM loss falls fast on easy pad tokens while response-token loss lags; too many valid tokens",
     mechanism="pad positions not set to -100: the loss is averaged over padding",
 )

@@ -29,7 +29,11 @@ def step_scheduler_every_batch(ctx: StepContext) -> None:
 
 
 BUG = Bug(
-    name="zero_lr", system="H1", stage="optimizer", exercise="Exercise C", seam="optimizer",
+    name="zero_lr",
+    system="H1",
+    stage="optimizer",
+    exercise="Exercise C",
+    seam="optimizer",
     replacement=optimizer_zero_lr,
     variants={"per_batch_scheduler": ("step", step_scheduler_every_batch)},
     symptom="loss flat at ln C; gradients flow but every update is exactly 0",

@@ -30,8 +30,13 @@ def data_all_masked(config):
 
 
 BUG = Bug(
-    name="all_masked_labels", system="H2", stage="loss/masking", exercise="Exercise E",
-    seam="data", replacement=data_all_masked, setup={"task": "lm"},
+    name="all_masked_labels",
+    system="H2",
+    stage="loss/masking",
+    exercise="Exercise E",
+    seam="data",
+    replacement=data_all_masked,
+    setup={"task": "lm"},
     symptom="NaN loss from step 0; valid_tokens is 0 in every batch",
     mechanism="every label is -100 (response never found): mean over zero tokens is 0/0 = NaN",
 )

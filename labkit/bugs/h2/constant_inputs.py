@@ -20,8 +20,12 @@ def data_constant_inputs(config):
 
 
 BUG = Bug(
-    name="constant_inputs", system="H2", stage="data/targets", exercise="Lab 15",
-    seam="data", replacement=data_constant_inputs,
+    name="constant_inputs",
+    system="H2",
+    stage="data/targets",
+    exercise="Lab 15",
+    seam="data",
+    replacement=data_constant_inputs,
     symptom="loss settles at the class prior (ln C); input features have zero variance",
     mechanism="inputs clipped to a constant (clamp bounds swapped): every row is identical",
 )

@@ -29,8 +29,13 @@ def data_double_shift(config):
 
 
 BUG = Bug(
-    name="double_shift", system="H2", stage="data/targets", exercise="Exercise E",
-    seam="data", replacement=data_double_shift, setup={"task": "lm"},
+    name="double_shift",
+    system="H2",
+    stage="data/targets",
+    exercise="Exercise E",
+    seam="data",
+    replacement=data_double_shift,
+    setup={"task": "lm"},
     symptom="LM loss floor measurably above the correct run; response loss stays high",
     mechanism="labels shifted by hand and again inside the model: trained to predict 2 tokens ahead",
 )

@@ -24,8 +24,12 @@ def data_with_nan_row(config):
 
 
 BUG = Bug(
-    name="nan_in_inputs", system="H2", stage="data/targets", exercise="bug gallery",
-    seam="data", replacement=data_with_nan_row,
+    name="nan_in_inputs",
+    system="H2",
+    stage="data/targets",
+    exercise="bug gallery",
+    seam="data",
+    replacement=data_with_nan_row,
     symptom="loss normal, then NaN at one step for good; the first non-finite tensor is an input",
     mechanism="a training example contains NaN: it poisons the loss, gradients and weights",
 )

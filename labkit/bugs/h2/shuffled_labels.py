@@ -23,8 +23,12 @@ def data_shuffled_labels(config):
 
 
 BUG = Bug(
-    name="shuffled_labels", system="H2", stage="data/targets", exercise="Lab 15",
-    seam="data", replacement=data_shuffled_labels,
+    name="shuffled_labels",
+    system="H2",
+    stage="data/targets",
+    exercise="Lab 15",
+    seam="data",
+    replacement=data_shuffled_labels,
     symptom="loss stays near ln C, val accuracy near chance, gradients healthy",
     mechanism="labels shuffled independently of inputs: the labels carry no signal",
 )

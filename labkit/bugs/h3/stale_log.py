@@ -20,8 +20,12 @@ def log_stale_value(ctx: StepContext) -> float:
 
 
 BUG = Bug(
-    name="stale_log", system="H3", stage="evaluation/logging", exercise="Lab 15",
-    seam="log", replacement=log_stale_value,
+    name="stale_log",
+    system="H3",
+    stage="evaluation/logging",
+    exercise="Lab 15",
+    seam="log",
+    replacement=log_stale_value,
     symptom="reported loss perfectly flat at its first value while raw loss falls",
     mechanism="the logger reports a stale buffer read once at the first step",
 )

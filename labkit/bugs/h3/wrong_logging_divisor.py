@@ -25,8 +25,12 @@ def log_divided_by_constant(ctx: StepContext) -> float:
 
 
 BUG = Bug(
-    name="wrong_logging_divisor", system="H3", stage="evaluation/logging", exercise="Lab 15",
-    seam="log", replacement=log_divided_by_constant,
+    name="wrong_logging_divisor",
+    system="H3",
+    stage="evaluation/logging",
+    exercise="Lab 15",
+    seam="log",
+    replacement=log_divided_by_constant,
     symptom="reported loss tiny and flat while the raw batch loss descends",
     mechanism="epoch loss sum divided by a hard-coded 500 instead of the number of batches",
 )

@@ -22,7 +22,15 @@ import time
 import torch
 import torch.nn as nn
 
-from . import (clip as watch_clip, follow as watch_follow, manual as watch_manual, ranks as watch_ranks, scaler as watch_scaler, table as watch_table, writer as watch_writer)
+from . import (
+    clip as watch_clip,
+    follow as watch_follow,
+    manual as watch_manual,
+    ranks as watch_ranks,
+    scaler as watch_scaler,
+    table as watch_table,
+    writer as watch_writer,
+)
 from .guard import guarded
 from .table import lr_value as _lr
 from ..budget import default_budget, dense_values, nbytes
@@ -35,18 +43,28 @@ CHUNK = 256  # steps of 0-d norms kept as tensors before one stack folds them in
 class Watch:
     """The hooks and the per-step rows. Build it with `labkit.watch`."""
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, scaler=None,
-                 budget: int | None = None, seed: int = 0, writer=None,
-                 check_every: int = watch_ranks.EVERY):
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        scaler=None,
+        budget: int | None = None,
+        seed: int = 0,
+        writer=None,
+        check_every: int = watch_ranks.EVERY,
+    ):
         _check(model, optimizer, scaler, budget)
         model = watch_ranks.unwrap(model)  # DDP's `module.0` is the learner's `0`
         self._writer = None if writer is None else watch_writer.ScalarWriter(writer)
         owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad or id(p) in owned]
         if not any(id(p) in owned for _, p in named):
-            raise ValueError(f"the optimizer ({type(optimizer).__name__}) holds none of the "
-                             f"trainable parameters of model {type(model).__name__}; it was "
-                             "built for another model, or before the model's layers were made.")
+            raise ValueError(
+                f"the optimizer ({type(optimizer).__name__}) holds none of the "
+                f"trainable parameters of model {type(model).__name__}; it was "
+                "built for another model, or before the model's layers were made."
+            )
         self.model_name, self.optimizer, self.scaler = type(model).__name__, optimizer, scaler
         self.names = [n for n, _ in named]
         self.params = [p for _, p in named]
@@ -55,8 +73,11 @@ class Watch:
             self.groups.setdefault(group_name(n), []).append(i)
         self.param_bytes = sum(nbytes(p) for p in self.params)
         self.budget = default_budget(self.param_bytes) if budget is None else int(budget)
-        self._norm_dtype = (None if all(p.dtype in (torch.float32, torch.float64)
-                                        for p in self.params) else torch.float32)
+        self._norm_dtype = (
+            None
+            if all(p.dtype in (torch.float32, torch.float64) for p in self.params)
+            else torch.float32
+        )
         watch_follow.start(self, model, named, owned, seed)  # the plan; findings
         self._zero = torch.zeros((), device=self.params[0].device)
         self._multi_device = len({p.device for p in self.params}) > 1
@@ -72,8 +93,11 @@ class Watch:
         self._scale_now = None
         self.started_at = time.time()
         self.stopped = None  # why the watch stopped measuring after an error of its own
-        self._handles = [optimizer.register_step_pre_hook(self._pre), optimizer.register_step_post_hook(self._post),
-                         watch_clip.register(self)]  # the norm before clipping (labkit/core/watch/clip.py)
+        self._handles = [
+            optimizer.register_step_pre_hook(self._pre),
+            optimizer.register_step_post_hook(self._post),
+            watch_clip.register(self),
+        ]  # the norm before clipping (labkit/core/watch/clip.py)
         if scaler is not None:
             watch_scaler.wrap(self, scaler)
         dist = watch_ranks.process_group()  # two or more ranks: a check every `check_every` steps
@@ -88,8 +112,7 @@ class Watch:
         """Measure the gradients now, for the coming step (``clip_grad_norm_`` calls it)."""
         grads = [dense_values(p.grad) for p in self.params]
         kept = [g for g in grads if g is not None]
-        self._pending = (self._fill(self._norms(kept), grads),
-                         tuple(g is not None for g in grads))
+        self._pending = (self._fill(self._norms(kept), grads), tuple(g is not None for g in grads))
 
     @guarded
     def mark_step(self) -> None:
@@ -120,20 +143,22 @@ class Watch:
             if any(g is None for g in grads):
                 present = tuple(g is not None for g in grads)
             if self.plan.all_exact:
-                kept = grads if present is self._all_present else [g for g in grads if g is not None]
+                kept = (
+                    grads if present is self._all_present else [g for g in grads if g is not None]
+                )
                 norms = self._norms(kept + diffs)  # one fused call: gradients and updates
-                gnorms = self._fill(norms[:len(kept)], grads)
+                gnorms = self._fill(norms[: len(kept)], grads)
             else:  # sampled tensors' gradient norms came from their unit norms, before the step
                 kept = [grads[i] for i in self._dense if grads[i] is not None]
                 norms = self._norms(kept + diffs)
-                it, gnorms = iter(norms[:len(kept)]), [self._zero] * len(grads)
+                it, gnorms = iter(norms[: len(kept)]), [self._zero] * len(grads)
                 for i in self._dense:
                     if grads[i] is not None:
                         gnorms[i] = next(it)
                 for i, s in self.plan.samples.items():
                     if grads[i] is not None and s.grad_norm is not None:
                         gnorms[i] = s.grad_norm
-            unorms = list(norms[len(kept):])
+            unorms = list(norms[len(kept) :])
         self._add(gnorms + unorms, present, skipped=False)
 
     @guarded
@@ -192,13 +217,18 @@ class Watch:
         """What `run.meta["watch"]` says: the budget, and which groups are estimated, how."""
         return watch_table.describe(self)
 
-    def run(self, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "mean",
-            **meta):
+    def run(self, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "mean", **meta):
         """The `labkit.Run` of the steps watched so far; how losses line up with steps under
         gradient accumulation, and what `meta` takes, is `labkit.core.watch.table.to_run`."""
         self.flush()
-        return watch_table.to_run(self, loss_raw, loss_reported=loss_reported,
-                                  batch_id=batch_id, per_step=per_step, **meta)
+        return watch_table.to_run(
+            self,
+            loss_raw,
+            loss_reported=loss_reported,
+            batch_id=batch_id,
+            per_step=per_step,
+            **meta,
+        )
 
     def flush(self) -> None:
         """Write the steps not yet written to the `writer` given to `labkit.watch`, if any."""
@@ -209,8 +239,11 @@ class Watch:
         stay readable."""
         try:
             self.flush()
-            if (self._ranks is not None and self.stopped is None
-                    and self._ranks.checks[-1]["step"] != self.steps):
+            if (
+                self._ranks is not None
+                and self.stopped is None
+                and self._ranks.checks[-1]["step"] != self.steps
+            ):
                 self._ranks.check(self)  # the last steps, compared across ranks
         finally:
             self._unhook()
@@ -232,8 +265,15 @@ class Watch:
         return watch_table.text(self)
 
 
-def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None, *, scaler=None,
-          budget: int | None = None, writer=None, check_every: int = watch_ranks.EVERY) -> Watch:
+def watch(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None = None,
+    *,
+    scaler=None,
+    budget: int | None = None,
+    writer=None,
+    check_every: int = watch_ranks.EVERY,
+) -> Watch:
     """Hook `optimizer` so that every step records gradient (before any clipping) and update
     norms of `model`; with no optimizer, read a loop's own update from the parameters
     (`labkit.core.watch.manual`). `scaler`: your ``torch.amp.GradScaler``, so that a step it
@@ -249,5 +289,6 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None, *, s
         return watch_manual.manual(Watch, model, budget=budget, writer=writer)
     if not isinstance(check_every, int) or isinstance(check_every, bool) or check_every < 1:
         raise ValueError(f"check_every={check_every!r}: give a whole number of steps, 1 or more.")
-    return Watch(model, optimizer, scaler=scaler, budget=budget, writer=writer,
-                 check_every=check_every)
+    return Watch(
+        model, optimizer, scaler=scaler, budget=budget, writer=writer, check_every=check_every
+    )

@@ -11,18 +11,25 @@ def check_arguments(model, optimizer, scaler, budget) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}.")
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer; got "
-                        f"{type(optimizer).__name__}. Pass the optimizer your loop steps.")
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer; got "
+            f"{type(optimizer).__name__}. Pass the optimizer your loop steps."
+        )
     if scaler is not None and not (hasattr(scaler, "step") and hasattr(scaler, "get_scale")):
-        raise TypeError(f"scaler must be a torch.amp.GradScaler (or None); got "
-                        f"{type(scaler).__name__}.")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                               or budget < 0):
-        raise ValueError(f"budget={budget!r} is not allowed; give the bytes the watch may keep "
-                         "beside the parameters as a whole number >= 0, or None for the default.")
+        raise TypeError(
+            f"scaler must be a torch.amp.GradScaler (or None); got {type(scaler).__name__}."
+        )
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, int) or budget < 0
+    ):
+        raise ValueError(
+            f"budget={budget!r} is not allowed; give the bytes the watch may keep "
+            "beside the parameters as a whole number >= 0, or None for the default."
+        )
     if next(model.parameters(), None) is None:
-        raise ValueError(f"model {type(model).__name__} has no parameters; there is nothing to "
-                         "watch.")
+        raise ValueError(
+            f"model {type(model).__name__} has no parameters; there is nothing to watch."
+        )
 
 
 def findings(model, named, owned) -> list[str]:
@@ -30,12 +37,16 @@ def findings(model, named, owned) -> list[str]:
     out = []
     missing = [n for n, p in named if p.requires_grad and id(p) not in owned]
     if missing:
-        out.append(f"{len(missing)} parameter(s) require grad but are not in the optimizer, so "
-                   f"no step will move them: {', '.join(missing)}.")
+        out.append(
+            f"{len(missing)} parameter(s) require grad but are not in the optimizer, so "
+            f"no step will move them: {', '.join(missing)}."
+        )
     model_ids = {id(p) for p in model.parameters()}
     foreign = sum(1 for i in owned if i not in model_ids)
     if foreign:
-        out.append(f"the optimizer also holds {foreign} tensor(s) that are not in this model "
-                   "(a layer replaced after the optimizer was built?); their updates are not "
-                   "measured.")
+        out.append(
+            f"the optimizer also holds {foreign} tensor(s) that are not in this model "
+            "(a layer replaced after the optimizer was built?); their updates are not "
+            "measured."
+        )
     return out

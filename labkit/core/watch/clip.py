@@ -35,6 +35,7 @@ def _wrapper(original):
                 if not held.isdisjoint(ids):
                     watch.measure_grads()
         return original(parameters, *args, **kwargs)
+
     clip.__labkit_clip__ = True
     return clip
 

@@ -63,6 +63,7 @@ def _join(w, owned: set) -> None:
         return
     from ..record import group_name
     from ..budget import nbytes
+
     for n, p in new:
         w.groups.setdefault(group_name(n), []).append(len(w.params))
         w.names.append(n)
@@ -77,5 +78,4 @@ def _join(w, owned: set) -> None:
 
 def segments(w) -> list:
     """(plan, blocks, width) of every segment, the open one last (its rows stacked)."""
-    return w._done + [(w.plan, w._blocks + ([w._stack(w._rows)] if w._rows else []),
-                       len(w.params))]
+    return w._done + [(w.plan, w._blocks + ([w._stack(w._rows)] if w._rows else []), len(w.params))]

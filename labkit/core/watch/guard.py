@@ -32,9 +32,11 @@ def safely(w, fn, *args, **kwargs):
 
 def guarded(method):
     """`method` of a Watch, made safe to run inside the learner's calls."""
+
     @functools.wraps(method)
     def run(self, *args, **kwargs):
         return safely(self, method, self, *args, **kwargs)
+
     return run
 
 
@@ -51,14 +53,17 @@ def stop(w, exc: Exception) -> None:
     for x in per_step:
         del x[n:]
     if rows > n:
-        del w._rows[len(w._rows) - (rows - n):]
+        del w._rows[len(w._rows) - (rows - n) :]
     w._pending, w._marked = None, min(w._marked, n)
     w.stopped = f"{type(exc).__name__}: {exc}"
     try:
         w._unhook()
     finally:
-        warnings.warn(f"labkit.watch stopped measuring at step {n} after an error of its own "
-                      f"({w.stopped}); your training goes on unchanged, and the {n} step(s) "
-                      "measured so far stay readable (watch.run(), watch.columns()). Please "
-                      "report this as a labkit bug, with the error above.", WatchStopped,
-                      stacklevel=3)
+        warnings.warn(
+            f"labkit.watch stopped measuring at step {n} after an error of its own "
+            f"({w.stopped}); your training goes on unchanged, and the {n} step(s) "
+            "measured so far stay readable (watch.run(), watch.columns()). Please "
+            "report this as a labkit bug, with the error above.",
+            WatchStopped,
+            stacklevel=3,
+        )

@@ -22,8 +22,9 @@ except ImportError:  # the older package name
     try:
         from pytorch_lightning.callbacks import Callback
     except ImportError:
-        raise ImportError("labkit's Lightning callback needs Lightning: "
-                          "pip install 'labkit[lightning]'.") from None
+        raise ImportError(
+            "labkit's Lightning callback needs Lightning: pip install 'labkit[lightning]'."
+        ) from None
 
 from . import watch as _watch
 
@@ -39,14 +40,18 @@ class WatchCallback(Callback):
 
     def on_train_start(self, trainer, pl_module) -> None:
         if len(trainer.optimizers) != 1:
-            raise ValueError(f"WatchCallback watches one optimizer; this module configured "
-                             f"{len(trainer.optimizers)}.")
+            raise ValueError(
+                f"WatchCallback watches one optimizer; this module configured "
+                f"{len(trainer.optimizers)}."
+            )
         writer = self.writer
         if writer == "logger":
             writer = getattr(trainer.logger, "experiment", None)
             if not callable(getattr(writer, "add_scalar", None)):
-                raise ValueError("writer='logger' needs the trainer's logger to be a "
-                                 "TensorBoardLogger; pass a SummaryWriter instead, or None.")
+                raise ValueError(
+                    "writer='logger' needs the trainer's logger to be a "
+                    "TensorBoardLogger; pass a SummaryWriter instead, or None."
+                )
         self.watch = _watch(pl_module, trainer.optimizers[0], budget=self.budget, writer=writer)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:

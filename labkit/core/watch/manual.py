@@ -32,8 +32,10 @@ class _NoOptimizer(torch.optim.Optimizer):
         super().__init__(params, {"lr": math.nan})
 
     def step(self, closure=None):
-        raise RuntimeError("a watch without an optimizer reads the update from the parameters; "
-                           "there is no optimizer to step.")
+        raise RuntimeError(
+            "a watch without an optimizer reads the update from the parameters; "
+            "there is no optimizer to step."
+        )
 
 
 class ManualSteps:
@@ -41,8 +43,11 @@ class ManualSteps:
 
     def _start(self, model) -> None:
         self._kept, self._queued = False, False
-        self._handles += [p.register_post_accumulate_grad_hook(self._grad_ready)
-                          for p in self.params if p.requires_grad]
+        self._handles += [
+            p.register_post_accumulate_grad_hook(self._grad_ready)
+            for p in self.params
+            if p.requires_grad
+        ]
         self._handles.append(model.register_forward_pre_hook(self._forward))
 
     @guarded
@@ -93,8 +98,10 @@ def manual(watch_cls, model: nn.Module, *, budget: int | None = None, seed: int 
         raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}.")
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
-        raise ValueError(f"model {type(model).__name__} has no trainable parameter (requires_grad="
-                         "True); a loop without an optimizer has nothing to update.")
+        raise ValueError(
+            f"model {type(model).__name__} has no trainable parameter (requires_grad="
+            "True); a loop without an optimizer has nothing to update."
+        )
     if watch_cls not in _CLASSES:
         _CLASSES[watch_cls] = type("ManualWatch", (ManualSteps, watch_cls), {"__doc__": __doc__})
     w = _CLASSES[watch_cls](model, _NoOptimizer(params), budget=budget, seed=seed, writer=writer)

@@ -46,6 +46,7 @@ def unwrap(model: nn.Module) -> nn.Module:
 def process_group():
     """torch.distributed when a process group of two or more ranks is running, else None."""
     import torch.distributed as dist
+
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         return dist
     return None
@@ -63,9 +64,11 @@ class RankCheck:
         self.buffers = [b for b in w._model.buffers() if b.is_floating_point()]
         self._buffers_due = False
         if self.buffers:  # BatchNorm's running statistics and the like, checked in a forward
+
             def before_forward(module, args) -> None:  # returns None: the input is untouched
                 if self._buffers_due:
                     safely(w, self._check_buffers, w)
+
             w._handles.append(w._model.register_forward_pre_hook(before_forward))
         self.check(w)  # at the start: the ranks should begin equal (DDP broadcasts rank 0's)
 
@@ -98,11 +101,15 @@ class RankCheck:
         rows = self._gather(self._summary(w))  # (world, 1 + 4 * groups)
         names, n = list(w.groups), len(w.groups)
         counts = [sum(w.params[i].numel() for i in idx) for idx in w.groups.values()]
-        diff = _rel_diff(rows[:, 1:1 + 2 * n].view(self.world, n, 2), counts)
-        norms = rows[:, 1 + 2 * n:].view(self.world, n, 2)
-        entry = {"step": int(w.steps), "steps_per_rank": [int(s) for s in rows[:, 0].tolist()],
-                 "max_rel_diff": dict(zip(names, diff.tolist())),
-                 "grads_differ": _differ(norms[:, :, 0]), "updates_differ": _differ(norms[:, :, 1])}
+        diff = _rel_diff(rows[:, 1 : 1 + 2 * n].view(self.world, n, 2), counts)
+        norms = rows[:, 1 + 2 * n :].view(self.world, n, 2)
+        entry = {
+            "step": int(w.steps),
+            "steps_per_rank": [int(s) for s in rows[:, 0].tolist()],
+            "max_rel_diff": dict(zip(names, diff.tolist())),
+            "grads_differ": _differ(norms[:, :, 0]),
+            "updates_differ": _differ(norms[:, :, 1]),
+        }
         self.checks.append(entry)
         self._buffers_due = bool(self.buffers)  # compared at the next forward, after DDP's sync
         if self.finding is None and float(diff.max()) > TOLERANCE:
@@ -123,8 +130,13 @@ class RankCheck:
             w.findings.append(self.buffer_finding)
 
     def describe(self) -> dict:
-        return {"world_size": self.world, "rank": self.rank, "every": self.every,
-                "tolerance": TOLERANCE, "checks": list(self.checks)}
+        return {
+            "world_size": self.world,
+            "rank": self.rank,
+            "every": self.every,
+            "tolerance": TOLERANCE,
+            "checks": list(self.checks),
+        }
 
 
 def _rel_diff(fp: torch.Tensor, counts: list) -> torch.Tensor:
@@ -137,8 +149,12 @@ def _rel_diff(fp: torch.Tensor, counts: list) -> torch.Tensor:
 
 def _fingerprint(tensors: list) -> torch.Tensor:
     """The float64 sum and sum of squares of `tensors`: equal on ranks that hold equal ones."""
-    return torch.stack([torch.stack([t.detach().double().sum() for t in tensors]).sum(),
-                        torch.stack([t.detach().double().pow(2).sum() for t in tensors]).sum()])
+    return torch.stack(
+        [
+            torch.stack([t.detach().double().sum() for t in tensors]).sum(),
+            torch.stack([t.detach().double().pow(2).sum() for t in tensors]).sum(),
+        ]
+    )
 
 
 def _device(dist) -> torch.device:
@@ -167,17 +183,25 @@ def _differ(values: torch.Tensor) -> bool:
 
 def _when(checks: list[dict]) -> str:
     now, before = checks[-1]["step"], checks[-2]["step"] if len(checks) > 1 else None
-    return (f"between step {before} and step {now}" if before is not None
-            else f"at the start (step {now}), before any step")
+    return (
+        f"between step {before} and step {now}"
+        if before is not None
+        else f"at the start (step {now}), before any step"
+    )
 
 
 def _buffer_finding(checks: list[dict], d: float, params: float) -> str:
-    same = ("while their parameters still agree" if params <= TOLERANCE
-            else "and their parameters differ too")
-    return (f"ranks' buffers (running statistics such as BatchNorm's) diverged {_when(checks)}: "
-            f"max relative difference {d:.3g} between ranks, {same}; each rank keeps its own "
-            "statistics (DDP with broadcast_buffers=False?), so the same model evaluates "
-            "differently on each rank: use SyncBatchNorm, or leave broadcast_buffers on.")
+    same = (
+        "while their parameters still agree"
+        if params <= TOLERANCE
+        else "and their parameters differ too"
+    )
+    return (
+        f"ranks' buffers (running statistics such as BatchNorm's) diverged {_when(checks)}: "
+        f"max relative difference {d:.3g} between ranks, {same}; each rank keeps its own "
+        "statistics (DDP with broadcast_buffers=False?), so the same model evaluates "
+        "differently on each rank: use SyncBatchNorm, or leave broadcast_buffers on."
+    )
 
 
 def _finding(checks: list[dict], names: list[str], diff: torch.Tensor) -> str:
@@ -185,14 +209,23 @@ def _finding(checks: list[dict], names: list[str], diff: torch.Tensor) -> str:
     worst = names[int(diff.argmax())]
     when = _when(checks)
     if now["grads_differ"]:
-        why = ("the ranks' gradients differ too at step " f"{now['step']}, so their gradients were "
-               "not averaged: DDP's gradient sync was skipped (a forward through ddp.module, or "
-               "every step under no_sync())")
+        why = (
+            "the ranks' gradients differ too at step "
+            f"{now['step']}, so their gradients were "
+            "not averaged: DDP's gradient sync was skipped (a forward through ddp.module, or "
+            "every step under no_sync())"
+        )
     elif now["updates_differ"]:
-        why = ("the gradients agree but the updates do not: the optimizer differs across ranks "
-               "(its settings, its state, or its learning-rate schedule)")
+        why = (
+            "the gradients agree but the updates do not: the optimizer differs across ranks "
+            "(its settings, its state, or its learning-rate schedule)"
+        )
     else:
-        why = ("gradients and updates agree at that step, so the parameters were changed outside "
-               "the optimizer's step, or the ranks started apart")
-    return (f"ranks diverged {when}: group {worst}, max relative difference "
-            f"{float(diff.max()):.3g} between ranks (0 under DDP); {why}.")
+        why = (
+            "gradients and updates agree at that step, so the parameters were changed outside "
+            "the optimizer's step, or the ranks started apart"
+        )
+    return (
+        f"ranks diverged {when}: group {worst}, max relative difference "
+        f"{float(diff.max()):.3g} between ranks (0 under DDP); {why}."
+    )

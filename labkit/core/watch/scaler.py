@@ -25,6 +25,7 @@ def wrap(w, scaler) -> None:
             return out
         finally:
             w._scale_now = None
+
     step.__wrapped_by_labkit__ = True
     scaler.step = step
 

@@ -22,15 +22,20 @@ def columns(w) -> dict[str, list]:
     S, P = w.steps, len(w.params)
     out: dict[str, list] = {"grad_norm": [], "update_norm": []}
     if S:
-        parts = [(plan, torch.cat(blocks).cpu().double(), n)  # (steps, n + updates): one
-                 for plan, blocks, n in watch_follow.segments(w) if blocks]  # read a segment
+        parts = [
+            (plan, torch.cat(blocks).cpu().double(), n)  # (steps, n + updates): one
+            for plan, blocks, n in watch_follow.segments(w)
+            if blocks
+        ]  # read a segment
         pad = torch.nn.functional.pad  # tensors that joined later: 0 in earlier segments
         grads = torch.cat([pad(both[:, :n], (0, P - n)) for _, both, n in parts])
         # (S, P) update norms, each segment by the plan that measured it; not held: 0
-        updates = torch.cat([pad(plan.combine(both[:, n:], n), (0, P - n))
-                             for plan, both, n in parts])
-        present = torch.tensor([row + (False,) * (P - len(row)) for row in w._present],
-                               dtype=torch.bool)  # (S, P)
+        updates = torch.cat(
+            [pad(plan.combine(both[:, n:], n), (0, P - n)) for plan, both, n in parts]
+        )
+        present = torch.tensor(
+            [row + (False,) * (P - len(row)) for row in w._present], dtype=torch.bool
+        )  # (S, P)
 
         def norms(idx: list[int]) -> tuple[list, list]:
             g = (grads[:, idx] ** 2).sum(1).sqrt().tolist()
@@ -43,8 +48,7 @@ def columns(w) -> dict[str, list]:
     else:
         for name in w.groups:
             out[f"grad_norm/{name}"], out[f"update_norm/{name}"] = [], []
-    lrs = [[_float(v) for v in (row if isinstance(row, tuple) else (row,))]
-           for row in w._lrs]
+    lrs = [[_float(v) for v in (row if isinstance(row, tuple) else (row,))] for row in w._lrs]
     out["lr"] = [row[0] for row in lrs]
     if len(w.optimizer.param_groups) > 1:
         for i in range(len(w.optimizer.param_groups)):
@@ -59,35 +63,50 @@ def describe(w) -> dict:
     """What `run.meta["watch"]` says: the budget, and which groups are estimated, how."""
     estimated = {}
     for name, idx in w.groups.items():
-        hows = [f"{w.names[i]}: {w.plan.samples[i].how}" for i in idx
-                if i in w.plan.samples]
+        hows = [f"{w.names[i]}: {w.plan.samples[i].how}" for i in idx if i in w.plan.samples]
         if hows:
             estimated[name] = "; ".join(hows) + (
-                " (the squared update norm is estimated without bias; gradient norms "
-                "are exact)")
-    return {"budget_bytes": w.budget, "param_bytes": w.param_bytes,
-            "kept_bytes": w.plan.kept_bytes, "exact": not estimated,
-            "estimated": estimated,
-            "exact_groups": [g for g in w.groups if g not in estimated],
-            "steps": w.steps, "skipped_steps": sum(w._skipped),
-            "findings": list(w.findings),
-            **({"ranks": w._ranks.describe()} if w._ranks is not None else {})}
+                " (the squared update norm is estimated without bias; gradient norms are exact)"
+            )
+    return {
+        "budget_bytes": w.budget,
+        "param_bytes": w.param_bytes,
+        "kept_bytes": w.plan.kept_bytes,
+        "exact": not estimated,
+        "estimated": estimated,
+        "exact_groups": [g for g in w.groups if g not in estimated],
+        "steps": w.steps,
+        "skipped_steps": sum(w._skipped),
+        "findings": list(w.findings),
+        **({"ranks": w._ranks.describe()} if w._ranks is not None else {}),
+    }
 
 
 def text(w) -> str:
     """`repr(watch)`: what is hooked, how many steps, and the findings."""
     how = "exact" if w.plan.all_exact else "estimated where sampled"
     state = "hooked" if w._handles else "closed"
-    head = (f"Watch({w.model_name}, {type(w.optimizer).__name__}: {len(w.params)} "
-            f"tensors in {len(w.groups)} groups, {w.steps} steps, update norms {how}, "
-            f"{w.plan.kept_bytes:,} bytes kept, {state})")
+    head = (
+        f"Watch({w.model_name}, {type(w.optimizer).__name__}: {len(w.params)} "
+        f"tensors in {len(w.groups)} groups, {w.steps} steps, update norms {how}, "
+        f"{w.plan.kept_bytes:,} bytes kept, {state})"
+    )
     return head + "".join(f"\n  finding: {f}" for f in w.findings)
 
 
-def to_run(w, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "mean",
-           seed: int | None = None, started_at: float | None = None,
-           config: dict | None = None, data_hash: str | None = None,
-           init_hash: str | None = None) -> Run:
+def to_run(
+    w,
+    loss_raw,
+    *,
+    loss_reported=None,
+    batch_id=None,
+    per_step: str = "mean",
+    seed: int | None = None,
+    started_at: float | None = None,
+    config: dict | None = None,
+    data_hash: str | None = None,
+    init_hash: str | None = None,
+) -> Run:
     """`Watch.run`: the losses lined up with the steps, the norms, and the watch's meta.
 
     `loss_raw` holds the loss the loop logged, one per optimizer step, or k per step under
@@ -105,33 +124,49 @@ def to_run(w, loss_raw, *, loss_reported=None, batch_id=None, per_step: str = "m
     if per_step not in ("mean", "last"):
         raise choice_error("per_step", per_step, ("mean", "last"))
     if S == 0:
-        raise ValueError(f"the watch saw no optimizer step while {len(raw)} losses were "
-                         "logged: is optimizer.step() called, on the optimizer given to "
-                         "labkit.watch, after the watch was made?")
+        raise ValueError(
+            f"the watch saw no optimizer step while {len(raw)} losses were "
+            "logged: is optimizer.step() called, on the optimizer given to "
+            "labkit.watch, after the watch was made?"
+        )
     if len(raw) < S or len(raw) % S:
         raise ValueError(
             f"loss_raw has {len(raw)} values for {S} optimizer steps; give one loss per "
             "step, or k per step under gradient accumulation (a multiple of the steps). "
             "A GradScaler that skips steps leaves no step behind unless you pass "
-            "labkit.watch(..., scaler=scaler).")
+            "labkit.watch(..., scaler=scaler)."
+        )
     k = len(raw) // S
     table = {"step": list(range(S)), "loss_raw": _per_step(raw, k, per_step)}
     if loss_reported is not None:
         rep = _numbers("loss_reported", loss_reported)
         if len(rep) not in (S, len(raw)):
-            raise ValueError(f"loss_reported has {len(rep)} values; give one per step "
-                             f"({S}) or one per loss ({len(raw)}).")
+            raise ValueError(
+                f"loss_reported has {len(rep)} values; give one per step "
+                f"({S}) or one per loss ({len(raw)})."
+            )
         table["loss_reported"] = rep if len(rep) == S else _per_step(rep, k, "last")
     if batch_id is not None:
         if len(batch_id) != S:
-            raise ValueError(f"batch_id has {len(batch_id)} values; give one per "
-                             f"optimizer step ({S}).")
+            raise ValueError(
+                f"batch_id has {len(batch_id)} values; give one per optimizer step ({S})."
+            )
         table["batch_id"] = list(batch_id)
     table.update(columns(w))
-    meta = {"groups": list(w.groups), "findings": list(w.findings),
-            "watch": {**describe(w), "losses_per_step": k, "per_step": per_step}}
-    return Run.from_log(table, seed=seed, started_at=started_at or w.started_at,
-                        config=config, data_hash=data_hash, init_hash=init_hash, meta=meta)
+    meta = {
+        "groups": list(w.groups),
+        "findings": list(w.findings),
+        "watch": {**describe(w), "losses_per_step": k, "per_step": per_step},
+    }
+    return Run.from_log(
+        table,
+        seed=seed,
+        started_at=started_at or w.started_at,
+        config=config,
+        data_hash=data_hash,
+        init_hash=init_hash,
+        meta=meta,
+    )
 
 
 def lr_value(value):
@@ -151,8 +186,10 @@ def _numbers(name: str, values) -> list[float]:
     try:
         out = [float(v) for v in values]
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a list of numbers (e.g. loss.item() per step); got "
-                        f"{type(values).__name__}.") from None
+        raise TypeError(
+            f"{name} must be a list of numbers (e.g. loss.item() per step); got "
+            f"{type(values).__name__}."
+        ) from None
     if not out:
         raise ValueError(f"{name} is empty; log loss.item() at every step of your loop.")
     return out
@@ -161,5 +198,5 @@ def _numbers(name: str, values) -> list[float]:
 def _per_step(values: list[float], k: int, how: str) -> list[float]:
     if k == 1:
         return list(values)
-    groups = [values[i:i + k] for i in range(0, len(values), k)]
+    groups = [values[i : i + k] for i in range(0, len(values), k)]
     return [g[-1] for g in groups] if how == "last" else [math.fsum(g) / k for g in groups]

@@ -26,8 +26,10 @@ class ScalarWriter:
 
     def __init__(self, writer, *, every: int = EVERY, prefix: str = ""):
         if not callable(getattr(writer, "add_scalar", None)):
-            raise TypeError(f"writer must have add_scalar(tag, value, global_step), like "
-                            f"torch.utils.tensorboard.SummaryWriter; got {type(writer).__name__}.")
+            raise TypeError(
+                f"writer must have add_scalar(tag, value, global_step), like "
+                f"torch.utils.tensorboard.SummaryWriter; got {type(writer).__name__}."
+            )
         if not isinstance(every, int) or every < 1:
             raise ValueError(f"every={every!r}: give a whole number of steps, 1 or more.")
         self.writer, self.every, self.prefix = writer, every, prefix
@@ -62,7 +64,11 @@ def guarded(watch, *, flush: bool) -> None:
         scalar.flush(watch) if flush else scalar.step_done(watch)
     except Exception as exc:  # noqa: BLE001 (the user's writer may raise anything: detached, said)
         watch._writer = None
-        warnings.warn(f"labkit.watch: the writer {type(scalar.writer).__name__} failed "
-                      f"({type(exc).__name__}: {exc}) and was detached; every step is still "
-                      "in the watch (watch.run(), watch.columns()), and nothing more is "
-                      "written to the writer.", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"labkit.watch: the writer {type(scalar.writer).__name__} failed "
+            f"({type(exc).__name__}: {exc}) and was detached; every step is still "
+            "in the watch (watch.run(), watch.columns()), and nothing more is "
+            "written to the writer.",
+            RuntimeWarning,
+            stacklevel=2,
+        )

@@ -28,6 +28,7 @@ LOST = 0.25  # the last fifth this share of the first loss above the best moving
 
 def fails(ev) -> str | None:
     """Why the learner's own run fails (a phrase), or None when it learns."""
+
     def make():
         raw = [float(v) if v is not None else math.nan for v in ev.run.table["loss_raw"]]
         if not raw:
@@ -37,7 +38,7 @@ def fails(ev) -> str | None:
         start = abs(raw[0])
         if not start:
             return None
-        tail = raw[-max(1, len(raw) // 5):]
+        tail = raw[-max(1, len(raw) // 5) :]
         level = sum(tail) / len(tail)
         if above("baseline.no_descent", level / start, NO_DESCENT, seed=ev.seed):
             return f"it does not learn (loss {raw[0]:.3g} -> {level:.3g} over its last fifth)"
@@ -47,6 +48,7 @@ def fails(ev) -> str | None:
         if above("baseline.lost", (level - best) / start, LOST, seed=ev.seed):
             return f"it loses what it learned (its moving mean reached {best:.3g}, its last fifth is {level:.3g})"
         return None
+
     return ev.once("baseline_fails", make)
 
 
@@ -64,7 +66,7 @@ def smoothed(losses: list[float], window: int = WINDOW) -> list[float]:
 def learns(ev) -> str:
     """The learner's run, in a phrase, for an advice note."""
     raw = [float(v) for v in ev.run.table["loss_raw"]]
-    tail = raw[-max(1, len(raw) // 5):]
+    tail = raw[-max(1, len(raw) // 5) :]
     return f"your run learns (loss {raw[0]:.3g} -> {sum(tail) / len(tail):.3g} over its last fifth)"
 
 

@@ -36,8 +36,16 @@ def recording():
 def _note(name: str, value, limit, seed, outcome: bool, log_scale: bool) -> bool:
     log = _LOG.get()
     if log is not None:
-        log.append({"name": name, "seed": seed, "value": _plain(value), "limit": _plain(limit),
-                    "outcome": bool(outcome), "log": log_scale})
+        log.append(
+            {
+                "name": name,
+                "seed": seed,
+                "value": _plain(value),
+                "limit": _plain(limit),
+                "outcome": bool(outcome),
+                "log": log_scale,
+            }
+        )
     return bool(outcome)
 
 

@@ -14,8 +14,23 @@ from .overfit import label_alignment, label_shuffle_control, overfit_probe, shuf
 from .reported import raw_vs_reported
 
 __all__ = [
-    "ProbeResult", "UpdateProbe", "default_forward", "default_loss", "first_nonfinite",
-    "grad_total", "gradient_audit", "label_alignment", "label_shuffle_control", "load_checkpoint",
-    "loss_at_init", "lr_sweep", "overfit_probe", "raw_vs_reported", "replay_batch",
-    "save_checkpoint", "shuffle_labels", "uniform_loss", "update_probe",
+    "ProbeResult",
+    "UpdateProbe",
+    "default_forward",
+    "default_loss",
+    "first_nonfinite",
+    "grad_total",
+    "gradient_audit",
+    "label_alignment",
+    "label_shuffle_control",
+    "load_checkpoint",
+    "loss_at_init",
+    "lr_sweep",
+    "overfit_probe",
+    "raw_vs_reported",
+    "replay_batch",
+    "save_checkpoint",
+    "shuffle_labels",
+    "uniform_loss",
+    "update_probe",
 ]

@@ -41,9 +41,11 @@ def trainable(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if not named:
         total = sum(1 for _ in model.parameters())
-        raise ValueError(f"model {type(model).__name__} has no trainable parameters "
-                         f"({total} parameters, all with requires_grad=False); there is "
-                         "nothing for a probe to measure.")
+        raise ValueError(
+            f"model {type(model).__name__} has no trainable parameters "
+            f"({total} parameters, all with requires_grad=False); there is "
+            "nothing for a probe to measure."
+        )
     return named
 
 
@@ -54,12 +56,16 @@ def optimizer_ids(optimizer: torch.optim.Optimizer) -> set[int]:
 def check_optimizer(model: nn.Module, optimizer) -> set[int]:
     """Refuse an optimizer that owns none of the model's parameters."""
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer; got {type(optimizer).__name__}.")
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer; got {type(optimizer).__name__}."
+        )
     owned = optimizer_ids(optimizer)
     if not any(id(p) in owned for p in model.parameters()):
-        raise ValueError(f"the optimizer ({type(optimizer).__name__}) owns none of the "
-                         f"{sum(1 for _ in model.parameters())} parameters of model "
-                         f"{type(model).__name__}; it was built for another model.")
+        raise ValueError(
+            f"the optimizer ({type(optimizer).__name__}) owns none of the "
+            f"{sum(1 for _ in model.parameters())} parameters of model "
+            f"{type(model).__name__}; it was built for another model."
+        )
     return owned
 
 
@@ -67,8 +73,11 @@ def default_forward(model: nn.Module, batch):
     """(x, y) tuples, {'x', 'y'} dicts, or LM dicts with input_ids/attention_mask/labels."""
     if isinstance(batch, dict):
         if "input_ids" in batch:
-            return model(batch["input_ids"], attention_mask=batch.get("attention_mask"),
-                         labels=batch.get("labels"))
+            return model(
+                batch["input_ids"],
+                attention_mask=batch.get("attention_mask"),
+                labels=batch.get("labels"),
+            )
         return model(batch["x"])
     return model(batch[0])
 
@@ -87,18 +96,24 @@ def _describe(batch) -> str:
         items = enumerate(batch)
     else:
         items = [("batch", batch)]
-    parts = [f"{k}: shape {tuple(v.shape)} {v.dtype}" for k, v in items if isinstance(v, torch.Tensor)]
+    parts = [
+        f"{k}: shape {tuple(v.shape)} {v.dtype}" for k, v in items if isinstance(v, torch.Tensor)
+    ]
     return "; ".join(parts) or type(batch).__name__
 
 
 def _expects(model: nn.Module) -> str:
     for m in model.modules():
         if isinstance(m, nn.Linear):
-            return f"its first layer is Linear(in_features={m.in_features}), so inputs need a " \
-                   f"last dimension of {m.in_features} and a floating dtype"
+            return (
+                f"its first layer is Linear(in_features={m.in_features}), so inputs need a "
+                f"last dimension of {m.in_features} and a floating dtype"
+            )
         if isinstance(m, nn.Embedding):
-            return f"its first layer is Embedding({m.num_embeddings}, ...), so inputs need " \
-                   "integer token ids (torch.long)"
+            return (
+                f"its first layer is Embedding({m.num_embeddings}, ...), so inputs need "
+                "integer token ids (torch.long)"
+            )
     return "see its forward()"
 
 
@@ -108,8 +123,10 @@ def run_forward(model, batch, forward=default_forward):
         return forward(model, batch)
     except (RuntimeError, TypeError, IndexError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"model {type(model).__name__} cannot take this batch "
-                         f"({_describe(batch)}); {_expects(model)}. PyTorch said: {first}") from exc
+        raise ValueError(
+            f"model {type(model).__name__} cannot take this batch "
+            f"({_describe(batch)}); {_expects(model)}. PyTorch said: {first}"
+        ) from exc
 
 
 def fit(model: nn.Module, batches, forward, loss_fn, make_optimizer) -> tuple[list, list]:
@@ -139,14 +156,18 @@ def fit(model: nn.Module, batches, forward, loss_fn, make_optimizer) -> tuple[li
             continue
         loss.backward()
         grads = [p.grad for p in params if p.grad is not None]
-        norms.append(float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
-                     if grads else None)
+        norms.append(
+            float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
+            if grads
+            else None
+        )
         before = None if math.isfinite(losses[-1]) else [p.detach().clone() for p in params]
         opt.step()
         if before is not None:
             with torch.no_grad():
-                unmoved = all(bool(((p == b) | (p.isnan() & b.isnan())).all())
-                              for p, b in zip(params, before))
+                unmoved = all(
+                    bool(((p == b) | (p.isnan() & b.isnan())).all()) for p, b in zip(params, before)
+                )
     return losses, norms
 
 

@@ -9,7 +9,14 @@ import torch
 import torch.nn as nn
 
 from ...errors import check_number
-from ._common import ProbeResult, check_optimizer, default_forward, default_loss, run_forward, trainable
+from ._common import (
+    ProbeResult,
+    check_optimizer,
+    default_forward,
+    default_loss,
+    run_forward,
+    trainable,
+)
 
 
 def uniform_loss(n: int) -> float:
@@ -20,8 +27,15 @@ def uniform_loss(n: int) -> float:
 
 
 @torch.no_grad()
-def loss_at_init(model: nn.Module, batch, *, forward=default_forward, loss_fn=default_loss,
-                 n_classes: int | None = None, tolerance: float = 0.1) -> ProbeResult:
+def loss_at_init(
+    model: nn.Module,
+    batch,
+    *,
+    forward=default_forward,
+    loss_fn=default_loss,
+    n_classes: int | None = None,
+    tolerance: float = 0.1,
+) -> ProbeResult:
     """Compare the loss of an untrained model with ln C (ln V for an LM)."""
     check_number("tolerance", tolerance, minimum=0.0)
     check_number("n_classes", n_classes, minimum=2, integer=True, allow_none=True)
@@ -37,11 +51,15 @@ def loss_at_init(model: nn.Module, batch, *, forward=default_forward, loss_fn=de
     elif abs(gap) <= tolerance * base:
         verdict = f"ok: loss at init {loss:.3f} is within {tolerance:.0%} of ln {n} = {base:.3f}"
     elif gap > 0:
-        verdict = (f"too high: {loss:.3f} vs ln {n} = {base:.3f}; the first predictions are "
-                   "confidently wrong (init scale, logits scale or labels)")
+        verdict = (
+            f"too high: {loss:.3f} vs ln {n} = {base:.3f}; the first predictions are "
+            "confidently wrong (init scale, logits scale or labels)"
+        )
     else:
-        verdict = (f"too low: {loss:.3f} vs ln {n} = {base:.3f}; the model may see its answers "
-                   "(leak, missing causal mask) or the loss is not the one you think")
+        verdict = (
+            f"too low: {loss:.3f} vs ln {n} = {base:.3f}; the model may see its answers "
+            "(leak, missing causal mask) or the loss is not the one you think"
+        )
     return ProbeResult("loss at init", verdict, {"loss": loss, "ln_C": base, "gap": gap, "C": n})
 
 
@@ -68,42 +86,68 @@ TINY = 1e-3  # a weight matrix whose gradient, relative to its norm, is below th
 def _tiny_relative(rows: list[dict], params: dict) -> list[str]:
     """A finite gradient is not healthy when, relative to its weights, it is orders of magnitude
     below the other weight matrices' (units that never fire, a vanishing path): re-read it."""
-    rel = {r["name"]: r["grad_norm"] / float(params[r["name"]].detach().float().norm())
-           for r in rows if r["grad"] == "finite" and params[r["name"]].dim() >= 2
-           and params[r["name"]].numel() >= 16 and float(params[r["name"]].detach().float().norm()) > 0}
+    rel = {
+        r["name"]: r["grad_norm"] / float(params[r["name"]].detach().float().norm())
+        for r in rows
+        if r["grad"] == "finite"
+        and params[r["name"]].dim() >= 2
+        and params[r["name"]].numel() >= 16
+        and float(params[r["name"]].detach().float().norm()) > 0
+    }
     out, layers = [], set()
     for r in rows:
         others = sorted(v for k, v in rel.items() if k != r["name"])
-        if r["name"] in rel and len(others) >= 1 and rel[r["name"]] < TINY * others[len(others) // 2]:
-            r["reading"] = (f"tiny: {rel[r['name']]:.0e} of its weights' norm, orders of magnitude below the "
-                            f"other layers' (median {others[len(others) // 2]:.0e}): blocked or vanishing")
+        if (
+            r["name"] in rel
+            and len(others) >= 1
+            and rel[r["name"]] < TINY * others[len(others) // 2]
+        ):
+            r["reading"] = (
+                f"tiny: {rel[r['name']]:.0e} of its weights' norm, orders of magnitude below the "
+                f"other layers' (median {others[len(others) // 2]:.0e}): blocked or vanishing"
+            )
             out.append(f"{r['name']}: {r['reading']}")
             layers.add(r["name"].rpartition(".")[0])
     for r in rows:  # the bias of a layer whose weights are stalled is no healthier
-        if r["grad"] == "finite" and r["name"] not in rel and r["name"].rpartition(".")[0] in layers:
+        if (
+            r["grad"] == "finite"
+            and r["name"] not in rel
+            and r["name"].rpartition(".")[0] in layers
+        ):
             r["reading"] = "tiny, as its layer's weights: blocked or vanishing"
     return out
 
 
-def gradient_audit(model: nn.Module, optimizer: torch.optim.Optimizer,
-                   loss: torch.Tensor | None = None) -> ProbeResult:
+def gradient_audit(
+    model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor | None = None
+) -> ProbeResult:
     """Run after backward(), before step(): per parameter, is it trainable, owned, and what is its grad?"""
     named = trainable(model)
     owned = check_optimizer(model, optimizer)
     if loss is not None and not isinstance(loss, torch.Tensor):
-        raise TypeError(f"loss must be the loss tensor your forward pass produced (a scalar); "
-                        f"got {type(loss).__name__}. Call gradient_audit after loss.backward().")
+        raise TypeError(
+            f"loss must be the loss tensor your forward pass produced (a scalar); "
+            f"got {type(loss).__name__}. Call gradient_audit after loss.backward()."
+        )
     problems = []
     if loss is not None and (not loss.requires_grad or loss.grad_fn is None):
         problems.append("the loss has no grad_fn: no autograd graph reaches it")
     rows = []
     for name, p in model.named_parameters():
         state, norm = _grad_state(p.grad) if p.requires_grad else ("frozen", None)
-        row = {"name": name, "requires_grad": p.requires_grad, "in_optimizer": id(p) in owned,
-               "grad": state, "grad_norm": norm}
+        row = {
+            "name": name,
+            "requires_grad": p.requires_grad,
+            "in_optimizer": id(p) in owned,
+            "grad": state,
+            "grad_norm": norm,
+        }
         if p.requires_grad and not row["in_optimizer"]:
-            row["reading"] = ("has a gradient but is not in the optimizer: it will never move"
-                              if state == "finite" else "not in the optimizer")
+            row["reading"] = (
+                "has a gradient but is not in the optimizer: it will never move"
+                if state == "finite"
+                else "not in the optimizer"
+            )
             problems.append(f"{name} is not in the optimizer")
         else:
             row["reading"] = GRAD_READING.get(state, "requires_grad=False: frozen on purpose?")
@@ -112,11 +156,14 @@ def gradient_audit(model: nn.Module, optimizer: torch.optim.Optimizer,
         rows.append(row)
     problems += _tiny_relative(rows, dict(model.named_parameters()))
     model_ids = {id(p) for p in model.parameters()}
-    strangers = [p for group in optimizer.param_groups for p in group["params"]
-                 if id(p) not in model_ids]
+    strangers = [
+        p for group in optimizer.param_groups for p in group["params"] if id(p) not in model_ids
+    ]
     if strangers:
-        problems.append(f"the optimizer also owns {len(strangers)} tensor(s) that are not in this "
-                        "model: a layer replaced after the optimizer was built?")
+        problems.append(
+            f"the optimizer also owns {len(strangers)} tensor(s) that are not in this "
+            "model: a layer replaced after the optimizer was built?"
+        )
     none = [r["name"] for r in rows if r["grad"] == "none"]
     if none and len(none) == len(named):
         verdict = "no parameter has a gradient: the loss is disconnected from the model"
@@ -124,16 +171,19 @@ def gradient_audit(model: nn.Module, optimizer: torch.optim.Optimizer,
         verdict = f"{len(problems)} problem(s): " + "; ".join(problems[:3])
     else:
         verdict = "ok: every trainable parameter is in the optimizer with a finite gradient"
-    return ProbeResult("gradient audit", verdict, {"rows": rows, "problems": problems,
-                                                   "foreign_tensors": len(strangers)})
+    return ProbeResult(
+        "gradient audit",
+        verdict,
+        {"rows": rows, "problems": problems, "foreign_tensors": len(strangers)},
+    )
 
 
 class UpdateProbe:
     """Measure what optimizer.step() did to a few named parameters, cloning only those.
 
-        with UpdateProbe(model, ["head.weight"]) as probe:
-            optimizer.step()
-        probe.result
+    with UpdateProbe(model, ["head.weight"]) as probe:
+        optimizer.step()
+    probe.result
     """
 
     def __init__(self, model: nn.Module, names: list[str] | None = None):
@@ -144,8 +194,11 @@ class UpdateProbe:
         missing = [n for n in names if n not in named]
         if missing:
             from ...errors import suggest
-            raise ValueError(f"names={missing} are not trainable parameters of "
-                             f"{type(model).__name__}.{suggest(missing[0], named)}")
+
+            raise ValueError(
+                f"names={missing} are not trainable parameters of "
+                f"{type(model).__name__}.{suggest(missing[0], named)}"
+            )
         self.params = {n: named[n] for n in names}
         self.result: ProbeResult | None = None
 
@@ -158,19 +211,29 @@ class UpdateProbe:
         for name, p in self.params.items():
             delta = float((p.detach() - self._before[name]).float().norm())
             weight = float(p.detach().float().norm())
-            rows.append({"name": name, "delta_norm": delta, "grad_is_none": p.grad is None,
-                         "relative_update": delta / (weight + 1e-12)})
+            rows.append(
+                {
+                    "name": name,
+                    "delta_norm": delta,
+                    "grad_is_none": p.grad is None,
+                    "relative_update": delta / (weight + 1e-12),
+                }
+            )
         frozen = [r["name"] for r in rows if r["delta_norm"] == 0.0 and not r["grad_is_none"]]
         unreached = [r["name"] for r in rows if r["delta_norm"] == 0.0 and r["grad_is_none"]]
         broken = [r["name"] for r in rows if not math.isfinite(r["relative_update"])]
         huge = [r["name"] for r in rows if r["relative_update"] > 1.0 and r["name"] not in broken]
         parts = []
         if frozen:
-            parts.append(f"no update for {', '.join(frozen)}: check optimizer membership, the "
-                         "learning rate and GradScaler skips")
+            parts.append(
+                f"no update for {', '.join(frozen)}: check optimizer membership, the "
+                "learning rate and GradScaler skips"
+            )
         if unreached:
-            parts.append(f"no update for {', '.join(unreached)}: its gradient is None, so the loss "
-                         "never reached it (see the gradient audit)")
+            parts.append(
+                f"no update for {', '.join(unreached)}: its gradient is None, so the loss "
+                "never reached it (see the gradient audit)"
+            )
         if parts:
             verdict = "; ".join(parts)
         elif broken:  # NaN or inf is no size: "larger than the weights" would not be true

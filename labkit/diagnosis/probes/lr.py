@@ -13,8 +13,16 @@ from ...errors import check_number
 from ._common import ProbeResult, default_forward, default_loss, fit, run_forward
 
 
-def lr_sweep(model: nn.Module, batches: list, *, lr: float, make_optimizer=None,
-             forward=default_forward, loss_fn=default_loss, factors=(0.1, 1.0, 10.0)) -> ProbeResult:
+def lr_sweep(
+    model: nn.Module,
+    batches: list,
+    *,
+    lr: float,
+    make_optimizer=None,
+    forward=default_forward,
+    loss_fn=default_loss,
+    factors=(0.1, 1.0, 10.0),
+) -> ProbeResult:
     """From the same weights and the same batches, run one arm per LR (lr x factor).
 
     `make_optimizer(params, lr)` builds a fresh optimizer per arm (default: plain SGD), so
@@ -29,25 +37,39 @@ def lr_sweep(model: nn.Module, batches: list, *, lr: float, make_optimizer=None,
     make_optimizer = make_optimizer or (lambda params, lr: torch.optim.SGD(params, lr=lr))
     arms = {}
     for f in factors:
-        losses, norms = fit(copy.deepcopy(model), batches, forward, loss_fn,
-                            lambda params, lr=lr * f: make_optimizer(params, lr))
+        losses, norms = fit(
+            copy.deepcopy(model),
+            batches,
+            forward,
+            loss_fn,
+            lambda params, lr=lr * f: make_optimizer(params, lr),
+        )
         finite = [v for v in losses if math.isfinite(v)]
         drop = losses[0] - (finite[-1] if len(finite) == len(losses) else math.nan)
-        arms[f] = {"lr": lr * f, "loss_first": losses[0], "loss_last": losses[-1], "drop": drop,
-                   "nonfinite": len(finite) < len(losses),
-                   "max_grad_norm": max((n for n in norms if n is not None), default=None),
-                   "losses": losses}
+        arms[f] = {
+            "lr": lr * f,
+            "loss_first": losses[0],
+            "loss_last": losses[-1],
+            "drop": drop,
+            "nonfinite": len(finite) < len(losses),
+            "max_grad_norm": max((n for n in norms if n is not None), default=None),
+            "losses": losses,
+        }
     drops = [arms[f]["drop"] for f in sorted(arms)]
     diverged = [f for f in sorted(arms) if arms[f]["nonfinite"] or arms[f]["drop"] < -0.5]
     if all(abs(d) < 1e-3 for d in drops if math.isfinite(d)) and not diverged:
-        verdict = "flat at every LR: the loss does not respond to the learning rate -- not an LR problem"
+        verdict = (
+            "flat at every LR: the loss does not respond to the learning rate -- not an LR problem"
+        )
     elif diverged and diverged[0] == min(factors):
         verdict = "diverges even at the smallest LR: instability is not (only) the LR"
     elif diverged:
         below = [arms[f]["drop"] for f in sorted(arms) if f < diverged[0]]
         trend = "falls" if all(d > 0 for d in below) else "stays finite"  # a rise is no fall
-        verdict = (f"loss {trend} at lower LRs and diverges from x{diverged[0]:g}: the LR sits "
-                   "near or above the stable limit")
+        verdict = (
+            f"loss {trend} at lower LRs and diverges from x{diverged[0]:g}: the LR sits "
+            "near or above the stable limit"
+        )
     elif drops == sorted(drops):
         verdict = "loss drop grows monotonically with LR: the optimizer responds to the LR"
     else:
@@ -71,8 +93,11 @@ def load_checkpoint(model: nn.Module, path) -> nn.Module:
     own = model.state_dict()
     missing = [k for k in own if k not in state]
     unexpected = [k for k in state if k not in own]
-    shapes = [f"{k}: checkpoint {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
-              for k in own if k in state and state[k].shape != own[k].shape]
+    shapes = [
+        f"{k}: checkpoint {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
+        for k in own
+        if k in state and state[k].shape != own[k].shape
+    ]
     if missing or unexpected or shapes:
         parts = []
         if missing:
@@ -81,15 +106,18 @@ def load_checkpoint(model: nn.Module, path) -> nn.Module:
             parts.append(f"unexpected {unexpected[:3]}")
         if shapes:
             parts.append(f"shape mismatch {shapes[:2]}")
-        raise ValueError(f"checkpoint {str(path)!r} is from another architecture than "
-                         f"{type(model).__name__}: " + "; ".join(parts) + ".")
+        raise ValueError(
+            f"checkpoint {str(path)!r} is from another architecture than "
+            f"{type(model).__name__}: " + "; ".join(parts) + "."
+        )
     clone = copy.deepcopy(model)
     clone.load_state_dict(state)
     return clone
 
 
-def replay_batch(model: nn.Module, checkpoint, batches: dict, *, forward=default_forward,
-                 loss_fn=default_loss) -> ProbeResult:
+def replay_batch(
+    model: nn.Module, checkpoint, batches: dict, *, forward=default_forward, loss_fn=default_loss
+) -> ProbeResult:
     """Load the checkpoint and compute loss and gradient norm on each named batch, no step.
 
     A batch that spikes from the same weights every time points at the data; a spike

@@ -32,10 +32,18 @@ def _bad(obj) -> bool:
     return any(t.is_floating_point() and not torch.isfinite(t).all() for t in _tensors(obj))
 
 
-def first_nonfinite(model: nn.Module, batch, *, forward=default_forward, loss_fn=default_loss,
-                    optimizer: torch.optim.Optimizer | None = None, scaler=None,
-                    autocast_dtype: torch.dtype | None = None, step: bool = False,
-                    anomaly: bool = False) -> ProbeResult:
+def first_nonfinite(
+    model: nn.Module,
+    batch,
+    *,
+    forward=default_forward,
+    loss_fn=default_loss,
+    optimizer: torch.optim.Optimizer | None = None,
+    scaler=None,
+    autocast_dtype: torch.dtype | None = None,
+    step: bool = False,
+    anomaly: bool = False,
+) -> ProbeResult:
     """Run one step on `batch` and name the first tensor that is NaN or inf (or None if all finite).
 
     With `step=True` the optimizer steps (through `scaler` if given) and parameters are
@@ -46,12 +54,17 @@ def first_nonfinite(model: nn.Module, batch, *, forward=default_forward, loss_fn
 
     def found(where: str, stage: str, note: str = "") -> ProbeResult:
         checks.append((where, False))
-        return ProbeResult("first non-finite", f"first non-finite value: {where} ({stage})"
-                           + (f"; {note}" if note else ""),
-                           {"where": where, "stage": stage, "note": note, "checks": checks})
+        return ProbeResult(
+            "first non-finite",
+            f"first non-finite value: {where} ({stage})" + (f"; {note}" if note else ""),
+            {"where": where, "stage": stage, "note": note, "checks": checks},
+        )
 
-    items = batch.items() if isinstance(batch, dict) else enumerate(batch if isinstance(
-        batch, (tuple, list)) else [batch])
+    items = (
+        batch.items()
+        if isinstance(batch, dict)
+        else enumerate(batch if isinstance(batch, (tuple, list)) else [batch])
+    )
     for key, value in items:
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             if not torch.isfinite(value).all():
@@ -61,15 +74,24 @@ def first_nonfinite(model: nn.Module, batch, *, forward=default_forward, loss_fn
             checks.append((f"input {key}", True))
     labels = batch.get("labels") if isinstance(batch, dict) else None
     if labels is not None and labels.dim() == 2 and int((labels[:, 1:] != IGNORE).sum()) == 0:
-        return found("labels", "data", "no supervised tokens: every label is -100, a mean "
-                     "over zero tokens is 0/0")
+        return found(
+            "labels",
+            "data",
+            "no supervised tokens: every label is -100, a mean over zero tokens is 0/0",
+        )
     broken_params = [n for n, p in named if not torch.isfinite(p).all()]
     order: list[tuple[str, bool]] = []
     names = {m: n for n, m in model.named_modules()}
-    hooks = [m.register_forward_hook(lambda mod, inp, out: order.append((names[mod], _bad(out))))
-             for m in model.modules() if m is not model]
-    amp = (torch.autocast(next(model.parameters()).device.type, dtype=autocast_dtype)
-           if autocast_dtype else contextlib.nullcontext())
+    hooks = [
+        m.register_forward_hook(lambda mod, inp, out: order.append((names[mod], _bad(out))))
+        for m in model.modules()
+        if m is not model
+    ]
+    amp = (
+        torch.autocast(next(model.parameters()).device.type, dtype=autocast_dtype)
+        if autocast_dtype
+        else contextlib.nullcontext()
+    )
     try:
         with amp:
             output = run_forward(model, batch, forward)
@@ -79,8 +101,11 @@ def first_nonfinite(model: nn.Module, batch, *, forward=default_forward, loss_fn
             h.remove()
     for name, bad in order:
         if bad:
-            note = (f"parameters already non-finite before this step: {broken_params[:3]}"
-                    if broken_params else "")
+            note = (
+                f"parameters already non-finite before this step: {broken_params[:3]}"
+                if broken_params
+                else ""
+            )
             return found(f"module {name}", "forward", note)
         checks.append((f"module {name}", True))
     logits = getattr(output, "logits", output)
@@ -88,12 +113,19 @@ def first_nonfinite(model: nn.Module, batch, *, forward=default_forward, loss_fn
         return found("model output", "forward")
     checks.append(("model output", True))
     if not torch.isfinite(loss.detach()).all():
-        return found("loss", "loss", "the model output is finite, so the loss computation "
-                     "itself overflows or divides by zero")
+        return found(
+            "loss",
+            "loss",
+            "the model output is finite, so the loss computation "
+            "itself overflows or divides by zero",
+        )
     checks.append(("loss", True))
     if loss.grad_fn is None:
-        return ProbeResult("first non-finite", "all finite, but the loss has no graph to backpropagate",
-                           {"where": None, "stage": None, "checks": checks})
+        return ProbeResult(
+            "first non-finite",
+            "all finite, but the loss has no graph to backpropagate",
+            {"where": None, "stage": None, "checks": checks},
+        )
     for _, p in named:
         p.grad = None
     anomaly_note = ""
@@ -120,5 +152,8 @@ def first_nonfinite(model: nn.Module, batch, *, forward=default_forward, loss_fn
             if not torch.isfinite(p).all():
                 return found(f"parameter {name}", "optimizer", "the update itself overflowed")
         checks.append(("parameters after step", True))
-    return ProbeResult("first non-finite", "all finite", {"where": None, "stage": None,
-                                                          "loss": float(loss.detach()), "checks": checks})
+    return ProbeResult(
+        "first non-finite",
+        "all finite",
+        {"where": None, "stage": None, "loss": float(loss.detach()), "checks": checks},
+    )

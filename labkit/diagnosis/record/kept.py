@@ -18,6 +18,7 @@ def triage_key(body: dict) -> str:
 def keep(record, store=None) -> str:
     """Add a snapshot of `record` (NaN written as "NaN") to the store; returns its key."""
     from ...store.learner import default_store
+
     body = encode_nonfinite(record.to_dict())
     key = triage_key(body)
     (store or default_store()).add("triage", key, body)
@@ -27,13 +28,18 @@ def keep(record, store=None) -> str:
 def kept(cls, store=None) -> list:
     """Every kept record, as `cls` (TriageRecord) objects, oldest first."""
     from ...store.learner import default_store
-    return [cls.from_dict(decode_nonfinite(r["body"]))
-            for r in (store or default_store()).records("triage")]
+
+    return [
+        cls.from_dict(decode_nonfinite(r["body"]))
+        for r in (store or default_store()).records("triage")
+    ]
 
 
 def reader(cls):
     """The ``labkit import`` reader of a record file saved by `cls.save`: one checked record."""
+
     def read(doc, source) -> list[dict]:
         cls.from_dict(decode_nonfinite(doc), source)
         return [{"kind": "triage", "key": triage_key(doc), "body": doc}]
+
     return read

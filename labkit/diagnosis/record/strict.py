@@ -20,10 +20,24 @@ import re
 
 from .prediction import TriageRefused
 
-ORDER = ("hashes", "baseline", "raw_vs_reported", "overfit", "label_shuffle", "intervention",
-         "confirmation", "conviction")
-RUN_ROWS = ("baseline", "raw_vs_reported", "overfit", "label_shuffle", "intervention",
-            "confirmation")  # rows that hold an OBSERVATION and an UPDATED BELIEF
+ORDER = (
+    "hashes",
+    "baseline",
+    "raw_vs_reported",
+    "overfit",
+    "label_shuffle",
+    "intervention",
+    "confirmation",
+    "conviction",
+)
+RUN_ROWS = (
+    "baseline",
+    "raw_vs_reported",
+    "overfit",
+    "label_shuffle",
+    "intervention",
+    "confirmation",
+)  # rows that hold an OBSERVATION and an UPDATED BELIEF
 PROBE_ROWS = ("raw_vs_reported", "overfit", "label_shuffle")
 WHY = {  # why a row waits for the ones before it
     "baseline": "the symptom is quantified before anything else",
@@ -38,8 +52,11 @@ LOSS_SHAPES = ("flat", "descending", "nan")
 GRAD_SHAPES = ("zero", "steady", "growing")
 ZERO_NORM = 1e-3  # a gradient norm at or below this reads as zero; the sketch shades the band
 HYPOTHESES = ("H1", "H2", "H3")
-_LR_WORDS = re.compile(r"\b(lr|learning[ -]rate|optimi[sz]er|scheduler|momentum|step ?size|"
-                       r"sgd|adam)\b", re.I)
+_LR_WORDS = re.compile(
+    r"\b(lr|learning[ -]rate|optimi[sz]er|scheduler|momentum|step ?size|"
+    r"sgd|adam)\b",
+    re.I,
+)
 
 
 # ---- the order -------------------------------------------------------------------
@@ -54,19 +71,24 @@ def filled(record, row: str) -> bool:
 def require_turn(record, row: str) -> None:
     """Refuse `row` while an earlier row is empty or an earlier run row has no belief."""
     if row in PROBE_ROWS and record.predictions is None:
-        raise TriageRefused(f"the {row} row waits for your three sealed sketches: call "
-                            "record.predict(loss_sketch, grad_norm_sketch) first, since a "
-                            "prediction written after the evidence predicts nothing.")
-    for earlier in ORDER[:ORDER.index(row)]:
+        raise TriageRefused(
+            f"the {row} row waits for your three sealed sketches: call "
+            "record.predict(loss_sketch, grad_norm_sketch) first, since a "
+            "prediction written after the evidence predicts nothing."
+        )
+    for earlier in ORDER[: ORDER.index(row)]:
         if earlier == "intervention" and row == "intervention":
             continue
         if not filled(record, earlier):
-            raise TriageRefused(f"the {row} row comes after the {earlier} row, which is still "
-                                f"empty: {WHY[row]}.")
+            raise TriageRefused(
+                f"the {row} row comes after the {earlier} row, which is still empty: {WHY[row]}."
+            )
         if earlier in RUN_ROWS and not record.rows[earlier]["data"].get("belief"):
-            raise TriageRefused(f"write the UPDATED BELIEF of the {earlier} row first "
-                                f"(record.believe({earlier!r}, ...)): each run changes what you "
-                                "believe before the next one is chosen.")
+            raise TriageRefused(
+                f"write the UPDATED BELIEF of the {earlier} row first "
+                f"(record.believe({earlier!r}, ...)): each run changes what you "
+                "believe before the next one is chosen."
+            )
 
 
 # ---- observations ----------------------------------------------------------------
@@ -84,22 +106,27 @@ def observe(columns: dict, n: int) -> tuple[str, dict]:
     """OBSERVATION text and data: each column's values at the fixed steps, as recorded."""
     steps = fixed_steps(n)
     data = {name: [values[s] for s in steps] for name, values in columns.items()}
-    text = "; ".join(f"step {s}: " + ", ".join(f"{name} {_fmt(data[name][i])}" for name in columns)
-                     for i, s in enumerate(steps))
+    text = "; ".join(
+        f"step {s}: " + ", ".join(f"{name} {_fmt(data[name][i])}" for name in columns)
+        for i, s in enumerate(steps)
+    )
     return text, {"steps": steps, **data}
 
 
 def observe_run(run) -> tuple[str, dict]:
     """The loss and gradient norm at the fixed steps; with a NaN, where it came and the
     gradient norm of the (up to) ten steps before it: the record a NaN needs."""
-    text, data = observe({"loss": run.table["loss_raw"], "grad_norm": run.table["grad_norm"]},
-                         len(run))
+    text, data = observe(
+        {"loss": run.table["loss_raw"], "grad_norm": run.table["grad_norm"]}, len(run)
+    )
     nan, gnan = run.first_nonfinite_step(), run.first_nonfinite_step("grad_norm")
     if nan is not None or gnan is not None:
         first = min(s for s in (nan, gnan) if s is not None)
-        before = run.table["grad_norm"][max(0, first - 10):first]
-        text += (f"; first non-finite grad_norm at step {gnan}, loss at step {nan}; grad_norm on "
-                 f"the {len(before)} steps before: {', '.join(_fmt(v) for v in before) or 'none'}")
+        before = run.table["grad_norm"][max(0, first - 10) : first]
+        text += (
+            f"; first non-finite grad_norm at step {gnan}, loss at step {nan}; grad_norm on "
+            f"the {len(before)} steps before: {', '.join(_fmt(v) for v in before) or 'none'}"
+        )
         data.update(first_nan=nan, first_nan_grad=gnan, grad_norm_before_nan=before)
     return text, data
 
@@ -111,19 +138,22 @@ def forecasts_of(sketch) -> dict:
         return dict(sketch)
     if hasattr(sketch, "forecasts"):
         if not getattr(sketch, "sealed", True):
-            raise TriageRefused("a sketch is not sealed yet: draw every curve and press Seal "
-                                "before anything runs.")
+            raise TriageRefused(
+                "a sketch is not sealed yet: draw every curve and press Seal before anything runs."
+            )
         return dict(sketch.forecasts())
     if hasattr(sketch, "points") and hasattr(sketch, "is_intact"):
         return {"forecast": sketch}
-    raise TypeError(f"expected a SketchForecast (or a dict of sealed Forecasts); got "
-                    f"{type(sketch).__name__}.")
+    raise TypeError(
+        f"expected a SketchForecast (or a dict of sealed Forecasts); got {type(sketch).__name__}."
+    )
 
 
 def require_sealed(name: str, f) -> None:
     if f is None or not f.sealed:
-        raise TriageRefused(f"the {name} sketch is not sealed: draw it and press Seal before "
-                            "anything runs.")
+        raise TriageRefused(
+            f"the {name} sketch is not sealed: draw it and press Seal before anything runs."
+        )
     if not f.is_intact():
         raise TriageRefused(f"the {name} sketch was changed after it was sealed.")
 
@@ -131,8 +161,10 @@ def require_sealed(name: str, f) -> None:
 def loss_shape(f) -> str:
     shape = "nan" if f.nan_step is not None else f.expected_shape  # labkit.forecast's shape rule
     if shape not in LOSS_SHAPES:
-        raise TriageRefused(f"a loss sketch reads as {shape!r}; Lab 15 reads one as flat, "
-                            "descending or NaN (put a NaN step on a curve you expect to blow up).")
+        raise TriageRefused(
+            f"a loss sketch reads as {shape!r}; Lab 15 reads one as flat, "
+            "descending or NaN (put a NaN step on a curve you expect to blow up)."
+        )
     return shape
 
 
@@ -155,19 +187,26 @@ def predictions(loss_sketch, grad_sketch) -> dict:
     for h in HYPOTHESES:
         for what, series in (("loss", loss), ("gradient-norm", grad)):
             if h not in series:
-                raise TriageRefused(f"the {what} sketch has no {h} series; draw one curve per "
-                                    f"hypothesis, named H1, H2 and H3 (it has {sorted(series)}).")
+                raise TriageRefused(
+                    f"the {what} sketch has no {h} series; draw one curve per "
+                    f"hypothesis, named H1, H2 and H3 (it has {sorted(series)})."
+                )
             require_sealed(f"{h} {what}", series[h])
-        out[h] = {"loss": loss_shape(loss[h]), "grad_norm": grad_shape(grad[h]),
-                  "sealed_at": max(loss[h].sealed_at, grad[h].sealed_at),
-                  "content_hash": loss[h].content_hash[:12] + grad[h].content_hash[:12]}
+        out[h] = {
+            "loss": loss_shape(loss[h]),
+            "grad_norm": grad_shape(grad[h]),
+            "sealed_at": max(loss[h].sealed_at, grad[h].sealed_at),
+            "content_hash": loss[h].content_hash[:12] + grad[h].content_hash[:12],
+        }
     for i, a in enumerate(HYPOTHESES):
-        for b in HYPOTHESES[i + 1:]:
+        for b in HYPOTHESES[i + 1 :]:
             pa, pb = out[a], out[b]
             if (pa["loss"], pa["grad_norm"]) == (pb["loss"], pb["grad_norm"]):
-                raise TriageRefused(f"{a} and {b} predict the same curves (loss {pa['loss']}, "
-                                    f"gradient norm {pa['grad_norm']}), so no run could tell them "
-                                    "apart; change one so they differ in the loss or the norm.")
+                raise TriageRefused(
+                    f"{a} and {b} predict the same curves (loss {pa['loss']}, "
+                    f"gradient norm {pa['grad_norm']}), so no run could tell them "
+                    "apart; change one so they differ in the loss or the norm."
+                )
     return out
 
 
@@ -183,8 +222,10 @@ def setup_of(run) -> dict:
 def require_parent(record, parent: dict) -> None:
     base = record.rows["baseline"]["data"].get("setup")
     if base is not None and dict(parent) != base:
-        raise TriageRefused(f"the intervention's parent {parent!r} is not the baseline's setup "
-                            f"{base!r}; change one variable of the setup you observed.")
+        raise TriageRefused(
+            f"the intervention's parent {parent!r} is not the baseline's setup "
+            f"{base!r}; change one variable of the setup you observed."
+        )
 
 
 def require_declared(record, run, row: str) -> None:
@@ -192,18 +233,25 @@ def require_declared(record, run, row: str) -> None:
     child, got = plan["child"], setup_of(run)
     if got != child:
         diff = sorted(k for k in set(got) | set(child) if got.get(k) != child.get(k))
-        raise TriageRefused(f"this run is not the declared setup: it differs in "
-                            f"{', '.join(diff)} (declared {child!r}, got {got!r}).")
+        raise TriageRefused(
+            f"this run is not the declared setup: it differs in "
+            f"{', '.join(diff)} (declared {child!r}, got {got!r})."
+        )
     hashes = record.rows["hashes"]["data"]
     m = run.meta
     if row == "intervention":
-        checks = [("seed", m["seed"], hashes.get("seed")), ("init_hash", m["init_hash"], hashes.get("init_hash"))]
+        checks = [
+            ("seed", m["seed"], hashes.get("seed")),
+            ("init_hash", m["init_hash"], hashes.get("init_hash")),
+        ]
         if "data" not in (plan["variable"], plan["after"]):  # a change to the data moves its hash
             checks.append(("data_hash", m["data_hash"], hashes.get("data_hash")))
         for name, got_v, want in checks:
             if got_v != want:
-                raise TriageRefused(f"the intervention run has {name} {got_v} but the hashes row "
-                                    f"holds {want}: the controlled variables must stay fixed.")
+                raise TriageRefused(
+                    f"the intervention run has {name} {got_v} but the hashes row "
+                    f"holds {want}: the controlled variables must stay fixed."
+                )
 
 
 def require_informative(record, prediction) -> None:
@@ -213,29 +261,37 @@ def require_informative(record, prediction) -> None:
     p = prediction.parse()
     last = cols["step"][-1]
     if p["step"] > last:
-        raise TriageRefused(f"the FORECAST is judged at step {p['step']}, but the baseline ran to "
-                            f"step {last} only, so nothing shows that doing nothing would miss it; "
-                            "forecast by a step the baseline reached, or record a longer baseline.")
+        raise TriageRefused(
+            f"the FORECAST is judged at step {p['step']}, but the baseline ran to "
+            f"step {last} only, so nothing shows that doing nothing would miss it; "
+            "forecast by a step the baseline reached, or record a longer baseline."
+        )
     met, observed = prediction.judge(cols["step"], cols[p["column"]])
     if met:
-        raise TriageRefused(f"the baseline already meets {prediction.text!r} ({observed:.3g} near "
-                            f"step {p['step']}), so it cannot tell the intervention from doing "
-                            "nothing; forecast something only the change would produce.")
+        raise TriageRefused(
+            f"the baseline already meets {prediction.text!r} ({observed:.3g} near "
+            f"step {p['step']}), so it cannot tell the intervention from doing "
+            "nothing; forecast something only the change would produce."
+        )
 
 
 def require_overfit_gate(record, system: str, mechanism: str) -> None:
     if system != "H1" or not _LR_WORDS.search(mechanism):
         return
     if not record.rows["overfit"]["data"].get("reached"):
-        raise TriageRefused("an H1 verdict about the learning rate or the optimizer needs a passed "
-                            "overfit row first: only a pipeline that can memorise 64 samples "
-                            "rules out the data and the loss.")
+        raise TriageRefused(
+            "an H1 verdict about the learning rate or the optimizer needs a passed "
+            "overfit row first: only a pipeline that can memorise 64 samples "
+            "rules out the data and the loss."
+        )
 
 
 def require_belief(text: str) -> str:
     if not isinstance(text, str) or not re.search(r"\bH[123]\b", text):
-        raise TriageRefused(f"an UPDATED BELIEF says which hypotheses (H1, H2, H3) this row "
-                            f"supports or rules out; got {text!r}.")
+        raise TriageRefused(
+            f"an UPDATED BELIEF says which hypotheses (H1, H2, H3) this row "
+            f"supports or rules out; got {text!r}."
+        )
     return text.strip()
 
 
@@ -243,8 +299,10 @@ def sketch_score(sketch, run) -> dict:
     """How a sealed sketch of the loss compares with a run: the mean |ln predicted - ln actual|
     over its points (NaN steps are misses) and whether a NaN was predicted and seen."""
     if run.timing.get("started_at", 0) < sketch.sealed_at:
-        raise TriageRefused("the intervention sketch was sealed after this run started; a "
-                            "sketch must come before the run it predicts.")
+        raise TriageRefused(
+            "the intervention sketch was sealed after this run started; a "
+            "sketch must come before the run it predicts."
+        )
     loss = dict(zip(run.table["step"], run.table["loss_raw"]))
     errors = []
     for step, pred in sketch.points:
@@ -253,8 +311,15 @@ def sketch_score(sketch, run) -> dict:
             errors.append(abs(math.log(pred) - math.log(real)))
     nan_seen = run.first_nonfinite_step()
     mean = sum(errors) / len(errors) if errors else None
-    text = (f"mean log error {'n/a' if mean is None else f'{mean:.2f}'} over {len(errors)} of "
-            f"{len(sketch.points)} points; NaN predicted {'no' if sketch.nan_step is None else 'yes'}, "
-            f"seen {'no' if nan_seen is None else 'yes'}")
-    return {"mean_log_error": mean, "misses": len(sketch.points) - len(errors),
-            "nan_predicted": sketch.nan_step, "nan_seen": nan_seen, "text": text}
+    text = (
+        f"mean log error {'n/a' if mean is None else f'{mean:.2f}'} over {len(errors)} of "
+        f"{len(sketch.points)} points; NaN predicted {'no' if sketch.nan_step is None else 'yes'}, "
+        f"seen {'no' if nan_seen is None else 'yes'}"
+    )
+    return {
+        "mean_log_error": mean,
+        "misses": len(sketch.points) - len(errors),
+        "nan_predicted": sketch.nan_step,
+        "nan_seen": nan_seen,
+        "text": text,
+    }

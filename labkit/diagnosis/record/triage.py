@@ -26,10 +26,20 @@ from .strict_rows import StrictRows
 from .prediction import FORECAST_COLUMNS, NO_EVIDENCE, Prediction, TriageRefused  # noqa: F401
 
 UNKNOWN = "UNKNOWN"
-ROWS = ("hashes", "baseline", "raw_vs_reported", "overfit", "label_shuffle", "intervention",
-        "confirmation", "conviction")
+ROWS = (
+    "hashes",
+    "baseline",
+    "raw_vs_reported",
+    "overfit",
+    "label_shuffle",
+    "intervention",
+    "confirmation",
+    "conviction",
+)
 SYSTEM_NAMES = {"H1": "optimizer/loss", "H2": "data", "H3": "instrumentation", "NONE": "no defect"}
 FORMAT = "labkit.triage/1"
+
+
 def _row(status=UNKNOWN, text="", **data) -> dict:
     return {"status": status, "text": text, "data": data}
 
@@ -53,33 +63,47 @@ class TriageRecord(StrictRows):
     # ---- rows ---------------------------------------------------------------
     def set_row(self, name: str, text: str, status: str = "done", **data) -> None:
         if name not in ROWS:
-            raise ValueError(f"row={name!r} is not a row of the form; rows are "
-                             f"{', '.join(ROWS)}.{suggest(name, ROWS)}")
+            raise ValueError(
+                f"row={name!r} is not a row of the form; rows are "
+                f"{', '.join(ROWS)}.{suggest(name, ROWS)}"
+            )
         self.rows[name] = _row(status, text, **data)
 
     def record_hashes(self, run) -> None:
         self._turn("hashes")
         m = run.meta
-        self.set_row("hashes", f"{m['seed']} / {m['data_hash']} / {m['init_hash']}",
-                     seed=m["seed"], data_hash=m["data_hash"], init_hash=m["init_hash"])
+        self.set_row(
+            "hashes",
+            f"{m['seed']} / {m['data_hash']} / {m['init_hash']}",
+            seed=m["seed"],
+            data_hash=m["data_hash"],
+            init_hash=m["init_hash"],
+        )
 
     def record_baseline(self, run) -> None:
         self._turn("baseline")
         loss, grad = run.table["loss_raw"], run.table["grad_norm"]
         f = lambda v: "null" if v is None else f"{v:.3g}"  # noqa: E731
         extra = self._strict_baseline(run) if self.strict else {}
-        self.set_row("baseline", f"{len(run)} steps: loss {f(loss[0])} -> {f(loss[-1])}, "
-                     f"grad_norm {f(grad[0])} -> {f(grad[-1])}", steps=len(run),
-                     loss=[loss[0], loss[-1]], grad_norm=[grad[0], grad[-1]], **extra)
+        self.set_row(
+            "baseline",
+            f"{len(run)} steps: loss {f(loss[0])} -> {f(loss[-1])}, "
+            f"grad_norm {f(grad[0])} -> {f(grad[-1])}",
+            steps=len(run),
+            loss=[loss[0], loss[-1]],
+            grad_norm=[grad[0], grad[-1]],
+            **extra,
+        )
 
     def record_probe(self, name: str, result) -> None:
         """Store a probe's verdict (raw_vs_reported, overfit, label_shuffle rows)."""
         if name not in ROWS:
-            raise ValueError(f"row={name!r} is not a row of the form; rows are "
-                             f"{', '.join(ROWS)}.{suggest(name, ROWS)}")
+            raise ValueError(
+                f"row={name!r} is not a row of the form; rows are "
+                f"{', '.join(ROWS)}.{suggest(name, ROWS)}"
+            )
         self._turn(name)
-        data = {k: v for k, v in result.details.items()
-                if not isinstance(v, list) or len(v) <= 8}
+        data = {k: v for k, v in result.details.items() if not isinstance(v, list) or len(v) <= 8}
         text = result.verdict
         if self.strict:  # the row shows what was measured, never a mechanism
             data.pop("mechanism", None)
@@ -88,27 +112,39 @@ class TriageRecord(StrictRows):
         self.set_row(name, text, **data)
 
     # ---- the intervention and its forecast -------------------------------------
-    def plan_intervention(self, parent: dict, child: dict, forecast: str,
-                          sketch=None) -> Prediction:
+    def plan_intervention(
+        self, parent: dict, child: dict, forecast: str, sketch=None
+    ) -> Prediction:
         """Declare the one change and seal its forecast before anything runs. Strict: also
         a sealed sketch of the curve (a Forecast, or a one-series SketchForecast)."""
         keys = sorted(set(parent) | set(child))
         changed = [k for k in keys if parent.get(k) != child.get(k)]
         if len(changed) > 1:
-            raise TriageRefused(f"an intervention must change one variable; this one changes "
-                                f"{len(changed)}: {', '.join(changed)}. Split it into separate runs.")
+            raise TriageRefused(
+                f"an intervention must change one variable; this one changes "
+                f"{len(changed)}: {', '.join(changed)}. Split it into separate runs."
+            )
         if not changed:
-            raise TriageRefused("the intervention changes nothing: parent and child setups are equal.")
+            raise TriageRefused(
+                "the intervention changes nothing: parent and child setups are equal."
+            )
         prediction = Prediction(forecast)
         if self.strict:
             self._strict_plan(parent, prediction, sketch)
         self.forecast = prediction.seal()
         key = changed[0]
-        self.set_row("intervention", f"{key}: {parent.get(key)!r} -> {child.get(key)!r}; "
-                     f"FORECAST: {forecast}", status=UNKNOWN, variable=key,
-                     before=parent.get(key), after=child.get(key), forecast=forecast,
-                     sealed_at=self.forecast.sealed_at, forecast_hash=self.forecast.content_hash,
-                     child=dict(child))
+        self.set_row(
+            "intervention",
+            f"{key}: {parent.get(key)!r} -> {child.get(key)!r}; FORECAST: {forecast}",
+            status=UNKNOWN,
+            variable=key,
+            before=parent.get(key),
+            after=child.get(key),
+            forecast=forecast,
+            sealed_at=self.forecast.sealed_at,
+            forecast_hash=self.forecast.content_hash,
+            child=dict(child),
+        )
         return self.forecast
 
     def record_intervention_run(self, run) -> bool:
@@ -120,8 +156,10 @@ class TriageRecord(StrictRows):
         self._turn("confirmation")
         first = self.rows["intervention"]["data"].get("seed")
         if run.meta["seed"] == first:
-            raise TriageRefused(f"the confirmation must use a second seed; seed {first} was "
-                                "already used for the intervention.")
+            raise TriageRefused(
+                f"the confirmation must use a second seed; seed {first} was "
+                "already used for the intervention."
+            )
         return self._judge("confirmation", run)
 
     def _judge(self, row: str, run) -> bool:
@@ -130,14 +168,24 @@ class TriageRecord(StrictRows):
         extra = self._strict_run_data(run, row) if self.strict else {}
         met, observed = self.forecast.check(run)
         old = self.rows["intervention"]
-        text = (f"seed {run.meta['seed']}: observed {observed:.3g}, forecast "
-                f"{self.forecast.text!r} {'MET' if met else 'NOT met'}")
+        text = (
+            f"seed {run.meta['seed']}: observed {observed:.3g}, forecast "
+            f"{self.forecast.text!r} {'MET' if met else 'NOT met'}"
+        )
         if "sketch_score" in extra:
             text += f"; sketch {extra['sketch_score']}"
         if row == "intervention":
-            self.set_row(row, old["text"] + f" | {text}", **{**old["data"], "seed": run.meta["seed"],
-                                                              "met": met, "observed": observed,
-                                                              **extra})
+            self.set_row(
+                row,
+                old["text"] + f" | {text}",
+                **{
+                    **old["data"],
+                    "seed": run.meta["seed"],
+                    "met": met,
+                    "observed": observed,
+                    **extra,
+                },
+            )
         else:
             self.set_row(row, text, seed=run.meta["seed"], met=met, observed=observed, **extra)
         if run.meta["seed"] not in self.seeds:
@@ -156,17 +204,28 @@ class TriageRecord(StrictRows):
         self.set_row(row, reason, status="n/a")
 
     # ---- the verdict ---------------------------------------------------------
-    def convict(self, system: str, mechanism: str, *, by: str = "human",
-                seeds: list[int] | None = None) -> None:
+    def convict(
+        self, system: str, mechanism: str, *, by: str = "human", seeds: list[int] | None = None
+    ) -> None:
         if system not in SYSTEM_NAMES:
-            raise ValueError(f"system={system!r} is not allowed; choose one of "
-                             f"{', '.join(SYSTEM_NAMES)}.{suggest(system, SYSTEM_NAMES)}")
+            raise ValueError(
+                f"system={system!r} is not allowed; choose one of "
+                f"{', '.join(SYSTEM_NAMES)}.{suggest(system, SYSTEM_NAMES)}"
+            )
         if not mechanism.strip():
-            raise ValueError("mechanism must name what broke, e.g. 'H3: epoch mean divided by 500'.")
+            raise ValueError(
+                "mechanism must name what broke, e.g. 'H3: epoch mean divided by 500'."
+            )
         if self.strict:
             self._strict_convict(system, mechanism)
-        self.set_row("conviction", f"{system} ({SYSTEM_NAMES[system]}): {mechanism}",
-                     system=system, mechanism=mechanism, by=by, evidence_seeds=seeds or [])
+        self.set_row(
+            "conviction",
+            f"{system} ({SYSTEM_NAMES[system]}): {mechanism}",
+            system=system,
+            mechanism=mechanism,
+            by=by,
+            evidence_seeds=seeds or [],
+        )
         if self.strict:  # Lab 15's record is kept once convicted (`labkit export` has it)
             self._kept_on_conviction()
 
@@ -181,10 +240,14 @@ class TriageRecord(StrictRows):
                     out.append(f"{row} cannot be n/a for a {conv['system']} conviction")
         seeds = set(self.seeds) | set(conv.get("evidence_seeds") or [])
         if not seeds:
-            out.append("no seed has run the decisive test yet; run it, then confirm on a second seed")
+            out.append(
+                "no seed has run the decisive test yet; run it, then confirm on a second seed"
+            )
         elif len(seeds) < 2:
-            out.append(f"the decisive result rests on one seed ({sorted(seeds)[0]}); confirm on a "
-                       "second seed")
+            out.append(
+                f"the decisive result rests on one seed ({sorted(seeds)[0]}); confirm on a "
+                "second seed"
+            )
         for row in ("intervention", "confirmation"):
             if self.rows[row]["data"].get("met") is False:
                 out.append(f"the {row} run did not meet its FORECAST")
@@ -214,12 +277,19 @@ class TriageRecord(StrictRows):
 
     def plot_raw_vs_reported(self, run, ax=None):
         from ...core.plots import plot_loss
+
         return plot_loss(run, ax=ax, label=self.subject)
 
     # ---- storage -------------------------------------------------------------
     def to_dict(self) -> dict:
-        d = {"format": FORMAT, "subject": self.subject, "rows": self.rows, "seeds": self.seeds,
-             "notes": self.notes, "forecast": asdict(self.forecast) if self.forecast else None}
+        d = {
+            "format": FORMAT,
+            "subject": self.subject,
+            "rows": self.rows,
+            "seeds": self.seeds,
+            "notes": self.notes,
+            "forecast": asdict(self.forecast) if self.forecast else None,
+        }
         if self.strict:
             d["strict"] = self._strict_dict()
         return d
@@ -228,7 +298,9 @@ class TriageRecord(StrictRows):
     def from_dict(cls, d, source="this dict") -> TriageRecord:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             got = d.get("format") if isinstance(d, dict) else type(d).__name__
-            raise ValueError(f"{source} is not a triage record (format {got!r}, expected {FORMAT!r}).")
+            raise ValueError(
+                f"{source} is not a triage record (format {got!r}, expected {FORMAT!r})."
+            )
         rec = cls(d["subject"])
         rec.rows, rec.seeds, rec.notes = d["rows"], d["seeds"], d["notes"]
         if d["forecast"]:

@@ -7,10 +7,16 @@ import html
 from .prediction import TriageRefused
 
 UNKNOWN = "UNKNOWN"
-LABELS = {"hashes": "Hashes (seed/data/model-init)", "baseline": "Baseline",
-          "raw_vs_reported": "H3 raw-vs-reported", "overfit": "Overfit 64-sample",
-          "label_shuffle": "Label-shuffle control", "intervention": "Intervention (one)",
-          "confirmation": "Confirm (second seed)", "conviction": "Conviction"}
+LABELS = {
+    "hashes": "Hashes (seed/data/model-init)",
+    "baseline": "Baseline",
+    "raw_vs_reported": "H3 raw-vs-reported",
+    "overfit": "Overfit 64-sample",
+    "label_shuffle": "Label-shuffle control",
+    "intervention": "Intervention (one)",
+    "confirmation": "Confirm (second seed)",
+    "conviction": "Conviction",
+}
 
 
 def to_text(record) -> str:
@@ -49,5 +55,8 @@ def to_html(record) -> str:
         footer = html.escape(record.verdict())
     except TriageRefused as exc:
         footer = f"<span style='color:#a00'>{html.escape(str(exc))}</span>"
-    return (f"<table><caption>Training Run Explorer — {html.escape(record.subject)}</caption>"
-            + "".join(cells) + f"</table><p>{footer}</p>")
+    return (
+        f"<table><caption>Training Run Explorer — {html.escape(record.subject)}</caption>"
+        + "".join(cells)
+        + f"</table><p>{footer}</p>"
+    )

@@ -61,23 +61,40 @@ class Evidence(OncePerSeed):
     def subset(self):
         """(a fresh trainer at init, its first 64 training rows), built once per seed; the
         probes deep-copy the model, so every probe starts from the same init."""
+
         def make():
             fresh = self.setup.trainer(self.seed)
             return fresh, make_batch(fresh.ctx.data.train, torch.arange(64), fresh.config, 0)
+
         return self.once("subset", make)
 
     def overfit(self):
         def make():
             fresh, subset = self.subset()
             steps, make_opt = _probe_optimizer(self.task)
-            return overfit_probe(fresh.ctx.model, subset, forward=self.forward, loss_fn=self.loss_fn,
-                                 steps=steps, make_optimizer=make_opt)
+            return overfit_probe(
+                fresh.ctx.model,
+                subset,
+                forward=self.forward,
+                loss_fn=self.loss_fn,
+                steps=steps,
+                make_optimizer=make_opt,
+            )
+
         return self.once("overfit", make)
 
     def label_shuffle(self):
         def make():
             fresh, subset = self.subset()
             steps, make_opt = _probe_optimizer(self.task)
-            return label_shuffle_control(fresh.ctx.model, subset, real=self.overfit(), forward=self.forward,
-                                         loss_fn=self.loss_fn, steps=steps, make_optimizer=make_opt)
+            return label_shuffle_control(
+                fresh.ctx.model,
+                subset,
+                real=self.overfit(),
+                forward=self.forward,
+                loss_fn=self.loss_fn,
+                steps=steps,
+                make_optimizer=make_opt,
+            )
+
         return self.once("label_shuffle", make)

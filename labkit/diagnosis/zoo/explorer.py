@@ -16,8 +16,15 @@ from .evidence import CONFIRM_STEPS, Evidence
 from .rules import investigate
 from .setup import ZooSetup
 
-STEPS = ("baseline", "raw_vs_reported", "overfit", "label_shuffle", "suggest", "intervention",
-         "confirmation")
+STEPS = (
+    "baseline",
+    "raw_vs_reported",
+    "overfit",
+    "label_shuffle",
+    "suggest",
+    "intervention",
+    "confirmation",
+)
 
 
 class Explorer(Stepwise):
@@ -62,8 +69,10 @@ class Explorer(Stepwise):
         a, _ = investigate(self.setup, s0, self._evidence)
         b, _ = investigate(self.setup, s1, Evidence(self.setup, s1))
         if (a.system, a.key) != (b.system, b.key):
-            rec.notes.append(f"seed {s0} points to {a.system} ({a.key}) but seed {s1} to "
-                             f"{b.system} ({b.key}); the conviction stays UNKNOWN")
+            rec.notes.append(
+                f"seed {s0} points to {a.system} ({a.key}) but seed {s1} to "
+                f"{b.system} ({b.key}); the conviction stays UNKNOWN"
+            )
             return rec.notes[-1]
         self.finding = a
         rec.convict(a.system, a.mechanism, by="diagnose", seeds=[s0, s1])
@@ -76,8 +85,9 @@ class Explorer(Stepwise):
 
     def _step_intervention(self) -> str:
         child = self.setup.with_reference(self.finding.seam)
-        self.record.plan_intervention(self.setup.as_dict(), child.as_dict(),
-                                      self.finding.forecast)  # sealed first
+        self.record.plan_intervention(
+            self.setup.as_dict(), child.as_dict(), self.finding.forecast
+        )  # sealed first
         self.record.record_intervention_run(child.trainer(self.seeds[0], CONFIRM_STEPS).run())
         return self.record.rows["intervention"]["text"]
 
@@ -85,4 +95,3 @@ class Explorer(Stepwise):
         child = self.setup.with_reference(self.finding.seam)
         self.record.record_confirmation(child.trainer(self.seeds[1], CONFIRM_STEPS).run())
         return self.record.rows["confirmation"]["text"]
-

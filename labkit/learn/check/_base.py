@@ -54,6 +54,7 @@ def answer_check(fn=None, *, points: int = 1):
             raise
         OUTCOMES.append({"check": fn.__name__, "status": "passed", "message": str(result)})
         return result
+
     wrapper.is_answer_check = True
     wrapper.points = points
     return wrapper
@@ -64,8 +65,9 @@ def judge(fn, args, kwargs):
     `labkit grade` calls this in its own process on the answers handed over as data."""
     try:
         if any(a is ... for a in (*args, *kwargs.values())):
-            raise NotYetAnswered("Replace the ... placeholder above with your answer, then run "
-                                 "this cell again.")
+            raise NotYetAnswered(
+                "Replace the ... placeholder above with your answer, then run this cell again."
+            )
         return fn(*args, **kwargs)
     except CheckFailed as exc:
         exc.check = fn.__name__
@@ -79,13 +81,17 @@ def status_of(exc: CheckFailed) -> str:
 def layer_groups(answer, run) -> set[str]:
     """The answer as a set of names from `run.groups`; anything else is refused with a sentence."""
     if not isinstance(answer, (list, tuple, set, frozenset)) or not all(
-            isinstance(g, str) for g in answer):
-        raise CheckFailed(f"Answer with a list of layer-group names taken from run.groups; got "
-                          f"{answer!r}.")
+        isinstance(g, str) for g in answer
+    ):
+        raise CheckFailed(
+            f"Answer with a list of layer-group names taken from run.groups; got {answer!r}."
+        )
     unknown = sorted(set(answer) - set(run.groups))
     if unknown:
-        raise CheckFailed(f"{unknown[0]!r} is not a layer group of this run: name groups exactly as "
-                          "run.groups spells them, not modules or single tensors.")
+        raise CheckFailed(
+            f"{unknown[0]!r} is not a layer group of this run: name groups exactly as "
+            "run.groups spells them, not modules or single tensors."
+        )
     return set(answer)
 
 

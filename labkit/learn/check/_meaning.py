@@ -26,8 +26,10 @@ from dataclasses import dataclass
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nothing|neither|nor|cannot|\w+n't)\b")
 _NOT_A_NEGATION = re.compile(r"\b(?:not only|not just|no longer|no matter|nothing but)\b")
 _SENTENCE = re.compile(r"(?:\.(?=\s|$)|[!?\n])+")  # ";" joins, and ends a clause
-_CLAUSE = re.compile(r"[:;]\s|\((?!\))|(?<!\()\)|,\s(?:and|or)\s|\s(?:but|so|while|whereas|because|"
-                     r"since|although|though|hence|thus|therefore|yet|unlike|than)\s")
+_CLAUSE = re.compile(
+    r"[:;]\s|\((?!\))|(?<!\()\)|,\s(?:and|or)\s|\s(?:but|so|while|whereas|because|"
+    r"since|although|though|hence|thus|therefore|yet|unlike|than)\s"
+)
 _PRONOUN = re.compile(r"(?:it|its|they|their|them|this|that|these|those)\b")
 _PART = re.compile(r",|\s(?:and|or|then)\s")  # negation reaches no further than this
 
@@ -35,6 +37,7 @@ _PART = re.compile(r",|\s(?:and|or|then)\s")  # negation reaches no further than
 @dataclass(frozen=True)
 class Idea:
     """One thing an explanation must say: `says` shows it; `forms` and `wrong` read it."""
+
     says: str  # "say ..." in plain words, shown to the learner; it names no key word
     forms: tuple  # of tuples of concept names ("name", "~denied", "!absent"); any one will do
     wrong: tuple = ()  # of (form, "that ..."): a clause holding the form contradicts the idea
@@ -45,16 +48,23 @@ class Rubric:
     """Concepts (name -> regular expressions) and the ideas built from them. A concept in
     `nouns` (a layer, a class) is only ever mentioned: "no handle on the head" does not deny
     the head."""
+
     concepts: dict
     ideas: tuple
     nouns: frozenset = frozenset()
 
     def __post_init__(self):
-        names = {n.lstrip("~!") for idea in self.ideas
-                 for form in (*idea.forms, *(f for f, _ in idea.wrong)) for n in form}
+        names = {
+            n.lstrip("~!")
+            for idea in self.ideas
+            for form in (*idea.forms, *(f for f, _ in idea.wrong))
+            for n in form
+        }
         if names - set(self.concepts):
-            raise ValueError(f"The rubric's forms name concepts it does not define: "
-                             f"{sorted(names - set(self.concepts))}.")
+            raise ValueError(
+                f"The rubric's forms name concepts it does not define: "
+                f"{sorted(names - set(self.concepts))}."
+            )
 
     def __len__(self):
         return len(self.ideas)
@@ -138,6 +148,10 @@ def read(text: str, rubric: Rubric) -> tuple[list, list]:
     wrong = []
     for clause in clauses(text):
         found = _polarities(clause, rubric)
-        wrong += [claim for idea in rubric.ideas for form, claim in idea.wrong
-                  if _holds(form, found) and claim not in wrong]
+        wrong += [
+            claim
+            for idea in rubric.ideas
+            for form, claim in idea.wrong
+            if _holds(form, found) and claim not in wrong
+        ]
     return named, wrong

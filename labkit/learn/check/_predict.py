@@ -48,6 +48,7 @@ def _canonical(prediction: dict) -> str:
         if isinstance(v, dict):
             return {str(k): plain(x) for k, x in v.items()}
         return v
+
     return json.dumps(plain(prediction), sort_keys=True, ensure_ascii=False)
 
 
@@ -58,25 +59,34 @@ def _check_field(name: str, value, form: tuple):
     if kind == "bool" and not isinstance(value, bool):
         raise CheckFailed(f"prediction[{name!r}] must be True or False; got {value!r}.")
     if kind == "choice" and value not in form[1]:
-        raise CheckFailed(f"prediction[{name!r}] must be one of {', '.join(map(repr, form[1]))}; "
-                          f"got {value!r}.")
+        raise CheckFailed(
+            f"prediction[{name!r}] must be one of {', '.join(map(repr, form[1]))}; got {value!r}."
+        )
     if kind == "groups":
         if not isinstance(value, (list, tuple, set)) or not all(isinstance(g, str) for g in value):
-            raise CheckFailed(f"prediction[{name!r}] must be a list of names from "
-                              f"{', '.join(map(repr, form[1]))}; got {value!r}.")
+            raise CheckFailed(
+                f"prediction[{name!r}] must be a list of names from "
+                f"{', '.join(map(repr, form[1]))}; got {value!r}."
+            )
         unknown = sorted(set(value) - set(form[1]))
         if unknown:
-            raise CheckFailed(f"prediction[{name!r}] names {unknown[0]!r}, which is not one of "
-                              f"{', '.join(map(repr, form[1]))}.")
+            raise CheckFailed(
+                f"prediction[{name!r}] names {unknown[0]!r}, which is not one of "
+                f"{', '.join(map(repr, form[1]))}."
+            )
     if kind == "roles":
         keys, choices = form[1], form[2]
         if not isinstance(value, dict) or set(value) != set(keys):
-            raise CheckFailed(f"prediction[{name!r}] must be a dict with one entry for each of "
-                              f"{', '.join(map(repr, keys))}; got {value!r}.")
+            raise CheckFailed(
+                f"prediction[{name!r}] must be a dict with one entry for each of "
+                f"{', '.join(map(repr, keys))}; got {value!r}."
+            )
         bad = [k for k, v in value.items() if v not in choices]
         if bad:
-            raise CheckFailed(f"prediction[{name!r}][{bad[0]!r}] must be one of "
-                              f"{', '.join(map(repr, choices))}; got {value[bad[0]]!r}.")
+            raise CheckFailed(
+                f"prediction[{name!r}][{bad[0]!r}] must be one of "
+                f"{', '.join(map(repr, choices))}; got {value[bad[0]]!r}."
+            )
     if kind == "text":
         need_text(value, f"prediction[{name!r}]")
     if kind == "check":
@@ -97,24 +107,31 @@ def seal(key: str, prediction, forms: dict) -> str:
     """Check the prediction's form and note the time; run this before the runs it predicts."""
     prediction = _answers(prediction)
     if not isinstance(prediction, dict):
-        raise CheckFailed(f"Write the prediction as a dict with the fields "
-                          f"{', '.join(map(repr, forms))}; got {type(prediction).__name__}.")
+        raise CheckFailed(
+            f"Write the prediction as a dict with the fields "
+            f"{', '.join(map(repr, forms))}; got {type(prediction).__name__}."
+        )
     missing = [f for f in forms if f not in prediction]
     if missing:
-        raise NotYetAnswered(f"The prediction has no {missing[0]!r} field yet: answer every "
-                             "question before the run.")
+        raise NotYetAnswered(
+            f"The prediction has no {missing[0]!r} field yet: answer every question before the run."
+        )
     extra = sorted(set(prediction) - set(forms))
     if extra:
-        raise CheckFailed(f"The prediction has a field {extra[0]!r} that no question asks for; "
-                          f"the fields are {', '.join(map(repr, forms))}.")
+        raise CheckFailed(
+            f"The prediction has a field {extra[0]!r} that no question asks for; "
+            f"the fields are {', '.join(map(repr, forms))}."
+        )
     for name, form in forms.items():
         _check_field(name, prediction[name], form)
     text = _canonical(prediction)
     old = _SEALED.get(key)
     if old is None or old[0] != text:
         _SEALED[key] = (text, _first_sealed(key, text) if _CLOCK is None else _CLOCK())
-    return (f"ok: prediction sealed ({len(forms)} answers); the runs it predicts must start "
-            "after this cell")
+    return (
+        f"ok: prediction sealed ({len(forms)} answers); the runs it predicts must start "
+        "after this cell"
+    )
 
 
 def _first_sealed(key: str, text: str) -> float:
@@ -122,8 +139,10 @@ def _first_sealed(key: str, text: str) -> float:
     ``prediction_seal``), so a re-run or a restarted kernel keeps the seal and its review
     counts once. A store that cannot be used gives the time now."""
     import hashlib
+
     try:
         from ...store.learner import default_store
+
         store = default_store()
         name = f"{key}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
         old = store.get("prediction_seal", name)
@@ -148,21 +167,29 @@ def review(key: str, prediction, truth: dict, runs, same: dict | None = None) ->
     `same` maps a field to its own comparison ``(said, actual) -> bool``."""
     if _is_form(prediction):
         if prediction.prediction is None:
-            raise NotYetAnswered("The prediction form above is not sealed yet: answer it and press "
-                                 "Seal, then run the experiment again.")
+            raise NotYetAnswered(
+                "The prediction form above is not sealed yet: answer it and press "
+                "Seal, then run the experiment again."
+            )
         prediction = prediction.prediction
     if key not in _SEALED:
-        raise CheckFailed("This prediction was never sealed: run its sealing cell before the runs, "
-                          "then run the experiment again.")
+        raise CheckFailed(
+            "This prediction was never sealed: run its sealing cell before the runs, "
+            "then run the experiment again."
+        )
     text, sealed_at = _SEALED[key]
     if not isinstance(prediction, dict) or _canonical(prediction) != text:
-        raise CheckFailed("The prediction changed after it was sealed; put back what you wrote "
-                          "before the run, since a prediction edited afterwards is hindsight.")
+        raise CheckFailed(
+            "The prediction changed after it was sealed; put back what you wrote "
+            "before the run, since a prediction edited afterwards is hindsight."
+        )
     for run in runs:
         started = run.timing.get("started_at")
         if started is None or started < sealed_at:
-            raise CheckFailed("A run compared here started before the prediction was sealed; seal "
-                              "the prediction first, then run the experiment again.")
+            raise CheckFailed(
+                "A run compared here started before the prediction was sealed; seal "
+                "the prediction first, then run the experiment again."
+            )
     lines, hits = [], 0
     for name, actual in truth.items():
         said = prediction[name]
@@ -173,12 +200,15 @@ def review(key: str, prediction, truth: dict, runs, same: dict | None = None) ->
         else:
             hit = _same(said, actual)
         hits += hit
-        lines.append(f"  {name}: you predicted {said!r}; the run shows {actual!r}: "
-                     f"{'hit' if hit else 'miss'}")
+        lines.append(
+            f"  {name}: you predicted {said!r}; the run shows {actual!r}: "
+            f"{'hit' if hit else 'miss'}"
+        )
     if _CLOCK is None:
         _keep(key, prediction, truth, hits, sealed_at)
-    head = (f"ok: {hits} of {len(truth)} predictions hit"
-            + ("" if hits == len(truth) else "; each miss is your lesson, read it below"))
+    head = f"ok: {hits} of {len(truth)} predictions hit" + (
+        "" if hits == len(truth) else "; each miss is your lesson, read it below"
+    )
     return "\n".join([head, *lines])
 
 
@@ -186,9 +216,20 @@ def _keep(key, prediction, truth, hits, sealed_at) -> None:
     """Keep the comparison in the learner store; a store that cannot be written is not fatal."""
     try:
         from ...store.learner import default_store
-        body = json.loads(json.dumps({"exercise": key, "prediction": json.loads(_canonical(
-            prediction)), "truth": json.loads(_canonical(truth)), "hits": hits,
-            "total": len(truth), "sealed_at": sealed_at}, default=str))
+
+        body = json.loads(
+            json.dumps(
+                {
+                    "exercise": key,
+                    "prediction": json.loads(_canonical(prediction)),
+                    "truth": json.loads(_canonical(truth)),
+                    "hits": hits,
+                    "total": len(truth),
+                    "sealed_at": sealed_at,
+                },
+                default=str,
+            )
+        )
         default_store().add("prediction", f"{key}:{sealed_at:.6f}", body)
     except (ValueError, OSError):
         pass

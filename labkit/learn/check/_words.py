@@ -23,13 +23,16 @@ def rubric_text(rubric: Rubric) -> str:
 def need_text(text, what: str = "your explanation") -> str:
     """Refuse anything but a non-empty string of at most MAX_WORDS words."""
     if text is None or (isinstance(text, str) and not text.strip()):
-        raise NotYetAnswered(f"Write {what} as a string of a few sentences, then run this cell "
-                             "again.")
+        raise NotYetAnswered(
+            f"Write {what} as a string of a few sentences, then run this cell again."
+        )
     if not isinstance(text, str):
         raise CheckFailed(f"Write {what} as a string; got {type(text).__name__}.")
     if len(text.split()) > MAX_WORDS:
-        raise CheckFailed(f"{what.capitalize()} has {len(text.split())} words; say it in your own "
-                          f"words in at most {MAX_WORDS}, not by pasting outputs.")
+        raise CheckFailed(
+            f"{what.capitalize()} has {len(text.split())} words; say it in your own "
+            f"words in at most {MAX_WORDS}, not by pasting outputs."
+        )
     return text
 
 
@@ -38,10 +41,14 @@ def score_rubric(text, rubric: Rubric, what: str = "your explanation") -> str:
     need_text(text, what)
     named, wrong = read(text, rubric)
     if wrong:
-        raise CheckFailed(f"{what.capitalize()} says {wrong[0]}, and that is not what happens: "
-                          "read the runs again and say what they show.")
+        raise CheckFailed(
+            f"{what.capitalize()} says {wrong[0]}, and that is not what happens: "
+            "read the runs again and say what they show."
+        )
     missing = [idea.says for idea in rubric.ideas if idea not in named]
     if missing:
-        raise CheckFailed(f"{what.capitalize()} names {len(named)} of the {len(rubric)} ideas of "
-                          f"the rubric; it does not yet {missing[0]}.")
+        raise CheckFailed(
+            f"{what.capitalize()} names {len(named)} of the {len(rubric)} ideas of "
+            f"the rubric; it does not yet {missing[0]}."
+        )
     return f"ok: all {len(rubric)} ideas of the rubric named"

@@ -10,7 +10,7 @@ from ._base import CheckFailed, answer_check
 # What to look at on a curve of each case, worded so that it does not name the case.
 LOOK_AT = {
     "overfitting": "its val loss bottoms out early and then climbs while the training points "
-                   "keep falling",
+    "keep falling",
     "high_flat": "its loss stays high and hardly moves even though the update norm is not zero",
     "spiking": "single steps jump far above their neighbours and the next step is back down",
     "val_below_train": "its val loss runs below the cloud of training points the whole way",
@@ -34,15 +34,21 @@ def curves_quiz(quiz, answers) -> str:
         raise CheckFailed(f"Pass the quiz you drew (curve_quiz.draw()), not {type(quiz).__name__}.")
     key = quiz.answer_key()
     if not isinstance(answers, dict) or set(answers) != set(key):
-        raise CheckFailed(f"Answer with a dict that labels every curve, {', '.join(key)}, with a "
-                          f"case name such as 'spiking' or its number; got {answers!r}.")
+        raise CheckFailed(
+            f"Answer with a dict that labels every curve, {', '.join(key)}, with a "
+            f"case name such as 'spiking' or its number; got {answers!r}."
+        )
     for letter in key:
         if _case(answers[letter]) is None:
-            raise CheckFailed(f"Curve {letter}: {answers[letter]!r} is not a case; use one of "
-                              f"{', '.join(CASES)} or a number 1-7.{suggest(answers[letter], CASES)}")
+            raise CheckFailed(
+                f"Curve {letter}: {answers[letter]!r} is not a case; use one of "
+                f"{', '.join(CASES)} or a number 1-7.{suggest(answers[letter], CASES)}"
+            )
     wrong = [letter for letter in key if _case(answers[letter]) != key[letter]]
     if wrong:
         first = wrong[0]
-        raise CheckFailed(f"{len(wrong)} of {len(key)} labels are not right yet; curve {first} is "
-                          f"not {_case(answers[first])!r}: {LOOK_AT[key[first]]}.")
+        raise CheckFailed(
+            f"{len(wrong)} of {len(key)} labels are not right yet; curve {first} is "
+            f"not {_case(answers[first])!r}: {LOOK_AT[key[first]]}."
+        )
     return f"ok: all {len(key)} curves labelled correctly (quiz seed {quiz.seed})"

@@ -28,8 +28,9 @@ def lab15_predictions(loss_sketch, grad_norm_sketch) -> str:
         raise (NotYetAnswered if "not sealed" in said else CheckFailed)(said) from None
     except TypeError as exc:
         raise CheckFailed(str(exc)) from None
-    said = "; ".join(f"{h}: loss {s['loss']}, gradient norm {s['grad_norm']}"
-                     for h, s in shapes.items())
+    said = "; ".join(
+        f"{h}: loss {s['loss']}, gradient norm {s['grad_norm']}" for h, s in shapes.items()
+    )
     return f"ok: three sealed, distinguishable predictions ({said})"
 
 
@@ -39,8 +40,9 @@ def lab15_forecast(text: str) -> str:
     try:
         Prediction(text)
     except ValueError as exc:
-        raise CheckFailed(f"{exc} A forecast the run can fail is the point: name a number and a "
-                          "step.") from None
+        raise CheckFailed(
+            f"{exc} A forecast the run can fail is the point: name a number and a step."
+        ) from None
     return f"ok: {text!r} can be checked against a run"
 
 
@@ -49,12 +51,16 @@ def lab15_conviction(mystery: str, record: TriageRecord) -> str:
     """The record gives a verdict; it names the right system and the mechanism's key terms."""
     conv = record.rows["conviction"]["data"]
     if not conv.get("system"):
-        raise NotYetAnswered("The record has no conviction yet: fill its rows in order, then "
-                             "call record.convict(system, mechanism).")
+        raise NotYetAnswered(
+            "The record has no conviction yet: fill its rows in order, then "
+            "call record.convict(system, mechanism)."
+        )
     tries = f"(conviction attempt {record.attempts} on this record)" if record.strict else ""
     if not record.strict:
-        raise CheckFailed("Lab 15 needs its strict record: make it with "
-                          "TriageRecord(subject, strict=True) and fill it in order.")
+        raise CheckFailed(
+            "Lab 15 needs its strict record: make it with "
+            "TriageRecord(subject, strict=True) and fill it in order."
+        )
     try:
         line = record.verdict()
     except TriageRefused as exc:
@@ -65,11 +71,15 @@ def lab15_conviction(mystery: str, record: TriageRecord) -> str:
         raise CheckFailed(f"The evidence does not support {system} {tries}; {hint}")
     found, needed = mysteries.mechanism_terms(mystery, mechanism)
     if found < needed:
-        raise CheckFailed(f"{system} is the right system, but the mechanism line names {found} of "
-                          f"the {needed} things it must say {tries}: say what broke and where it "
-                          "sits in the loop, in plain words.")
+        raise CheckFailed(
+            f"{system} is the right system, but the mechanism line names {found} of "
+            f"the {needed} things it must say {tries}: say what broke and where it "
+            "sits in the loop, in plain words."
+        )
     if reverses(mystery, mechanism):
-        raise CheckFailed(f"{system} is the right system, but the mechanism line says the opposite "
-                          f"of what the evidence shows about it {tries}: read the rows of the "
-                          "record again and say what broke, not what did not.")
+        raise CheckFailed(
+            f"{system} is the right system, but the mechanism line says the opposite "
+            f"of what the evidence shows about it {tries}: read the rows of the "
+            "record again and say what broke, not what did not."
+        )
     return f"ok: {line} {tries}"

@@ -51,19 +51,28 @@ def shift_once(s: Subject):
     unshifted = F.cross_entropy(logits.transpose(1, 2), labels, ignore_index=IGNORE)
     model_loss = float(out.loss)
     if aligned < 0.9 and pre > 0.9:
-        return "FAIL", (f"labels[t] equals input_ids[t+1] at {pre:.0%} of labelled positions: they "
-                        "were shifted by hand, and the model shifts again, so position t is "
-                        "trained on token t+2")
+        return "FAIL", (
+            f"labels[t] equals input_ids[t+1] at {pre:.0%} of labelled positions: they "
+            "were shifted by hand, and the model shifts again, so position t is "
+            "trained on token t+2"
+        )
     if math.isclose(model_loss, float(unshifted), rel_tol=1e-4) and not math.isclose(
-            model_loss, float(once), rel_tol=1e-4):
-        return "FAIL", (f"the model's loss {model_loss:.4f} is logits[t] against labels[t] "
-                        f"({float(unshifted):.4f}): no shift at all, each position copies its input")
+        model_loss, float(once), rel_tol=1e-4
+    ):
+        return "FAIL", (
+            f"the model's loss {model_loss:.4f} is logits[t] against labels[t] "
+            f"({float(unshifted):.4f}): no shift at all, each position copies its input"
+        )
     if aligned > 0.99 and math.isclose(model_loss, float(once), rel_tol=1e-4):
-        return "PASS", (f"labels equal input_ids at {aligned:.0%} of {int(kept.sum())} labelled "
-                        f"positions, and the model's loss {model_loss:.4f} equals logits[:, :-1] "
-                        f"against labels[:, 1:] ({float(once):.4f}): one shift, inside the model")
-    return "FAIL", (f"labels match input_ids at only {aligned:.0%} of labelled positions; the "
-                    f"model's loss {model_loss:.4f}, shifted once by hand {float(once):.4f}")
+        return "PASS", (
+            f"labels equal input_ids at {aligned:.0%} of {int(kept.sum())} labelled "
+            f"positions, and the model's loss {model_loss:.4f} equals logits[:, :-1] "
+            f"against labels[:, 1:] ({float(once):.4f}): one shift, inside the model"
+        )
+    return "FAIL", (
+        f"labels match input_ids at only {aligned:.0%} of labelled positions; the "
+        f"model's loss {model_loss:.4f}, shifted once by hand {float(once):.4f}"
+    )
 
 
 @torch.no_grad()
@@ -96,11 +105,15 @@ def supervised_tokens(s: Subject):
     counts = [int((_targets(b["labels"]) != IGNORE).sum()) for b in batches]
     if min(counts) == 0:
         empty = sum(c == 0 for c in counts)
-        return "FAIL", (f"{empty} of {len(counts)} batches have no supervised target: the mean "
-                        "loss over such a batch is 0/0 = NaN")
+        return "FAIL", (
+            f"{empty} of {len(counts)} batches have no supervised target: the mean "
+            "loss over such a batch is 0/0 = NaN"
+        )
     if s.batches:
-        return "PASS", (f"every one of the {len(counts)} batches of an epoch has supervised "
-                        f"targets (fewest: {min(counts)})")
+        return "PASS", (
+            f"every one of the {len(counts)} batches of an epoch has supervised "
+            f"targets (fewest: {min(counts)})"
+        )
     return "PASS", f"the batch has {counts[0]} supervised targets (other batches were not given)"
 
 
@@ -129,8 +142,10 @@ def token_normalised(s: Subject):
     by_token = float(per.sum() / n)
     by_row = float(((per.sum(1) / kept.sum(1).clamp(min=1))[kept.any(1)]).mean())
     model_loss = float(out.loss)
-    text = (f"the model's loss {model_loss:.4f}; summed target loss / {n} valid targets "
-            f"{by_token:.4f}; mean of per-row means {by_row:.4f}")
+    text = (
+        f"the model's loss {model_loss:.4f}; summed target loss / {n} valid targets "
+        f"{by_token:.4f}; mean of per-row means {by_row:.4f}"
+    )
     if math.isclose(model_loss, by_token, rel_tol=1e-4):
         return "PASS", text + ": normalised by the valid-token count"
     return "FAIL", text + ": not normalised by the valid-token count"
@@ -163,14 +178,18 @@ def packing(s: Subject):
         return "PASS", "not packed: every row holds one example (at most one EOS, then padding)"
     row = int(torch.argmax((per_row > 1).long() + (trailing > 0)))
     first_end = int((ids[row] == eos).nonzero()[0])
-    a = _out(s.model, ids[row:row + 1], att[row:row + 1]).logits[0, first_end + 1:]
-    changed = ids[row:row + 1].clone()
-    changed[0, :first_end] = (changed[0, :first_end] + 1) % a.shape[-1]  # a different first document
-    b = _out(s.model, changed, att[row:row + 1]).logits[0, first_end + 1:]
+    a = _out(s.model, ids[row : row + 1], att[row : row + 1]).logits[0, first_end + 1 :]
+    changed = ids[row : row + 1].clone()
+    changed[0, :first_end] = (changed[0, :first_end] + 1) % a.shape[
+        -1
+    ]  # a different first document
+    b = _out(s.model, changed, att[row : row + 1]).logits[0, first_end + 1 :]
     moved = float((a.float() - b.float()).abs().max())
     if moved > 1e-5:
-        return "FAIL", (f"row {row} is packed and changing its first document moves the next "
-                        f"document's logits by up to {moved:.3g}: attention crosses the boundary")
+        return "FAIL", (
+            f"row {row} is packed and changing its first document moves the next "
+            f"document's logits by up to {moved:.3g}: attention crosses the boundary"
+        )
     return "PASS", f"row {row} is packed, and its documents do not see each other"
 
 
@@ -179,10 +198,12 @@ def _shape(batch: dict, sp: dict) -> dict:
     n = att.sum(1)
     last = ids.gather(1, (n - 1).clamp(min=0)[:, None])[:, 0]
     right_padded = bool((att == (torch.arange(ids.shape[1]) < n[:, None]).long()).all())
-    return {"bos first": float((ids[:, 0] == sp["bos"]).float().mean()),
-            "one sep": float(((ids == sp["sep"]).sum(1) == 1).float().mean()),
-            "eos last": float((last == sp["eos"]).float().mean()),
-            "right-padded": float(right_padded)}
+    return {
+        "bos first": float((ids[:, 0] == sp["bos"]).float().mean()),
+        "one sep": float(((ids == sp["sep"]).sum(1) == 1).float().mean()),
+        "eos last": float((last == sp["eos"]).float().mean()),
+        "right-padded": float(right_padded),
+    }
 
 
 def same_template(s: Subject):
@@ -220,8 +241,13 @@ def split_by_group(s: Subject):
     def prompts(split):
         out = set()
         for row in split["input_ids"].tolist():
-            out.add(tuple(row[:row.index(s.specials["sep"])]) if s.specials["sep"] in row else tuple(row))
+            out.add(
+                tuple(row[: row.index(s.specials["sep"])])
+                if s.specials["sep"] in row
+                else tuple(row)
+            )
         return out
+
     train, val = prompts(s.train_split), prompts(s.val_split)
     shared = len(train & val)
     text = f"{shared} of {len(val)} val prompts also occur in training"

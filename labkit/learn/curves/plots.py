@@ -25,18 +25,37 @@ def draw_run(run: Run, axes, color: str = "tab:blue", label: str = "", faint: bo
     """Draw one run into three axes: loss (train points, val line), val accuracy, update norm."""
     alpha = 0.35 if faint else 0.8
     loss_ax, acc_ax, upd_ax = axes
-    loss_ax.plot(*_finite(run.table["step"], run.table["loss_raw"]), ".", ms=2, color=color,
-                 alpha=alpha, label=f"{label}train (each batch)".strip())
-    loss_ax.plot(*_finite(run.evals["step"], run.evals["val_loss"]), "-o", ms=2, lw=1,
-                 color=color if faint else "tab:orange", alpha=alpha + 0.2 * (not faint),
-                 label=f"{label}val".strip())
+    loss_ax.plot(
+        *_finite(run.table["step"], run.table["loss_raw"]),
+        ".",
+        ms=2,
+        color=color,
+        alpha=alpha,
+        label=f"{label}train (each batch)".strip(),
+    )
+    loss_ax.plot(
+        *_finite(run.evals["step"], run.evals["val_loss"]),
+        "-o",
+        ms=2,
+        lw=1,
+        color=color if faint else "tab:orange",
+        alpha=alpha + 0.2 * (not faint),
+        label=f"{label}val".strip(),
+    )
     nan_at = run.first_nonfinite_step()
     if nan_at is not None:
         loss_ax.axvline(nan_at, color="crimson", ls=":", lw=1.2, label=f"NaN from step {nan_at}")
-    acc_ax.plot(*_finite(run.evals["step"], run.evals["val_acc"]), "-o", ms=2, lw=1, color=color,
-                alpha=alpha)
-    upd_ax.plot(*_finite(run.table["step"], run.table["update_norm"]), ".", ms=2, color=color,
-                alpha=alpha)
+    acc_ax.plot(
+        *_finite(run.evals["step"], run.evals["val_acc"]),
+        "-o",
+        ms=2,
+        lw=1,
+        color=color,
+        alpha=alpha,
+    )
+    upd_ax.plot(
+        *_finite(run.table["step"], run.table["update_norm"]), ".", ms=2, color=color, alpha=alpha
+    )
     for ax, name in zip(axes, ROWS):
         ax.set_ylabel(name, fontsize=7)
         ax.tick_params(labelsize=6)
@@ -52,8 +71,11 @@ def plot_case(shown):
     draw_run(shown.fixed[seed], axes, color="grey", label="after the change: ", faint=True)
     draw_run(shown.run, axes, label="")
     axes[0].legend(fontsize=6)
-    fig.suptitle(f"case {shown.case.number}: {shown.case.title} (seed {seed}; grey: "
-                 f"{shown.case.intervention})", fontsize=8)
+    fig.suptitle(
+        f"case {shown.case.number}: {shown.case.title} (seed {seed}; grey: "
+        f"{shown.case.intervention})",
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig
 

@@ -21,15 +21,21 @@ from . import CASES, run_spec
 EVERY = {"eval_every": 10}  # ten evaluations per 100 steps, so val and accuracy show a shape
 VARIANTS: dict[str, list[tuple[str, dict]]] = {
     "overfitting": [("128 noisy rows, SGD with momentum", CASES["overfitting"].setup)],
-    "high_flat": [("labels shuffled apart from inputs", {"bug": "shuffled_labels", "config": EVERY}),
-                  ("every input the same constant", {"bug": "constant_inputs", "config": EVERY})],
+    "high_flat": [
+        ("labels shuffled apart from inputs", {"bug": "shuffled_labels", "config": EVERY}),
+        ("every input the same constant", {"bug": "constant_inputs", "config": EVERY}),
+    ],
     "spiking": [("one far-out row with a wrong label", CASES["spiking"].setup)],
     "val_below_train": [(f"dropout {p}", {"config": {"dropout": p, **EVERY}}) for p in (0.4, 0.5)],
-    "flat_train": [("loss rebuilt from .item()", {"bug": "loss_from_item", "config": EVERY}),
-                   ("learning rate 0", {"bug": "zero_lr", "config": EVERY}),
-                   ("optimizer.step() missing", {"bug": "missing_step", "config": EVERY})],
-    "nan": [("one NaN feature in the data", {"bug": "nan_in_inputs", "config": EVERY}),
-            ("learning rate 300x too high", {"bug": "lr_too_high", "config": EVERY})],
+    "flat_train": [
+        ("loss rebuilt from .item()", {"bug": "loss_from_item", "config": EVERY}),
+        ("learning rate 0", {"bug": "zero_lr", "config": EVERY}),
+        ("optimizer.step() missing", {"bug": "missing_step", "config": EVERY}),
+    ],
+    "nan": [
+        ("one NaN feature in the data", {"bug": "nan_in_inputs", "config": EVERY}),
+        ("learning rate 300x too high", {"bug": "lr_too_high", "config": EVERY}),
+    ],
     "metric_flat": [("95/5 classes, accuracy as the metric", CASES["metric_flat"].setup)],
 }
 LETTERS = "ABCDEFG"
@@ -51,15 +57,19 @@ class Quiz:
     items: list[QuizItem]
 
     def __repr__(self) -> str:
-        return (f"Quiz(seed={self.seed}, curves {', '.join(i.letter for i in self.items)}: "
-                "label each with one of " + ", ".join(CASES) + ")")
+        return (
+            f"Quiz(seed={self.seed}, curves {', '.join(i.letter for i in self.items)}: "
+            "label each with one of " + ", ".join(CASES) + ")"
+        )
 
     def answer_key(self) -> dict[str, str]:
         return {i.letter: i.case for i in self.items}
 
     def reveal(self) -> str:
-        return "\n".join(f"{i.letter}: case {CASES[i.case].number} {i.case} ({i.mechanism}, "
-                         f"seed {i.seed})" for i in self.items)
+        return "\n".join(
+            f"{i.letter}: case {CASES[i.case].number} {i.case} ({i.mechanism}, seed {i.seed})"
+            for i in self.items
+        )
 
 
 def draw(seed: int | None = None, progress: bool = False, train: bool = True) -> Quiz:
@@ -75,8 +85,9 @@ def draw(seed: int | None = None, progress: bool = False, train: bool = True) ->
     for letter, key in zip(LETTERS, keys):
         mechanism, spec = rng.choice(VARIANTS[key])
         run_seed = rng.randrange(2, 1_000_000)  # never 0 or 1, the gallery's seeds
-        items.append(QuizItem(letter, key, mechanism, run_seed,
-                              run_spec(spec, run_seed) if train else None))
+        items.append(
+            QuizItem(letter, key, mechanism, run_seed, run_spec(spec, run_seed) if train else None)
+        )
         if progress and train:
             print(f"curve {letter}: trained ({len(items)} of {len(keys)})")
     return Quiz(seed, items)

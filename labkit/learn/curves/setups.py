@@ -14,7 +14,11 @@ from ...bugs.h2.nan_in_inputs import data_with_nan_row
 from ...core.data import Dataset, make_blobs
 from ...core.seams import StepContext, make_data
 
-NOISY_TRAIN, NOISY_FLIP, NOISY_SPREAD = 128, 0.3, 0.5  # small, 30% relabelled at random, overlapping
+NOISY_TRAIN, NOISY_FLIP, NOISY_SPREAD = (
+    128,
+    0.3,
+    0.5,
+)  # small, 30% relabelled at random, overlapping
 OUTLIER_ROW, OUTLIER_SCALE = 300, 20.0  # one row, 20 standard deviations out, with a wrong label
 OUTLIER_LIMIT = 5.0  # the repair: drop rows with any feature further out than this
 
@@ -22,8 +26,13 @@ OUTLIER_LIMIT = 5.0  # the repair: drop rows with any feature further out than t
 def noisy_small_blobs(config) -> Dataset:
     """128 training points of 10 overlapping blobs, 30% of them given a random label; the
     512 validation points keep their true labels."""
-    data = make_blobs(n_classes=config.n_classes, n_train=NOISY_TRAIN, n_val=512,
-                      spread=NOISY_SPREAD, seed=config.seed)
+    data = make_blobs(
+        n_classes=config.n_classes,
+        n_train=NOISY_TRAIN,
+        n_val=512,
+        spread=NOISY_SPREAD,
+        seed=config.seed,
+    )
     gen = torch.Generator().manual_seed(config.seed + 7)
     true_y = data.train["y"]
     y = true_y.clone()

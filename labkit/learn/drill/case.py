@@ -43,8 +43,9 @@ class Case:
             self.evidence = Evidence(self.setup, mystery.run_seed)
 
     def _trainer(self, seed: int | None = None, **changes) -> Trainer:
-        config = self.config.replace(seed=self.mystery.run_seed if seed is None else seed,
-                                     **changes)
+        config = self.config.replace(
+            seed=self.mystery.run_seed if seed is None else seed, **changes
+        )
         return Trainer(config, bug=self.mystery.bug)
 
     def once(self, key: str, compute):
@@ -88,8 +89,11 @@ class Case:
         seams.backward(ctx)
         second = grad_total(ctx.model.parameters())
         ratio = second / first if first and second and math.isfinite(second / first) else None
-        return {"audit": audit, "second_over_first": ratio,
-                "grad_norm": self.baseline().table["grad_norm"]}
+        return {
+            "audit": audit,
+            "second_over_first": ratio,
+            "grad_norm": self.baseline().table["grad_norm"],
+        }
 
     def first_nonfinite(self) -> dict:
         return self.once("first_nonfinite", self._first_nonfinite)
@@ -104,16 +108,28 @@ class Case:
         forward, loss_fn = t.pipeline()
         batch = t.batch(k)
         fp16 = t.config.precision == "fp16"
-        where = first_nonfinite(t.ctx.model, batch, forward=forward, loss_fn=loss_fn,
-                                autocast_dtype=torch.float16 if fp16 else None)
+        where = first_nonfinite(
+            t.ctx.model,
+            batch,
+            forward=forward,
+            loss_fn=loss_fn,
+            autocast_dtype=torch.float16 if fp16 else None,
+        )
         fp32 = None
         if fp16 and where.details.get("where"):  # the same step without autocast
             again = first_nonfinite(t.ctx.model, batch, forward=forward, loss_fn=loss_fn)
             fp32 = again.details.get("where")
         norms = [g for g in base.table["grad_norm"][:k] if g is not None and math.isfinite(g)]
-        return {"step": k, "where": where.details.get("where"), "stage": where.details.get("stage"),
-                "note": where.details.get("note", ""), "fp16": fp16, "fp32_where": fp32,
-                "grad_first": norms[0] if norms else None, "grad_max": max(norms, default=None)}
+        return {
+            "step": k,
+            "where": where.details.get("where"),
+            "stage": where.details.get("stage"),
+            "note": where.details.get("note", ""),
+            "fp16": fp16,
+            "fp32_where": fp32,
+            "grad_first": norms[0] if norms else None,
+            "grad_max": max(norms, default=None),
+        }
 
     def label_audit(self) -> dict:
         return self.once("label_audit", self._label_audit)
@@ -123,9 +139,13 @@ class Case:
         if self.mystery.task == "lm":
             audit = label_alignment(subset)
             ids, labels = subset["input_ids"], subset["labels"]
-            return {"task": "lm", "audit": audit, "ids": ids[0, :12].tolist(),
-                    "labels": labels[0, :12].tolist(),
-                    "mask": subset["attention_mask"][0, :12].tolist()}
+            return {
+                "task": "lm",
+                "audit": audit,
+                "ids": ids[0, :12].tolist(),
+                "labels": labels[0, :12].tolist(),
+                "mask": subset["attention_mask"][0, :12].tolist(),
+            }
         x = fresh.ctx.data.train["x"]
         finite = torch.isfinite(x)
         bad_rows = sorted({int(r) for r in (~finite).nonzero()[:, 0]})[:5]
@@ -133,15 +153,26 @@ class Case:
         forward, _ = fresh.pipeline()
         with torch.no_grad(), _amp(fresh):
             out = forward(fresh.ctx.model, subset).float()
-        return {"task": "classify", "rows": len(x), "bad_rows": bad_rows,
-                "nonfinite": int((~finite).sum()),
-                "std": clean.std(0).tolist(), "min": clean.min(0).values.tolist(),
-                "max": clean.max(0).values.tolist(), "labels": torch.bincount(
-                    fresh.ctx.data.train["y"], minlength=self.config.n_classes).tolist(),
-                "out_min": float(out.min()), "out_max": float(out.max()),
-                "row_sums": float(out.sum(-1).mean()), "out_rows_are_probs": bool(
-                    out.min() >= 0 and out.max() <= 1
-                    and torch.allclose(out.sum(-1), torch.ones(len(out)), atol=1e-3))}
+        return {
+            "task": "classify",
+            "rows": len(x),
+            "bad_rows": bad_rows,
+            "nonfinite": int((~finite).sum()),
+            "std": clean.std(0).tolist(),
+            "min": clean.min(0).values.tolist(),
+            "max": clean.max(0).values.tolist(),
+            "labels": torch.bincount(
+                fresh.ctx.data.train["y"], minlength=self.config.n_classes
+            ).tolist(),
+            "out_min": float(out.min()),
+            "out_max": float(out.max()),
+            "row_sums": float(out.sum(-1).mean()),
+            "out_rows_are_probs": bool(
+                out.min() >= 0
+                and out.max() <= 1
+                and torch.allclose(out.sum(-1), torch.ones(len(out)), atol=1e-3)
+            ),
+        }
 
     def lr_sweep(self) -> dict:
         return self.once("lr_sweep", self._lr_sweep)
@@ -154,12 +185,12 @@ class Case:
         return {"arms": {f: arms[f] for f in sorted(arms)}, "lr": self.config.lr}
 
     def second_seed(self):
-        return self.once("second_seed", lambda: self._trainer(
-            seed=self.mystery.run_seed + 1).run(BASELINE_STEPS))
+        return self.once(
+            "second_seed", lambda: self._trainer(seed=self.mystery.run_seed + 1).run(BASELINE_STEPS)
+        )
 
 
 def _amp(trainer):
     if trainer.config.precision == "fp16":
         return torch.autocast("cpu", dtype=torch.float16)
     return contextlib.nullcontext()
-

@@ -33,16 +33,21 @@ def ending_lines(mystery, score: Score, probes: list, conviction: dict | None) -
     if conviction:
         out += wrap(f"CONVICTION: {conviction['system']} -- {conviction['text']}")
     hidden = f"bug {mystery.bug}" if mystery.bug else "no bug (a healthy run)"
-    out += wrap(f"The hidden setup: {hidden}, system {mystery.system}, run seed "
-                f"{mystery.run_seed}.")
+    out += wrap(
+        f"The hidden setup: {hidden}, system {mystery.system}, run seed {mystery.run_seed}."
+    )
     out += wrap(f"Its mechanism: {mystery.mechanism}.", "  ")
     out.append("Score:")
     for name, points, top, why in score.parts:
         out += wrap(f"{name:<10} {points:>2}/{top:<2}  {why}", "  ")
     out.append("The cheapest sufficient path:")
     out += wrap(path_text(score.best_path), "  ")
-    out += wrap("yours: " + (", ".join(p["name"] for p in probes) or "(no probes)")
-                + f" -- {where_you_left(score.best_path, [p['name'] for p in probes])}", "  ")
+    out += wrap(
+        "yours: "
+        + (", ".join(p["name"] for p in probes) or "(no probes)")
+        + f" -- {where_you_left(score.best_path, [p['name'] for p in probes])}",
+        "  ",
+    )
     out.append("The interview answer, in five parts:")
     for part, text in answer_lines(mystery.key):
         out += wrap(f"{part}: {text}", "  ")

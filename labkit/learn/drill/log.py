@@ -37,14 +37,18 @@ class DrillConflict(ValueError):
 class DrillLog:
     def __init__(self, path=None):
         if path is not None and Path(path).is_dir():
-            raise ValueError(f"log={str(path)!r} is a folder; give the store's file path, such "
-                             f"as {str(Path(path) / 'labkit.sqlite3')!r}.")
+            raise ValueError(
+                f"log={str(path)!r} is a folder; give the store's file path, such "
+                f"as {str(Path(path) / 'labkit.sqlite3')!r}."
+            )
         if path is not None and Path(path).suffix == ".json":
-            raise ValueError(f"log={str(path)!r} names a JSON file, but drills are kept in the "
-                             "learner store with everything else; give a store file such as "
-                             "'labkit.sqlite3' (or nothing, for $LABKIT_HOME/labkit.sqlite3). "
-                             "`labkit export` writes it all as JSON, and `labkit import "
-                             "drill.json` brings in an old drill log.")
+            raise ValueError(
+                f"log={str(path)!r} names a JSON file, but drills are kept in the "
+                "learner store with everything else; give a store file such as "
+                "'labkit.sqlite3' (or nothing, for $LABKIT_HOME/labkit.sqlite3). "
+                "`labkit export` writes it all as JSON, and `labkit import "
+                "drill.json` brings in an old drill log."
+            )
         self.store = default_store(path)
         self.path = self.store.path
 
@@ -76,50 +80,76 @@ class DrillLog:
 
     def save_session(self, state: dict) -> dict:
         """Store an unfinished drill; returns the state with its revision moved on by one."""
+
         def change(stored):
             self._check_revision(stored, state)
             seen = bool(state.get("answer_seen") or (stored or {}).get("answer_seen"))
-            return {**state, "revision": state.get("revision", 0) + 1, "saved_at": time.time(),
-                    "answer_seen": seen}
+            return {
+                **state,
+                "revision": state.get("revision", 0) + 1,
+                "saved_at": time.time(),
+                "answer_seen": seen,
+            }
+
         return self.store.update(KIND, f"session/{state['id']}", change)["body"]
 
     def finish(self, state: dict, attempt: dict) -> None:
         """Add the finished attempt and close its session, in one transaction."""
+
         def close(stored):
             self._check_revision(stored, state)
-            attempt["answer_seen"] = bool(attempt.get("answer_seen")
-                                          or (stored or {}).get("answer_seen"))
-            return {"id": state["id"], "seed": state.get("seed"), "closed": True,
-                    "revision": state.get("revision", 0) + 1, "saved_at": time.time()}
-        self.store.update_many([(KIND, f"session/{state['id']}", close),
-                                (KIND, f"attempt/{uuid.uuid4().hex}", lambda _: attempt)])
+            attempt["answer_seen"] = bool(
+                attempt.get("answer_seen") or (stored or {}).get("answer_seen")
+            )
+            return {
+                "id": state["id"],
+                "seed": state.get("seed"),
+                "closed": True,
+                "revision": state.get("revision", 0) + 1,
+                "saved_at": time.time(),
+            }
+
+        self.store.update_many(
+            [
+                (KIND, f"session/{state['id']}", close),
+                (KIND, f"attempt/{uuid.uuid4().hex}", lambda _: attempt),
+            ]
+        )
 
     def mark_answer_seen(self, seed: int) -> int:
         """Flag unfinished drills with this seed: their score will say the answer was seen."""
         hit = [s for s in self.sessions() if s.get("seed") == seed]
         # the revision stays: the drill goes on, and its score carries the flag
-        self.store.update_many([(KIND, f"session/{s['id']}",
-                                 lambda old: {**old, "answer_seen": True}) for s in hit])
+        self.store.update_many(
+            [(KIND, f"session/{s['id']}", lambda old: {**old, "answer_seen": True}) for s in hit]
+        )
         return len(hit)
 
     def _check_revision(self, stored: dict | None, state: dict) -> None:
         seed = state.get("seed")
         if stored is not None and stored.get("closed"):
-            raise DrillConflict(f"This drill (seed {seed}) was finished in another window; "
-                                f"start it again with `labkit drill --seed {seed}`.")
+            raise DrillConflict(
+                f"This drill (seed {seed}) was finished in another window; "
+                f"start it again with `labkit drill --seed {seed}`."
+            )
         if stored is not None and stored.get("revision", 0) != state.get("revision", 0):
-            raise DrillConflict(f"This drill (seed {seed}) was saved from another window after "
-                                f"this one loaded it; reload it with `labkit drill --seed {seed}` "
-                                "instead of overwriting that work.")
+            raise DrillConflict(
+                f"This drill (seed {seed}) was saved from another window after "
+                f"this one loaded it; reload it with `labkit drill --seed {seed}` "
+                "instead of overwriting that work."
+            )
         if stored is None and state.get("revision", 0) > 0:
-            raise DrillConflict(f"This drill (seed {seed}) is no longer in {str(self.path)!r}: "
-                                "it was finished or abandoned elsewhere.")
+            raise DrillConflict(
+                f"This drill (seed {seed}) is no longer in {str(self.path)!r}: "
+                "it was finished or abandoned elsewhere."
+            )
 
 
 def records_of_old_log(doc: dict, source) -> list[dict]:
     """The records of a ``drill.json`` from the first drill log (for ``labkit import``)."""
     import hashlib
     import json
+
     out = []
     for a in doc.get("attempts", []):
         key = hashlib.sha256(json.dumps(a, sort_keys=True).encode()).hexdigest()[:32]

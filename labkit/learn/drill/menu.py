@@ -23,25 +23,59 @@ class Probe:
     shows: str
 
 
-MENU = {p.name: p for p in (
-    Probe("raw_vs_reported", 1, "the raw per-batch loss beside the reported curve: does an honest "
-          "logger give what was reported? (H3)"),
-    Probe("gradient_audit", 1, "one step of your loop, audited: each parameter in the optimizer? "
-          "its gradient None, zero or finite? does .grad double on a second backward?"),
-    Probe("update_probe", 1, "the logged learning rate and the update norm of each layer group "
-          "over the 50 steps"),
-    Probe("first_nonfinite", 1, "the first NaN or inf of the run, located: inputs, labels, each "
-          "module, the loss, the gradients"),
-    Probe("label_audit", 1, "one batch end to end: LM labels vs inputs, padding and masks; for a "
-          "classifier, input statistics, label counts and the model's outputs"),
-    Probe("overfit", 3, "plain SGD on 64 fixed training rows for 200 steps (LM: Adam, 100 steps): "
-          "can the pipeline memorise them?"),
-    Probe("label_shuffle", 3, "the same overfit run with the 64 labels shuffled: does it behave "
-          "like the real labels?"),
-    Probe("lr_sweep", 8, "your loop again from the same init with the LR /10 and x10, 50 steps "
-          "each, beside the baseline"),
-    Probe("second_seed", 8, "the whole run again on another seed: its first 50 reported steps"),
-)}
+MENU = {
+    p.name: p
+    for p in (
+        Probe(
+            "raw_vs_reported",
+            1,
+            "the raw per-batch loss beside the reported curve: does an honest "
+            "logger give what was reported? (H3)",
+        ),
+        Probe(
+            "gradient_audit",
+            1,
+            "one step of your loop, audited: each parameter in the optimizer? "
+            "its gradient None, zero or finite? does .grad double on a second backward?",
+        ),
+        Probe(
+            "update_probe",
+            1,
+            "the logged learning rate and the update norm of each layer group over the 50 steps",
+        ),
+        Probe(
+            "first_nonfinite",
+            1,
+            "the first NaN or inf of the run, located: inputs, labels, each "
+            "module, the loss, the gradients",
+        ),
+        Probe(
+            "label_audit",
+            1,
+            "one batch end to end: LM labels vs inputs, padding and masks; for a "
+            "classifier, input statistics, label counts and the model's outputs",
+        ),
+        Probe(
+            "overfit",
+            3,
+            "plain SGD on 64 fixed training rows for 200 steps (LM: Adam, 100 steps): "
+            "can the pipeline memorise them?",
+        ),
+        Probe(
+            "label_shuffle",
+            3,
+            "the same overfit run with the 64 labels shuffled: does it behave "
+            "like the real labels?",
+        ),
+        Probe(
+            "lr_sweep",
+            8,
+            "your loop again from the same init with the LR /10 and x10, 50 steps "
+            "each, beside the baseline",
+        ),
+        Probe("second_seed", 8, "the whole run again on another seed: its first 50 reported steps"),
+    )
+}
 CURVE_PROBES = ("raw_vs_reported", "overfit", "second_seed")  # forecast by drawing a curve
 
 

@@ -24,9 +24,9 @@ HEALTHY_SHARE = 1 / 6  # "about one in six" runs has nothing wrong with it
 RUN_SEEDS = 3  # the mystery's run seed is one of 0, 1, 2; the second seed is that + 1
 VARIANT_MECHANISMS = {  # a variant keeps its bug's mechanism line in the zoo; say what differs
     "zero_lr:per_batch_scheduler": "a per-epoch StepLR is stepped every batch: the LR halves "
-                                   "each step and is about 0 by epoch 2",
+    "each step and is about 0 by epoch 2",
     "missing_optimizer_params:head_only": "only the head's parameters were given to the "
-                                          "optimizer: the backbone gets gradients, no update",
+    "optimizer: the backbone gets gradients, no update",
 }
 
 
@@ -77,14 +77,22 @@ class Mystery:
     def setting(self) -> str:
         """What a teammate would tell you about the run: the model and task, nothing more."""
         if self.task == "lm":
-            return ("a tiny causal LM (2 blocks, vocabulary 50, Adam), response tokens only; "
-                    "ln V = 3.912")
+            return (
+                "a tiny causal LM (2 blocks, vocabulary 50, Adam), response tokens only; "
+                "ln V = 3.912"
+            )
         return "an MLP on 10 balanced classes (SGD, batch 64, 16 steps per epoch); ln C = 2.303"
 
     def answer(self) -> dict:
         """The hidden setup, for instructors and tests (`labkit drill --answer`)."""
-        return {"seed": self.seed, "bug": self.bug, "system": self.system, "task": self.task,
-                "run_seed": self.run_seed, "mechanism": self.mechanism}
+        return {
+            "seed": self.seed,
+            "bug": self.bug,
+            "system": self.system,
+            "task": self.task,
+            "run_seed": self.run_seed,
+            "mechanism": self.mechanism,
+        }
 
     def __repr__(self) -> str:  # no spoiler in a notebook's echo
         return f"Mystery(seed={self.seed}, task={self.task!r}, hidden)"
@@ -115,8 +123,9 @@ def seed_for(bug: str | None, *, start: int = 0) -> int:
     """The first drill seed at or after `start` whose mystery is `bug` (None: healthy)."""
     if bug is not None and bug not in mystery_names():
         get_bug(bug)  # a readable error for an unknown name
-        raise ValueError(f"bug={bug!r} is not a mystery name; choose from "
-                         f"{', '.join(mystery_names())}.")
+        raise ValueError(
+            f"bug={bug!r} is not a mystery name; choose from {', '.join(mystery_names())}."
+        )
     for seed in range(start, start + 100_000):
         if draw(seed).bug == bug:
             return seed

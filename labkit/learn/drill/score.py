@@ -45,8 +45,15 @@ def _path_cost(path) -> int:
     return sum(MENU[name].price for name, _ in path)
 
 
-def score(mystery: Mystery, probes: list, conviction: dict | None, *, elapsed_s: float,
-          minutes: float | None = None, timed_out: bool = False) -> Score:
+def score(
+    mystery: Mystery,
+    probes: list,
+    conviction: dict | None,
+    *,
+    elapsed_s: float,
+    minutes: float | None = None,
+    timed_out: bool = False,
+) -> Score:
     """`probes`: the probes run, in order, as dicts with name, hypothesis, predicted, outcome.
     `conviction`: {"system", "text"} or None."""
     parts = []
@@ -54,17 +61,27 @@ def score(mystery: Mystery, probes: list, conviction: dict | None, *, elapsed_s:
     if conviction is None:
         parts.append(("system", 0, MAX["system"], "no conviction"))
     else:
-        parts.append(("system", MAX["system"] if right else 0, MAX["system"],
-                      f"you named {conviction['system']}; it was {mystery.system}"))
+        parts.append(
+            (
+                "system",
+                MAX["system"] if right else 0,
+                MAX["system"],
+                f"you named {conviction['system']}; it was {mystery.system}",
+            )
+        )
     groups = KEY_TERMS[mystery.key]
     hits = groups_matched(conviction["text"], groups) if conviction else [False] * len(groups)
     named = [g[0] for g, hit in zip(groups, hits) if hit]
     missed = [g[0] for g, hit in zip(groups, hits) if not hit]
     mech = round(MAX["mechanism"] * sum(hits) / len(groups)) if right else 0
-    why = ("the system was wrong, so the mechanism earns nothing" if conviction and not right else
-           "no conviction" if conviction is None else
-           f"named {', '.join(named) or 'none'}"
-           + (f"; missing a word like {' or '.join(missed)}" if missed else ""))
+    why = (
+        "the system was wrong, so the mechanism earns nothing"
+        if conviction and not right
+        else "no conviction"
+        if conviction is None
+        else f"named {', '.join(named) or 'none'}"
+        + (f"; missing a word like {' or '.join(missed)}" if missed else "")
+    )
     parts.append(("mechanism", mech, MAX["mechanism"], why))
     parts.append(_probes_part(mystery, probes))
     parts.append(_forecast_part(probes))
@@ -87,8 +104,11 @@ def _probes_part(mystery: Mystery, probes: list):
         ratio = min(1.0, _path_cost(path) / spent) if spent else 0.0
         best = max(best, covered * ratio)
     cheapest = min(_path_cost(p) for p in PATHS[mystery.key])
-    why = (f"spent {spent} credit(s); the cheapest sufficient path costs {cheapest}" if spent
-           else "no probe run: nothing was checked")
+    why = (
+        f"spent {spent} credit(s); the cheapest sufficient path costs {cheapest}"
+        if spent
+        else "no probe run: nothing was checked"
+    )
     return ("probes", round(MAX["probes"] * best), MAX["probes"], why)
 
 
@@ -97,8 +117,9 @@ def _forecast_part(probes: list):
         return ("forecasts", 0, MAX["forecasts"], "no probe, so no forecast to check")
     right = sum(p.get("predicted") == p["outcome"] for p in probes)
     unwritten = sum(p.get("predicted") is None for p in probes)
-    why = f"{right} of {len(probes)} right" + (f"; {unwritten} unwritten or unreadable"
-                                               if unwritten else "")
+    why = f"{right} of {len(probes)} right" + (
+        f"; {unwritten} unwritten or unreadable" if unwritten else ""
+    )
     return ("forecasts", round(MAX["forecasts"] * right / len(probes)), MAX["forecasts"], why)
 
 
@@ -108,7 +129,7 @@ def _order_part(probes: list):
     points, notes = MAX["order"], []
     names = [p["name"] for p in probes]
     if "lr_sweep" in names:
-        before = names[:names.index("lr_sweep")]
+        before = names[: names.index("lr_sweep")]
         if "raw_vs_reported" not in before or not {"overfit", "label_shuffle"} & set(before):
             points -= 5
             notes.append("LR sweep before H3 and H2 were cleared (-5)")
@@ -119,8 +140,12 @@ def _order_part(probes: list):
     if blind:
         points -= min(3, blind)
         notes.append(f"{blind} probe(s) with no hypothesis stated (-{min(3, blind)})")
-    return ("order", max(0, points), MAX["order"],
-            "; ".join(notes) or "instrumentation first, a hypothesis before every probe")
+    return (
+        "order",
+        max(0, points),
+        MAX["order"],
+        "; ".join(notes) or "instrumentation first, a hypothesis before every probe",
+    )
 
 
 def _time_part(convicted: bool, elapsed_s: float, minutes: float | None, timed_out: bool):
@@ -131,8 +156,11 @@ def _time_part(convicted: bool, elapsed_s: float, minutes: float | None, timed_o
         return ("time", 0, MAX["time"], f"{used}, no conviction")
     if minutes:
         left = max(0.0, 1 - elapsed_s / (minutes * 60))
-        return ("time", round(5 + 5 * left), MAX["time"],
-                f"{used} of a {minutes:g}-minute clock")
+        return ("time", round(5 + 5 * left), MAX["time"], f"{used} of a {minutes:g}-minute clock")
     over = max(0.0, elapsed_s / 60 - FREE_MINUTES)
-    return ("time", max(0, round(MAX["time"] - over / MINUTES_PER_POINT)), MAX["time"],
-            f"{used} (no clock: free up to {FREE_MINUTES} min)")
+    return (
+        "time",
+        max(0, round(MAX["time"] - over / MINUTES_PER_POINT)),
+        MAX["time"],
+        f"{used} (no clock: free up to {FREE_MINUTES} min)",
+    )

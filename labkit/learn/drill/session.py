@@ -32,19 +32,37 @@ SYSTEMS = {"h1": "H1", "h2": "H2", "h3": "H3", "none": "NONE", "healthy": "NONE"
 
 
 class Drill:
-    def __init__(self, mystery: Mystery | None = None, *, budget: int = BUDGET,
-                 minutes: float | None = None, log: DrillLog | None = None,
-                 state: dict | None = None, clock=time.monotonic):
+    def __init__(
+        self,
+        mystery: Mystery | None = None,
+        *,
+        budget: int = BUDGET,
+        minutes: float | None = None,
+        log: DrillLog | None = None,
+        state: dict | None = None,
+        clock=time.monotonic,
+    ):
         self.mystery = mystery or draw(state["seed"] if state else None)
         self.log, self.clock = log, clock
         self.state = state or {
-            "format": "labkit.drill-session/1", "id": f"{time.time():.6f}-{new_seed()}",
-            "seed": self.mystery.seed, "budget": budget, "minutes": minutes, "spent": 0,
-            "elapsed_s": 0.0, "hypothesis": None, "forecast": None, "probes": [],
-            "finished": False, "revision": 0}
+            "format": "labkit.drill-session/1",
+            "id": f"{time.time():.6f}-{new_seed()}",
+            "seed": self.mystery.seed,
+            "budget": budget,
+            "minutes": minutes,
+            "spent": 0,
+            "elapsed_s": 0.0,
+            "hypothesis": None,
+            "forecast": None,
+            "probes": [],
+            "finished": False,
+            "revision": 0,
+        }
         self.resumed = state is not None
         if self.resumed and state.get("saved_at"):  # the clock ran while the drill was away,
-            self.state["elapsed_s"] += max(0.0, time.time() - state["saved_at"])  # as in an interview
+            self.state["elapsed_s"] += max(
+                0.0, time.time() - state["saved_at"]
+            )  # as in an interview
         self.case = Case(self.mystery)
         self.result: dict | None = None  # the attempt, once finished
         self.last_answer = None  # the last probe's `Answer`, for front ends that plot it
@@ -72,12 +90,16 @@ class Drill:
         out = _Out(emit)
         s = self.state
         if self.resumed:
-            out(f"Resuming drill seed {s['seed']}: {len(s['probes'])} probe(s) run, "
-                f"{self.left} of {s['budget']} credits left.")
+            out(
+                f"Resuming drill seed {s['seed']}: {len(s['probes'])} probe(s) run, "
+                f"{self.left} of {s['budget']} credits left."
+            )
         else:
             clock = f", a {s['minutes']:g}-minute clock" if s["minutes"] else ", no clock"
-            out(f"Drill seed {s['seed']} (the same seed gives the same mystery): "
-                f"{s['budget']} credits{clock}.")
+            out(
+                f"Drill seed {s['seed']} (the same seed gives the same mystery): "
+                f"{s['budget']} credits{clock}."
+            )
         out("Training the mystery run: 50 steps ...")
         for line in symptom_lines(self.mystery, self.case.baseline().table["loss_reported"]):
             out(line)
@@ -108,8 +130,10 @@ class Drill:
         word, _, rest = text.partition(" ")
         word, rest = word.lower(), rest.strip()
         if word not in COMMANDS:
-            out(f"error: unknown command {word!r};{suggest(word, COMMANDS).lower()} commands: "
-                f"{', '.join(COMMANDS)}.")
+            out(
+                f"error: unknown command {word!r};{suggest(word, COMMANDS).lower()} commands: "
+                f"{', '.join(COMMANDS)}."
+            )
         else:
             getattr(self, f"_cmd_{word}")(rest, out)
         self._save()
@@ -131,8 +155,10 @@ class Drill:
         word, _, text = rest.partition(" ")
         system = SYSTEMS.get(word.lower())
         if system is None or not text.strip():
-            out(f"error: {command} needs a system (H1, H2, H3 or NONE) and a mechanism, e.g. "
-                f"`{command} H3 the logger shows a stale value`; got {rest!r}.")
+            out(
+                f"error: {command} needs a system (H1, H2, H3 or NONE) and a mechanism, e.g. "
+                f"`{command} H3 the logger shows a stale value`; got {rest!r}."
+            )
             return None
         return {"system": system, "text": text.strip()}
 
@@ -147,21 +173,28 @@ class Drill:
             out("error: forecast needs text, e.g. `forecast the raw loss falls: disagree`.")
             return
         if not any(read_outcome(probe, rest) for probe in OUTCOMES):
-            return out(f"error: {rest!r} names none of the outcomes a probe can show, so "
-                       "nothing could score it; `probes` lists them, e.g. `forecast disagree`.")
+            return out(
+                f"error: {rest!r} names none of the outcomes a probe can show, so "
+                "nothing could score it; `probes` lists them, e.g. `forecast disagree`."
+            )
         self.forecast(text=rest)
         out("forecast sealed for your next probe.")
 
     def forecast(self, text: str = "", points=None, nan_step=None) -> None:
         """Seal a forecast for the next probe: words, or a drawn curve (step, loss) points."""
-        self.state["forecast"] = {"text": text, "points": [list(p) for p in points or []],
-                                  "nan_step": nan_step}
+        self.state["forecast"] = {
+            "text": text,
+            "points": [list(p) for p in points or []],
+            "nan_step": nan_step,
+        }
 
     def _cmd_probe(self, rest, out):
         name = rest.lower()
         if name not in MENU:
-            out(f"error: unknown probe {rest!r};{suggest(name, MENU).lower()} probes: "
-                f"{', '.join(MENU)}.")
+            out(
+                f"error: unknown probe {rest!r};{suggest(name, MENU).lower()} probes: "
+                f"{', '.join(MENU)}."
+            )
             return
         done = {p["name"]: p for p in self.state["probes"]}
         if name in done:
@@ -171,17 +204,21 @@ class Drill:
             return
         price = MENU[name].price
         if price > self.left:
-            out(f"error: {name} costs {price} credit(s) and {self.left} are left; convict, "
-                "quit, or choose a cheaper probe.")
+            out(
+                f"error: {name} costs {price} credit(s) and {self.left} are left; convict, "
+                "quit, or choose a cheaper probe."
+            )
             return
         s = self.state
         hyp, fc = s["hypothesis"], s["forecast"]
         predicted = read_forecast(name, fc, self.case) if fc else None
         if fc and predicted is None:  # refused before it is paid for: nothing could score it
             s["forecast"] = None  # set aside
-            return out(f"error: your forecast names none of {name}'s outcomes "
-                       f"({', '.join(OUTCOMES[name])}); it is set aside, nothing is charged: "
-                       "forecast again, or run the probe without one.")
+            return out(
+                f"error: your forecast names none of {name}'s outcomes "
+                f"({', '.join(OUTCOMES[name])}); it is set aside, nothing is charged: "
+                "forecast again, or run the probe without one."
+            )
         out(f"probe {name}: {price} credit(s), {self.left - price} left after it")
         out("  hypothesis: " + (f"{hyp['system']} {hyp['text']}" if hyp else "none stated"))
         out(f"  running {name} on the mystery's own code ...")
@@ -194,8 +231,17 @@ class Drill:
         out(f"outcome: {ans.outcome} ({how}: {verdict if fc else 'no forecast points'})")
         s["spent"] += price
         s["forecast"] = None
-        s["probes"].append({"name": name, "price": price, "hypothesis": hyp, "forecast": fc,
-                            "predicted": predicted, "outcome": ans.outcome, "lines": ans.lines})
+        s["probes"].append(
+            {
+                "name": name,
+                "price": price,
+                "hypothesis": hyp,
+                "forecast": fc,
+                "predicted": predicted,
+                "outcome": ans.outcome,
+                "lines": ans.lines,
+            }
+        )
         self.last_answer = ans
         if self.left == 0:
             out("Your budget is spent: convict SYSTEM MECHANISM, or quit.")
@@ -212,21 +258,40 @@ class Drill:
     # ---- ending and saving ----------------------------------------------------------
     def _finish(self, conviction, ended, out):
         s, m = self.state, self.mystery
-        result = score(m, s["probes"], conviction, elapsed_s=s["elapsed_s"],
-                       minutes=s["minutes"], timed_out=ended == "clock")
+        result = score(
+            m,
+            s["probes"],
+            conviction,
+            elapsed_s=s["elapsed_s"],
+            minutes=s["minutes"],
+            timed_out=ended == "clock",
+        )
         for line in ending_lines(m, result, s["probes"], conviction):
             out(line)
         if s.get("answer_seen"):
             out("Note: the answer of this seed was shown (--answer) while it was open.")
         out(f"SCORE: {result.total}")
         s["finished"] = True
-        self.result = {"kind": "drill", "id": s["id"], "seed": m.seed, "bug": m.bug,
-                       "system": m.system, "task": m.task, "run_seed": m.run_seed,
-                       "conviction": conviction, "ended": ended, "score": result.total,
-                       "parts": result.as_dict(), "probes": [p["name"] for p in s["probes"]],
-                       "spent": s["spent"], "budget": s["budget"], "minutes": s["minutes"],
-                       "elapsed_s": round(s["elapsed_s"], 1), "finished_at": time.time(),
-                       "answer_seen": bool(s.get("answer_seen"))}
+        self.result = {
+            "kind": "drill",
+            "id": s["id"],
+            "seed": m.seed,
+            "bug": m.bug,
+            "system": m.system,
+            "task": m.task,
+            "run_seed": m.run_seed,
+            "conviction": conviction,
+            "ended": ended,
+            "score": result.total,
+            "parts": result.as_dict(),
+            "probes": [p["name"] for p in s["probes"]],
+            "spent": s["spent"],
+            "budget": s["budget"],
+            "minutes": s["minutes"],
+            "elapsed_s": round(s["elapsed_s"], 1),
+            "finished_at": time.time(),
+            "answer_seen": bool(s.get("answer_seen")),
+        }
 
     def _tick(self):
         now = self.clock()
@@ -254,7 +319,7 @@ class _Out:
             self.flush()
 
     def flush(self) -> list[str]:
-        for line in self.lines[self.sent:] if self.emit else []:
+        for line in self.lines[self.sent :] if self.emit else []:
             self.emit(line)
         self.sent = len(self.lines)
         return self.lines

@@ -10,8 +10,9 @@ BARS = "▁▂▃▄▅▆▇█"
 
 
 def _rate(rows) -> str:
-    right = sum(r["conviction"] is not None and r["conviction"]["system"] == r["system"]
-                for r in rows)
+    right = sum(
+        r["conviction"] is not None and r["conviction"]["system"] == r["system"] for r in rows
+    )
     return f"{right}/{len(rows)} ({100 * right / len(rows):.0f}%)"
 
 
@@ -50,15 +51,19 @@ def stats_lines(attempts: list[dict], path: str) -> list[str]:
         k = min(5, len(scores) // 2)
         if k:
             first, last = sum(scores[:k]) / k, sum(scores[-k:]) / k
-            out.append(f"trend: mean of the first {k} {first:.1f}, of the last {k} {last:.1f} "
-                       f"({last - first:+.1f})")
+            out.append(
+                f"trend: mean of the first {k} {first:.1f}, of the last {k} {last:.1f} "
+                f"({last - first:+.1f})"
+            )
         else:
             out.append("trend: needs two finished drills")
         out.append(f"scores, oldest first (last 60): {spark(scores[-60:])}")
     if verbal:
         counts = [sum(bool(v) for v in a["elements"].values()) for a in verbal]
-        out.append(f"verbal answers: {len(verbal)}, mean {sum(counts) / len(counts):.1f} of "
-                   f"{len(ELEMENTS)} elements")
+        out.append(
+            f"verbal answers: {len(verbal)}, mean {sum(counts) / len(counts):.1f} of "
+            f"{len(ELEMENTS)} elements"
+        )
         for element in ELEMENTS:
             have = sum(bool(a["elements"].get(element)) for a in verbal)
             out.append(f"  {element:<13} present in {have}/{len(verbal)}")
@@ -66,8 +71,9 @@ def stats_lines(attempts: list[dict], path: str) -> list[str]:
 
 
 def _right(rows) -> dict:
-    right = sum(r["conviction"] is not None and r["conviction"]["system"] == r["system"]
-                for r in rows)
+    right = sum(
+        r["conviction"] is not None and r["conviction"]["system"] == r["system"] for r in rows
+    )
     return {"right": right, "attempts": len(rows)}
 
 
@@ -81,11 +87,15 @@ def stats_document(attempts: list[dict], path: str) -> dict:
         by_bug[a["bug"] or "healthy"].append(a)
     scores = [a["score"] for a in drills]
     return {
-        "log": path, "drills": len(drills), "scores": scores,
+        "log": path,
+        "drills": len(drills),
+        "scores": scores,
         "mean_score": sum(scores) / len(scores) if scores else None,
         "answer_seen": sum(bool(a.get("answer_seen")) for a in drills),
         "by_system": {s: _right(rows) for s, rows in sorted(by_system.items())},
         "by_bug": {b: _right(rows) for b, rows in sorted(by_bug.items())},
-        "verbal": {"answers": len(verbal), "present": {
-            e: sum(bool(a["elements"].get(e)) for a in verbal) for e in ELEMENTS}},
+        "verbal": {
+            "answers": len(verbal),
+            "present": {e: sum(bool(a["elements"].get(e)) for a in verbal) for e in ELEMENTS},
+        },
     }

@@ -57,20 +57,31 @@ def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=
     each cell runs under `timeout` seconds (default `grade_run.DEFAULT_TIMEOUT_S`).
     `hidden`: the instructor's hidden checks (`labkit.learn.grade.hidden`), run after the last cell."""
     import nbformat
+
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
     check_timeout("timeout", timeout)
     path = Path(path)
     nb = read_notebook(path)
     names = {**check_names(), **(hidden.questions if hidden else {})}
-    plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-            for n in checks_in(c.source, names)]
+    plan = [
+        (i, n)
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        for n in checks_in(c.source, names)
+    ]
     if hidden is not None and plan:
         nb.cells += [nbformat.v4.new_code_cell(s) for s in hidden.cells_for(n for _, n in plan)]
-        plan = [(i, n) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-                for n in checks_in(c.source, names)]
+        plan = [
+            (i, n)
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "code"
+            for n in checks_in(c.source, names)
+        ]
     if not plan:
-        raise Unreadable(f"{path.name} is not a labkit exercise: none of its cells calls an "
-                         "answer check from labkit.check.")
+        raise Unreadable(
+            f"{path.name} is not a labkit exercise: none of its cells calls an "
+            "answer check from labkit.check."
+        )
     if hidden is not None:
         hidden.define()
     data_only = set(hidden.questions) if hidden else set()
@@ -91,14 +102,17 @@ def _rows(path, plan, run, names, hidden) -> list[Row]:
     """One row per planned check call: the grader's verdict on the answer its own cell handed
     over, or, where none was, what stopped the cell."""
     from .. import check as checks
+
     nb, rows, cell = run.nb, [], [0]
-    unsealed = [j for j, c in enumerate(nb.cells)
-                if (_error_of(c) or {}).get("ename") == "SketchNotSealed"]
+    unsealed = [
+        j for j, c in enumerate(nb.cells) if (_error_of(c) or {}).get("ename") == "SketchNotSealed"
+    ]
     with replaying(lambda: run.started.get(cell[0], 0.0)):
         for at, (i, name) in enumerate(plan):
             cell[0] = i
-            check = (hidden.checks[name] if hidden and name in hidden.checks
-                     else getattr(checks, name))
+            check = (
+                hidden.checks[name] if hidden and name in hidden.checks else getattr(checks, name)
+            )
             got = verdict(check, name, answer_file(run.answers, i, name, occurrence(plan, at)))
             rows.append(_row(path, i, name, names, got, run, unsealed))
     return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)
@@ -111,28 +125,41 @@ def _row(path, i, name, names, got, run, unsealed) -> Row:
         status, message = got
     elif run.halted and i >= run.halted[0]:
         status = "failed"
-        message = (run.halted[1] if i == run.halted[0] else
-                   f"not graded: {run.halted[1]}, before this check's cell ran")
+        message = (
+            run.halted[1]
+            if i == run.halted[0]
+            else f"not graded: {run.halted[1]}, before this check's cell ran"
+        )
     elif i in run.timed_out:
         status, message = "failed", run.timed_out[i]
     elif err is None:
-        status, message = "failed", ("no answer was handed over: the check was never called, "
-                                     "or its cell kept the answer back")
+        status, message = (
+            "failed",
+            (
+                "no answer was handed over: the check was never called, "
+                "or its cell kept the answer back"
+            ),
+        )
     elif err["ename"] == "SketchNotSealed":
         status, message = "not yet answered", "draw and seal the forecast sketch first"
     elif err["ename"] == "PredictionNotGiven":
         status, message = "not yet answered", "answer the prediction form and seal it first"
-    elif err["ename"] in NOT_ANSWERED and (run.stub_before.get(i) or err["ename"] != "NameError"
-                                           or (unsealed and unsealed[0] < i)):
+    elif err["ename"] in NOT_ANSWERED and (
+        run.stub_before.get(i) or err["ename"] != "NameError" or (unsealed and unsealed[0] < i)
+    ):
         status, message = "not yet answered", "write your answer in the cell above"
     elif err["ename"] in ("CheckFailed", "NotYetAnswered"):  # the kernel's own check ran
-        status, message = "failed", ("no answer was handed over: the check ran in the kernel, "
-                                     "but its answer never reached the grader")
+        status, message = (
+            "failed",
+            (
+                "no answer was handed over: the check ran in the kernel, "
+                "but its answer never reached the grader"
+            ),
+        )
     else:
         status = "failed"
         message = f"your code raised {err['ename']} before the check ran: {err['evalue']}"
     return Row(str(path), exercise_of(name), name, names[name], status, message, i)
-
 
 
 def _stopped_rows(path, plan, run, rows) -> list[Row]:
@@ -146,13 +173,23 @@ def _stopped_rows(path, plan, run, rows) -> list[Row]:
     for i, why in sorted(stopped.items()):
         if i not in planned:
             exercise = next((r.exercise for r in rows if r.cell > i), rows[-1].exercise)
-            out.append(Row(str(path), exercise, f"cell {i}", "the cell runs to its end within "
-                           "the time limit", "failed", why, i))
+            out.append(
+                Row(
+                    str(path),
+                    exercise,
+                    f"cell {i}",
+                    "the cell runs to its end within the time limit",
+                    "failed",
+                    why,
+                    i,
+                )
+            )
     return out
 
 
-def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=None,
-          err=None) -> int:
+def grade(
+    paths, *, json_path=None, timeout=None, write=None, hidden=None, out=None, err=None
+) -> int:
     """Grade several notebooks (or the exercise notebooks of a folder) into one table;
     0 when every check passed, else 1. `write(rows)`, if given, writes the rows in other
     formats (`labkit.learn.grade.formats`)."""
@@ -160,6 +197,7 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
     rows: list[Row] = []
     notebooks = notebooks_in(paths)
     from ...store.outputs import check_command
+
     check_command({"json_path": json_path}, {"notebook": notebooks})
     if hidden is not None:
         hidden.refuse_unmatched(exercises_in(notebooks))
@@ -173,6 +211,7 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
             if tty:  # noqa: B023 (called only while this notebook is graded)
                 err.write(f"\rgrading {name}: cell {done}/{total}")
                 err.flush()
+
         try:
             got = grade_notebook(path, timeout=timeout, progress=progress, hidden=hidden)
         except Unreadable as exc:  # a row of its own; the other notebooks are graded
@@ -182,24 +221,35 @@ def grade(paths, *, json_path=None, timeout=None, write=None, hidden=None, out=N
         rows += got
         not_kept = not_kept or keep_grading(path, got)
         passed = sum(r.status == "passed" for r in got)
-        err.write(("\r" if tty else "") + f"graded {path.name}: {passed}/{len(got)} checks "
-                  f"passed in {time.perf_counter() - started:.1f} s\n")
+        err.write(
+            ("\r" if tty else "") + f"graded {path.name}: {passed}/{len(got)} checks "
+            f"passed in {time.perf_counter() - started:.1f} s\n"
+        )
     if len(unread) == len(notebooks):
         raise unread[0]  # nothing was graded: one sentence, as for any bad input
     out.write(format_table(rows))
     if json_path:
         from ...store.outputs import write_json
         from .formats import grades_document
+
         write_json(json_path, grades_document(rows, summary(rows)), parameter="json_path")
     if write is not None:
         write(rows)
     if not_kept:
-        raise GradeError(f"The grades were not kept in the learner store ({not_kept}); the "
-                         "table and every report asked for were written.")
+        raise GradeError(
+            f"The grades were not kept in the learner store ({not_kept}); the "
+            "table and every report asked for were written."
+        )
     return 0 if all(r.status == "passed" for r in rows) else 1
 
 
 def _unreadable_row(path: Path, exc: Exception) -> Row:
-    return Row(str(path), exercise_of(path.stem) if path.stem.startswith(("ex_", "lab15")) else
-               path.stem, "notebook", "the notebook can be read as an exercise", "failed",
-               f"could not be read: {exc}", -1)
+    return Row(
+        str(path),
+        exercise_of(path.stem) if path.stem.startswith(("ex_", "lab15")) else path.stem,
+        "notebook",
+        "the notebook can be read as an exercise",
+        "failed",
+        f"could not be read: {exc}",
+        -1,
+    )

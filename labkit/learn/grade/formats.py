@@ -20,8 +20,16 @@ from pathlib import Path
 STATUSES = ("passed", "failed", "not yet answered")
 GRADES_FORMAT = "labkit.grades/2"
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
-CSV_COLUMNS = ("learner", "notebook", "exercise", "check", "status", "points", "max_points",
-               "message")
+CSV_COLUMNS = (
+    "learner",
+    "notebook",
+    "exercise",
+    "check",
+    "status",
+    "points",
+    "max_points",
+    "message",
+)
 LEARNER_KEY = "labkit_learner"  # notebook metadata: {"labkit_learner": "ada"}
 
 
@@ -31,6 +39,7 @@ def points_of(check: str, hidden=None) -> int:
     if hidden is not None and check in hidden.points:
         return hidden.points[check]
     from .. import check as checks
+
     return getattr(getattr(checks, check, None), "points", 1)
 
 
@@ -58,21 +67,32 @@ def scored(rows, hidden=None) -> list[dict]:
 def grades_document(rows, summary: dict, hidden=None) -> dict:
     """labkit's own format: rows with points, the summary, the score out of the total."""
     from ... import __version__
+
     done = scored(rows, hidden)
-    return {"format": GRADES_FORMAT, "labkit": __version__, "rows": done, "summary": summary,
-            "score": sum(r["points"] for r in done), "max_score": sum(r["max_points"] for r in done)}
+    return {
+        "format": GRADES_FORMAT,
+        "labkit": __version__,
+        "rows": done,
+        "summary": summary,
+        "score": sum(r["points"] for r in done),
+        "max_score": sum(r["max_points"] for r in done),
+    }
 
 
 def _visibility(name: str, value: str) -> str:
     if value not in VISIBILITIES:
         from ...errors import suggest
-        raise ValueError(f"{name}={value!r} is not one Gradescope knows; use one of "
-                         f"{', '.join(VISIBILITIES)}.{suggest(value, list(VISIBILITIES))}")
+
+        raise ValueError(
+            f"{name}={value!r} is not one Gradescope knows; use one of "
+            f"{', '.join(VISIBILITIES)}.{suggest(value, list(VISIBILITIES))}"
+        )
     return value
 
 
-def gradescope(rows, *, visibility: str = "visible", hidden=None,
-               hidden_visibility: str = "after_published") -> dict:
+def gradescope(
+    rows, *, visibility: str = "visible", hidden=None, hidden_visibility: str = "after_published"
+) -> dict:
     """Gradescope's autograder ``results.json`` (its "Autograder Specifications" page); the
     instructor's `hidden` checks get `hidden_visibility`."""
     _visibility("visibility", visibility)
@@ -81,15 +101,26 @@ def gradescope(rows, *, visibility: str = "visible", hidden=None,
     tests = []
     for n, r in enumerate(scored(rows, hidden), 1):
         output = r["question"] if r["status"] == "passed" else f"{r['status']}: {r['message']}"
-        tests.append({"name": f"{r['notebook']}: {r['check']}", "number": str(n),
-                      "score": float(r["points"]), "max_score": float(r["max_points"]),
-                      "status": "passed" if r["status"] == "passed" else "failed",
-                      "output": output,
-                      "visibility": hidden_visibility if r["check"] in secret else visibility})
-    return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
-            "visibility": visibility, "stdout_visibility": "visible",
-            "output": f"labkit grade: {sum(t['status'] == 'passed' for t in tests)}/{len(tests)} "
-                      "checks passed", "tests": tests}
+        tests.append(
+            {
+                "name": f"{r['notebook']}: {r['check']}",
+                "number": str(n),
+                "score": float(r["points"]),
+                "max_score": float(r["max_points"]),
+                "status": "passed" if r["status"] == "passed" else "failed",
+                "output": output,
+                "visibility": hidden_visibility if r["check"] in secret else visibility,
+            }
+        )
+    return {
+        "score": sum(t["score"] for t in tests),
+        "max_score": sum(t["max_score"] for t in tests),
+        "visibility": visibility,
+        "stdout_visibility": "visible",
+        "output": f"labkit grade: {sum(t['status'] == 'passed' for t in tests)}/{len(tests)} "
+        "checks passed",
+        "tests": tests,
+    }
 
 
 def learner_of(notebook, given: str | None) -> str:
@@ -99,6 +130,7 @@ def learner_of(notebook, given: str | None) -> str:
         return given
     try:
         import nbformat
+
         return str(nbformat.read(notebook, as_version=4).metadata.get(LEARNER_KEY, ""))
     except Exception:  # noqa: BLE001 (an unreadable notebook: already reported by grading)
         return ""
@@ -119,6 +151,7 @@ def csv_text(rows, *, learner: str | None = None, hidden=None) -> str:
 
 def write_csv(path, text: str, parameter: str = "--csv") -> None:
     from ...store.outputs import write_output  # labkit's one output rule
+
     write_output(path, text, parameter=parameter)
 
 
@@ -132,22 +165,32 @@ def summary(rows) -> dict:
 def format_table(rows, width: int = 100) -> str:
     """One line per check, the sentence wrapped under it; a summary per exercise; a total."""
     import textwrap
+
     lines = []
     for nb in dict.fromkeys(r.notebook for r in rows):
         lines.append(nb)
         for r in (r for r in rows if r.notebook == nb):
-            lines += textwrap.wrap(f"{r.check}: {r.question}", width, initial_indent=
-                                   f"  {r.status:16s}  ", subsequent_indent=" " * 20)
+            lines += textwrap.wrap(
+                f"{r.check}: {r.question}",
+                width,
+                initial_indent=f"  {r.status:16s}  ",
+                subsequent_indent=" " * 20,
+            )
             if r.status != "passed":
-                lines += textwrap.wrap(r.message, width, initial_indent=" " * 20 + "> ",
-                                       subsequent_indent=" " * 22)
+                lines += textwrap.wrap(
+                    r.message, width, initial_indent=" " * 20 + "> ", subsequent_indent=" " * 22
+                )
     s = summary(rows)
     lines.append("")
     for ex, counts in s["exercises"].items():
         n = sum(counts.values())
-        lines.append(f"{ex}: {counts['passed']}/{n} passed, {counts['failed']} failed, "
-                     f"{counts['not yet answered']} not yet answered")
+        lines.append(
+            f"{ex}: {counts['passed']}/{n} passed, {counts['failed']} failed, "
+            f"{counts['not yet answered']} not yet answered"
+        )
     t = s["total"]
-    lines.append(f"TOTAL: {t['passed']} passed, {t['failed']} failed, {t['not yet answered']} "
-                 f"not yet answered, in {len(s['exercises'])} exercise(s)")
+    lines.append(
+        f"TOTAL: {t['passed']} passed, {t['failed']} failed, {t['not yet answered']} "
+        f"not yet answered, in {len(s['exercises'])} exercise(s)"
+    )
     return "\n".join(lines) + "\n"

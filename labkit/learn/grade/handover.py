@@ -34,9 +34,18 @@ def install(folder, namespace) -> None:
     import math
     import os
     import types
+
     escape, join, isfinite = json.encoder.encode_basestring_ascii, os.path.join, math.isfinite
     _open, _type, _repr, _isinstance, _list, _dict, _str, _int = (
-        open, type, repr, isinstance, list, dict, str, int)
+        open,
+        type,
+        repr,
+        isinstance,
+        list,
+        dict,
+        str,
+        int,
+    )
     bases = (bool, int, float, str, list, tuple, dict, set, frozenset)
     exact = {_type(None), _type(...), *bases}
 
@@ -66,15 +75,19 @@ def install(folder, namespace) -> None:
         try:
             if name in ("torch.Tensor", "torch.nn.parameter.Parameter", "numpy.ndarray"):
                 flat = v.detach().cpu().reshape(-1) if name != "numpy.ndarray" else v.reshape(-1)
-                return {"$": "tensor" if name != "numpy.ndarray" else "array",
-                        "dtype": _str(v.dtype).removeprefix("torch."),
-                        "shape": [_int(n) for n in v.shape], "data": plain(flat.tolist(), d)}
+                return {
+                    "$": "tensor" if name != "numpy.ndarray" else "array",
+                    "dtype": _str(v.dtype).removeprefix("torch."),
+                    "shape": [_int(n) for n in v.shape],
+                    "data": plain(flat.tolist(), d),
+                }
             if t.__module__ == "numpy" and hasattr(v, "item"):  # numpy.float64 and the like
                 return plain(v.item(), d)
             if name in TYPES:
                 return {"$": TYPES[name], **_labkit(TYPES[name], v, lambda x: plain(x, d))}
             if _isinstance(v, types.FunctionType):
                 import inspect
+
                 return {"$": "function", "name": v.__name__, "source": inspect.getsource(v)}
             for base in bases:
                 if _isinstance(v, base):  # a subclass (a version string, OrderedDict): as its base
@@ -107,23 +120,35 @@ def install(folder, namespace) -> None:
         def call(*args, **kwargs):
             record(cell, name, k, args, kwargs)
             return None if check is None else check(*args, **kwargs)
+
         return call
+
     namespace["__labkit_answer__"] = answer
 
 
 def _labkit(tag: str, v, plain) -> dict:
     """The data of one labkit object, read through its attributes."""
     if tag == "run":
-        return {"table": plain(v.table), "evals": plain(v.evals), "meta": plain(v.meta),
-                "timing": plain(v.timing)}
+        return {
+            "table": plain(v.table),
+            "evals": plain(v.evals),
+            "meta": plain(v.meta),
+            "timing": plain(v.timing),
+        }
     if tag == "probe_result":
         return {"probe": plain(v.probe), "verdict": plain(v.verdict), "details": plain(v.details)}
     if tag in ("triage_record", "forecast"):
         return {"record": plain(v.to_dict())}
     if tag == "sketch":
         sealed = bool(v.sealed)
-        return {"sealed": sealed, "forecasts": plain({k: None if f is None else f.to_dict() for k, f
-                                                      in v.forecasts().items()} if sealed else {})}
+        return {
+            "sealed": sealed,
+            "forecasts": plain(
+                {k: None if f is None else f.to_dict() for k, f in v.forecasts().items()}
+                if sealed
+                else {}
+            ),
+        }
     if tag == "prediction_form":
         return {"prediction": plain(v.prediction)}
     return {"seed": plain(v.seed)}  # quiz

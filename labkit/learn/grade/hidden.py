@@ -62,10 +62,12 @@ class Hidden:
     def refuse_unmatched(self, exercises) -> None:
         """Refuse hidden checks of which none belongs to one of `exercises` (those graded)."""
         if self.sources and not set(self.sources) & set(exercises):
-            raise ValueError(f"--hidden holds checks for {', '.join(sorted(self.sources))}, and "
-                             "none of the notebooks to grade is that exercise (they are "
-                             f"{', '.join(sorted(exercises)) or 'none'}), so no hidden check "
-                             "would run; nothing was graded.")
+            raise ValueError(
+                f"--hidden holds checks for {', '.join(sorted(self.sources))}, and "
+                "none of the notebooks to grade is that exercise (they are "
+                f"{', '.join(sorted(exercises)) or 'none'}), so no hidden check "
+                "would run; nothing was graded."
+            )
 
     def define(self) -> None:
         """Run each file, its calls left out, in the grader's process: fills `checks`."""
@@ -84,9 +86,12 @@ def read_hidden(path) -> Hidden:
     path = Path(path)
     files = sorted(path.glob("*.py")) if path.is_dir() else [path]
     if not path.exists() or not files:
-        raise ValueError(f"--hidden={str(path)!r} holds no hidden checks: give a .py file, or a "
-                         "folder of them, each defining checks with @answer_check.")
+        raise ValueError(
+            f"--hidden={str(path)!r} holds no hidden checks: give a .py file, or a "
+            "folder of them, each defining checks with @answer_check."
+        )
     from ...store import read_text
+
     out = Hidden(files=files)
     for file in files:
         source = read_text(file, what="hidden checks file")
@@ -101,14 +106,19 @@ def read_hidden(path) -> Hidden:
                 if pts is not None:
                     found.append(node.name)
                     out.points[node.name] = pts
-                    out.questions[node.name] = (ast.get_docstring(node) or node.name).splitlines()[0]
+                    out.questions[node.name] = (ast.get_docstring(node) or node.name).splitlines()[
+                        0
+                    ]
         if not found:
-            raise ValueError(f"hidden checks {file.name} defines no function decorated with "
-                             "@answer_check.")
+            raise ValueError(
+                f"hidden checks {file.name} defines no function decorated with @answer_check."
+            )
         exercises = {exercise_of(n) for n in found}
         if len(exercises) != 1:
-            raise ValueError(f"hidden checks {file.name} mixes exercises {sorted(exercises)}; keep "
-                             "one exercise per file, names starting with its id (ex_a_...).")
+            raise ValueError(
+                f"hidden checks {file.name} mixes exercises {sorted(exercises)}; keep "
+                "one exercise per file, names starting with its id (ex_a_...)."
+            )
         calls, rest = _split(tree, source, set(found))
         out.sources.setdefault(exercises.pop(), []).append(calls)
         out.modules.append((file, rest, found))
@@ -120,8 +130,12 @@ def _split(tree, source: str, checks: set) -> tuple[str, ast.Module]:
     the statements that make them."""
     calls, rest = [], []
     for node in tree.body:
-        found = [n for n in ast.walk(node) if isinstance(n, ast.Call)
-                 and getattr(n.func, "id", getattr(n.func, "attr", None)) in checks]
+        found = [
+            n
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call)
+            and getattr(n.func, "id", getattr(n.func, "attr", None)) in checks
+        ]
         if not found or isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             rest.append(node)
             continue
@@ -136,9 +150,14 @@ def _define(file: Path, module: ast.Module, names: list) -> dict:
     try:
         exec(compile(module, str(file), "exec"), namespace)  # noqa: S102 -- the instructor's file
     except Exception as exc:  # noqa: BLE001 -- any error in the file is said in one sentence
-        why = ("only the checks' calls are evaluated in the learner's kernel, so use the "
-               "learner's names as the calls' arguments alone" if isinstance(exc, NameError)
-               else "it must run as a plain Python module with labkit installed")
-        raise ValueError(f"hidden checks {file.name} do not run in the grader "
-                         f"({type(exc).__name__}: {str(exc)[:120]}); {why}.") from None
+        why = (
+            "only the checks' calls are evaluated in the learner's kernel, so use the "
+            "learner's names as the calls' arguments alone"
+            if isinstance(exc, NameError)
+            else "it must run as a plain Python module with labkit installed"
+        )
+        raise ValueError(
+            f"hidden checks {file.name} do not run in the grader "
+            f"({type(exc).__name__}: {str(exc)[:120]}); {why}."
+        ) from None
     return {n: namespace[n] for n in names}

@@ -18,6 +18,7 @@ class Unreadable(GradeError):
 def check_names() -> dict[str, str]:
     """name -> first docstring line of every public answer check."""
     from .. import check
+
     out = {}
     for name in check.__all__:
         fn = getattr(check, name)
@@ -44,25 +45,33 @@ def checks_in(source: str, names) -> list[str]:
 
 def read_notebook(path: Path):
     import nbformat
+
     if path.is_dir():
-        raise GradeError(f"notebook={str(path)!r} is a folder; `labkit grade` wants notebook "
-                         "files (.ipynb), or a folder that holds exercise notebooks.")
+        raise GradeError(
+            f"notebook={str(path)!r} is a folder; `labkit grade` wants notebook "
+            "files (.ipynb), or a folder that holds exercise notebooks."
+        )
     if not path.is_file():
-        raise GradeError(f"notebook={str(path)!r} does not exist; pass the path of an exercise "
-                         "notebook, e.g. exercises/ex_a_break_the_graph.ipynb.")
+        raise GradeError(
+            f"notebook={str(path)!r} does not exist; pass the path of an exercise "
+            "notebook, e.g. exercises/ex_a_break_the_graph.ipynb."
+        )
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as exc:  # noqa: BLE001 (named below) nbformat raises several kinds for a file that is not a notebook
-        raise Unreadable(f"notebook={str(path)!r} is not a readable Jupyter notebook "
-                         f"({type(exc).__name__}).") from None
+        raise Unreadable(
+            f"notebook={str(path)!r} is not a readable Jupyter notebook ({type(exc).__name__})."
+        ) from None
     for i, cell in enumerate(nb.get("cells") or []):
         source = cell.get("source")
         if isinstance(source, list) and all(isinstance(x, str) for x in source):
             cell["source"] = "".join(source)
         elif not isinstance(source, str) or not isinstance(cell.get("cell_type"), str):
-            raise Unreadable(f"notebook={str(path)!r} is damaged: cell {i}'s source is "
-                             f"{type(source).__name__}, not text; open it in Jupyter and save "
-                             "it again, or restore it from the exercises folder.")
+            raise Unreadable(
+                f"notebook={str(path)!r} is damaged: cell {i}'s source is "
+                f"{type(source).__name__}, not text; open it in Jupyter and save "
+                "it again, or restore it from the exercises folder."
+            )
     return nb
 
 
@@ -71,17 +80,21 @@ def notebooks_in(paths) -> list[Path]:
     out = []
     for path in map(Path, paths):
         if not path.exists():
-            raise GradeError(f"notebook={str(path)!r} does not exist; pass the path of an "
-                             "exercise notebook, e.g. exercises/ex_a_break_the_graph.ipynb.")
+            raise GradeError(
+                f"notebook={str(path)!r} does not exist; pass the path of an "
+                "exercise notebook, e.g. exercises/ex_a_break_the_graph.ipynb."
+            )
         if not path.is_dir():
             if path not in out:  # a notebook given twice is graded once
                 out.append(path)
             continue
         found = [p for p in sorted(path.glob("*.ipynb")) if _is_exercise(p)]
         if not found:
-            raise GradeError(f"notebook={str(path)!r} is a folder with no exercise notebook in "
-                             "it (a .ipynb file that calls a check from labkit.check); pass "
-                             "notebook files, e.g. exercises/ex_a_break_the_graph.ipynb.")
+            raise GradeError(
+                f"notebook={str(path)!r} is a folder with no exercise notebook in "
+                "it (a .ipynb file that calls a check from labkit.check); pass "
+                "notebook files, e.g. exercises/ex_a_break_the_graph.ipynb."
+            )
         out += found
     return out
 
@@ -100,8 +113,12 @@ def exercises_in(notebooks) -> set[str]:
     names, found = check_names(), set()
     for path in notebooks:
         try:
-            found |= {exercise_of(n) for c in read_notebook(path).cells if c.cell_type == "code"
-                      for n in checks_in(c.source, names)}
+            found |= {
+                exercise_of(n)
+                for c in read_notebook(path).cells
+                if c.cell_type == "code"
+                for n in checks_in(c.source, names)
+            }
         except GradeError:
             pass
     return found

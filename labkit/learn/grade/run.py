@@ -32,11 +32,14 @@ STUBS = ("NotImplementedError", "PredictionNotGiven")  # an answer not written y
 # raise, or a prediction form nobody sealed (labkit.widgets.ask_prediction)
 TIMEOUT_RANGE_S = (0.1, 1e6)  # a cell's limit: below 0.1 s no cell can start; a million
 # seconds (11 days) is far beyond any exercise, and well inside what the timers can hold
-SECRET = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|KEY|AUTH)(_|$)",
-                    re.IGNORECASE)  # environment variables the learner's kernel never sees
+SECRET = re.compile(
+    r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|KEY|AUTH)(_|$)", re.IGNORECASE
+)  # environment variables the learner's kernel never sees
 PROBE_S = 5  # after a timeout, how long the kernel has to answer before it counts as stuck
-_INSTALL = ("exec(compile({source!r}, '<labkit grade: hand-over>', 'exec'), _lk := {{}})\n"
-            "_lk['install']({folder!r}, get_ipython().user_ns)\ndel _lk")
+_INSTALL = (
+    "exec(compile({source!r}, '<labkit grade: hand-over>', 'exec'), _lk := {{}})\n"
+    "_lk['install']({folder!r}, get_ipython().user_ns)\ndel _lk"
+)
 
 
 class GradeError(ValueError):
@@ -46,6 +49,7 @@ class GradeError(ValueError):
 @dataclass
 class Execution:
     """What running a notebook left: the executed cells and, per cell, what stopped it."""
+
     nb: object
     answers: Path  # the folder the hand-over writes each call's answer into
     started: dict = field(default_factory=dict)  # cell index -> time.time() as it started
@@ -57,6 +61,7 @@ class Execution:
 def check_timeout(parameter: str, timeout) -> None:
     """Refuse a cell time limit that is not a number of seconds in TIMEOUT_RANGE_S."""
     from ...errors import check_number
+
     low, high = TIMEOUT_RANGE_S
     check_number(parameter, timeout, minimum=low, maximum=high, allow_none=True)
 
@@ -68,21 +73,32 @@ def _client_class():
 
     class Client(NotebookClient):
         timeout = Float(DEFAULT_TIMEOUT_S, allow_none=True)
+
     return Client
 
 
-def execute(path: Path, nb, sites: dict, answers: Path, *, timeout: float = DEFAULT_TIMEOUT_S,
-            progress=None) -> Execution:
+def execute(
+    path: Path, nb, sites: dict, answers: Path, *, timeout: float = DEFAULT_TIMEOUT_S, progress=None
+) -> Execution:
     """Run `nb`'s code cells, the cells in `sites` (index -> source) as rewritten there, each
     handing its answers over into the folder `answers`."""
     run = Execution(nb, Path(answers))
     client = _client_class()(
-        nb, timeout=timeout, kernel_name="python3", allow_errors=True, startup_timeout=60,
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        startup_timeout=60,
         shutdown_kernel="immediate",  # a stuck or dead kernel is killed, not waited for
-        interrupt_on_timeout=True, extra_arguments=["--IPKernelApp.log_level=ERROR"],
-        error_on_timeout={"ename": "CellTimeoutError", "evalue": f"timed out after {timeout:g} s",
-                          "traceback": []},
-        resources={"metadata": {"path": str(path.parent.resolve())}})
+        interrupt_on_timeout=True,
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        error_on_timeout={
+            "ename": "CellTimeoutError",
+            "evalue": f"timed out after {timeout:g} s",
+            "traceback": [],
+        },
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     env = _kernel_env(nb)
     restore = _bounded_ctrl_c(client, [env["LABKIT_HOME"], str(run.answers)])
@@ -137,6 +153,7 @@ def _bounded_ctrl_c(client, scratch: list):
 def _run_cells(client, env, run, code_cells, sites, timeout, progress) -> None:
     from ...store import read_text
     from nbclient.exceptions import DeadKernelError
+
     nb, stub = run.nb, False
     source = read_text(Path(__file__).with_name("handover.py"), what="hand-over")
     with _started(client, env):
@@ -148,31 +165,46 @@ def _run_cells(client, env, run, code_cells, sites, timeout, progress) -> None:
                 if time.monotonic() - started >= timeout:
                     run.timed_out[i] = f"the cell timed out after {timeout:g} s and was interrupted"
                     if not _answers(client, nb):
-                        run.halted = (i, (f"cell {i} was still running after its {timeout:g} s "
-                                         "and did not stop when interrupted"))
+                        run.halted = (
+                            i,
+                            (
+                                f"cell {i} was still running after its {timeout:g} s "
+                                "and did not stop when interrupted"
+                            ),
+                        )
                         break
-                err = next((o for o in nb.cells[i].get("outputs", [])
-                            if o.get("output_type") == "error"), None)
+                err = next(
+                    (o for o in nb.cells[i].get("outputs", []) if o.get("output_type") == "error"),
+                    None,
+                )
                 stub = stub or bool(err and err["ename"] in STUBS)
                 run.stub_before[i] = stub
                 if progress:
                     progress(done, len(code_cells))
         except DeadKernelError:
-            run.halted = (i, (f"the kernel died in cell {i} (a crash, memory running out, or "
-                             "the process killed)"))
+            run.halted = (
+                i,
+                (
+                    f"the kernel died in cell {i} (a crash, memory running out, or "
+                    "the process killed)"
+                ),
+            )
 
 
 @contextmanager
 def _started(client, env: dict):
     """`client.setup_kernel`, with a kernel that cannot start said in one sentence."""
     from jupyter_client.kernelspec import NoSuchKernel
+
     manager = client.setup_kernel(env=env)
     try:
         manager.__enter__()
     except (NoSuchKernel, RuntimeError, TimeoutError) as exc:
-        raise GradeError(f"A Python kernel could not be started to grade the notebook "
-                         f"({type(exc).__name__}: {str(exc)[:120]}); check that ipykernel is "
-                         "installed in this environment (`python -m ipykernel --version`).") from None
+        raise GradeError(
+            f"A Python kernel could not be started to grade the notebook "
+            f"({type(exc).__name__}: {str(exc)[:120]}); check that ipykernel is "
+            "installed in this environment (`python -m ipykernel --version`)."
+        ) from None
     try:
         yield
     except BaseException:
@@ -188,6 +220,7 @@ def _kernel_env(nb) -> dict:
     environment without what names a secret (a CI job's tokens, keys and passwords)."""
     from ...forecast.carry import ENV, sketches_in
     from ...forecast.gate import NO_WAIT
+
     home = tempfile.mkdtemp(prefix="labkit-grade-")
     env = {k: v for k, v in os.environ.items() if not SECRET.search(k)}  # a CI job's tokens
     env.update({"LABKIT_HOME": home, NO_WAIT: "1"})  # nobody sees a grader's widgets
@@ -203,6 +236,7 @@ def _kernel_env(nb) -> dict:
 def _scratch(client, nb, source: str):
     """Run `source` in the kernel as a cell that is never saved; return that cell."""
     import nbformat
+
     cell = nbformat.v4.new_code_cell(source)
     nb.cells.append(cell)
     try:

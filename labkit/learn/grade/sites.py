@@ -24,6 +24,7 @@ def python_of(source: str) -> str | None:
         pass
     try:
         from IPython.core.inputtransformer2 import TransformerManager
+
         python = TransformerManager().transform_cell(source)
         ast.parse(python)
         return python

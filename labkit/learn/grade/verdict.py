@@ -19,8 +19,10 @@ from pathlib import Path
 from ..check._base import CheckFailed, judge, status_of
 from .answers import AnswerNotGiven, AnswerUnreadable, FunctionAnswer, read_answer
 
-FUNCTION_PRELUDE = ("import math\nimport torch\nimport torch.nn as nn\n"  # what a function
-                    "import torch.nn.functional as F\n")  # answer may use without importing it
+FUNCTION_PRELUDE = (
+    "import math\nimport torch\nimport torch.nn as nn\n"  # what a function
+    "import torch.nn.functional as F\n"
+)  # answer may use without importing it
 FUNCTION_LIMIT_S = 120  # a function answer's own process, start to verdict
 _HARNESS = """import json, sys
 from labkit.learn.grade.verdict import verdict_of_source
@@ -60,27 +62,40 @@ def judged(check, args, kwargs) -> tuple[str, str]:
     except AnswerNotGiven:
         return "not yet answered", "answer the prediction form and seal it first"
     except Exception as exc:  # noqa: BLE001 -- a schema-valid answer the check cannot use
-        return "failed", (f"the check could not use this answer: {type(exc).__name__}: "
-                          f"{str(exc)[:200]}")
+        return "failed", (
+            f"the check could not use this answer: {type(exc).__name__}: {str(exc)[:200]}"
+        )
 
 
 def _in_own_process(name: str, args, kwargs) -> tuple[str, str]:
     """Run check `name` in a fresh Python process on args where functions are their source."""
-    plain = {"check": name, "args": [_source(a) for a in args],
-             "kwargs": {k: _source(v) for k, v in kwargs.items()}}
+    plain = {
+        "check": name,
+        "args": [_source(a) for a in args],
+        "kwargs": {k: _source(v) for k, v in kwargs.items()},
+    }
     try:
-        done = subprocess.run([sys.executable, "-c", _HARNESS], input=json.dumps(plain),
-                              capture_output=True, text=True, timeout=FUNCTION_LIMIT_S)
+        done = subprocess.run(
+            [sys.executable, "-c", _HARNESS],
+            input=json.dumps(plain),
+            capture_output=True,
+            text=True,
+            timeout=FUNCTION_LIMIT_S,
+        )
         status, message = json.loads(done.stdout.strip().splitlines()[-1])
         if status not in ("passed", "failed", "not yet answered") or not isinstance(message, str):
             raise ValueError(status)
         return status, message
     except subprocess.TimeoutExpired:
-        return "failed", (f"your function given to {name} did not finish within "
-                          f"{FUNCTION_LIMIT_S} s in a process of its own")
+        return "failed", (
+            f"your function given to {name} did not finish within "
+            f"{FUNCTION_LIMIT_S} s in a process of its own"
+        )
     except (ValueError, IndexError, TypeError):
-        return "failed", (f"the answer to {name} could not be checked: the process running your "
-                          "function alone ended without a verdict")
+        return "failed", (
+            f"the answer to {name} could not be checked: the process running your "
+            "function alone ended without a verdict"
+        )
 
 
 def _source(v):
@@ -88,8 +103,9 @@ def _source(v):
         return {"function": v.name, "source": v.source}
     if isinstance(v, (type(None), bool, int, float, str)):
         return {"value": v}
-    raise AnswerUnreadable(f"a check given a function takes only plain values beside it, not a "
-                           f"{type(v).__name__}")
+    raise AnswerUnreadable(
+        f"a check given a function takes only plain values beside it, not a {type(v).__name__}"
+    )
 
 
 def verdict_of_source(plain: dict) -> list:
@@ -102,10 +118,16 @@ def verdict_of_source(plain: dict) -> list:
         namespace: dict = {"__name__": "answer"}
         exec(compile(FUNCTION_PRELUDE + v["source"], "<answer>", "exec"), namespace)  # noqa: S102
         return namespace[v["function"]]
+
     try:
         args = [value(a) for a in plain["args"]]
         kwargs = {k: value(v) for k, v in plain["kwargs"].items()}
     except Exception as exc:  # noqa: BLE001 -- the learner's source itself does not run
-        return ["failed", (f"your function's source does not run on its own: "
-                          f"{type(exc).__name__}: {str(exc)[:200]}")]
+        return [
+            "failed",
+            (
+                f"your function's source does not run on its own: "
+                f"{type(exc).__name__}: {str(exc)[:200]}"
+            ),
+        ]
     return list(judged(getattr(checks, plain["check"]), args, kwargs))

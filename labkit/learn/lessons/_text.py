@@ -24,8 +24,13 @@ def number(v, digits: int = 4, decimals: int | None = None) -> str:
     return f"{v + 0.0:.{digits}g}"  # + 0.0 turns -0.0 into 0.0
 
 
-def table(rows: list[dict], columns: list[str], digits: int = 4, width: int = 10,
-          decimals: int | None = None) -> str:
+def table(
+    rows: list[dict],
+    columns: list[str],
+    digits: int = 4,
+    width: int = 10,
+    decimals: int | None = None,
+) -> str:
     """One header line and one line per row, each column right-aligned in `width` characters."""
     lines = [" ".join(f"{c:>{width}}" for c in columns)]
     for row in rows:

@@ -16,9 +16,11 @@ from ...core.data import IGNORE, N_SPECIAL
 SPECIAL = ["<pad>", "<bos>", "<sep>", "<eos>"]
 # Stand-in words for the 46 content ids of the default vocabulary (4..49): the data are
 # random tokens, so "text" here is only a readable name for each id.
-WORDS = ("ant bay cat dog elm fig gum hat ink jam kit log map net oak pen quay rat sun tea "
-         "urn van wax yak zip arc bud cod dew eel fox gem hen ivy jar keg lid mud nut owl "
-         "pod rug sap tub vat web").split()
+WORDS = (
+    "ant bay cat dog elm fig gum hat ink jam kit log map net oak pen quay rat sun tea "
+    "urn van wax yak zip arc bud cod dew eel fox gem hen ivy jar keg lid mud nut owl "
+    "pod rug sap tub vat web"
+).split()
 
 
 def word(token_id: int) -> str:
@@ -39,14 +41,21 @@ def show_example(split: dict, row: int = 0) -> str:
     the pair the loss actually scores once the model shifts: logits at t against label t+1."""
     ids, att, labels = split["input_ids"][row], split["attention_mask"][row], split["labels"][row]
     n = int(att.sum())
-    lines = [f"text:   {decode(ids)}", f"tokens: {ids[:n].tolist()} + {len(ids) - n} x <pad>",
-             (f"{'t':>3} {'token':>6} {'id':>4} {'attn':>5} {'label':>6} {'loss':>5}  "
-             "scored pair (input t -> target t+1)")]
+    lines = [
+        f"text:   {decode(ids)}",
+        f"tokens: {ids[:n].tolist()} + {len(ids) - n} x <pad>",
+        (
+            f"{'t':>3} {'token':>6} {'id':>4} {'attn':>5} {'label':>6} {'loss':>5}  "
+            "scored pair (input t -> target t+1)"
+        ),
+    ]
     for t in range(len(ids)):
         nxt = int(labels[t + 1]) if t + 1 < len(ids) else IGNORE
         pair = f"{word(int(ids[t]))} -> {word(nxt)}" if nxt != IGNORE else "-"
-        lines.append(f"{t:>3} {word(int(ids[t])):>6} {int(ids[t]):>4} {int(att[t]):>5} "
-                     f"{int(labels[t]):>6} {int(labels[t] != IGNORE):>5}  {pair}")
+        lines.append(
+            f"{t:>3} {word(int(ids[t])):>6} {int(ids[t]):>4} {int(att[t]):>5} "
+            f"{int(labels[t]):>6} {int(labels[t] != IGNORE):>5}  {pair}"
+        )
     valid = int((labels[1:] != IGNORE).sum())
     lines.append(f"real tokens (attention mask): {n}; loss mask keeps {valid} targets")
     return "\n".join(lines)
@@ -92,12 +101,15 @@ def mean_of_batch_means(model, split: dict, batch_size: int = 16, by_length: boo
     order = torch.argsort(counts, stable=True) if by_length else torch.arange(len(counts))
     means, sizes = [], []
     for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
+        rows = order[start : start + batch_size]
         means.append(float(loss[rows].sum() / mask[rows].sum()))
         sizes.append(int(mask[rows].sum()))
-    return {"mean_of_batch_means": sum(means) / len(means),
-            "token_weighted": float(loss.sum() / mask.sum()), "batch_means": means,
-            "batch_tokens": sizes}
+    return {
+        "mean_of_batch_means": sum(means) / len(means),
+        "token_weighted": float(loss.sum() / mask.sum()),
+        "batch_means": means,
+        "batch_tokens": sizes,
+    }
 
 
 def exact_match(model, split: dict) -> dict:
@@ -108,5 +120,9 @@ def exact_match(model, split: dict) -> dict:
     acc = float(correct.sum() / mask.sum())
     exact = float(((correct.sum(1) == n) & (n > 0)).float().mean())
     independent = float((acc ** n.double()).mean())
-    return {"token_accuracy": acc, "exact_match": exact, "independent_guess": independent,
-            "mean_targets": float(n.float().mean())}
+    return {
+        "token_accuracy": acc,
+        "exact_match": exact,
+        "independent_guess": independent,
+        "mean_targets": float(n.float().mean()),
+    }

@@ -34,8 +34,9 @@ def loss_at_init(classes=(2, 10, 100), seed: int = 0) -> list[dict]:
         model = MLP(n_classes=n)
         batch = (data.train["x"], data.train["y"])
         result = probe_loss_at_init(model, batch)
-        rows.append({"C": n, "loss": result.details["loss"], "ln_C": math.log(n),
-                     "verdict": result.verdict})
+        rows.append(
+            {"C": n, "loss": result.details["loss"], "ln_C": math.log(n), "verdict": result.verdict}
+        )
     return rows
 
 
@@ -50,8 +51,12 @@ def softmax_then_log(logits: torch.Tensor) -> torch.Tensor:
     return torch.log(e / e.sum(dim=-1, keepdim=True))
 
 
-def manual_vs_stable(gaps=(5.0, 11.0, 11.2, 50.0, 89.0), dtypes=(torch.float16, torch.float32),
-                     target: str = "right", n_classes: int = 3) -> list[dict]:
+def manual_vs_stable(
+    gaps=(5.0, 11.0, 11.2, 50.0, 89.0),
+    dtypes=(torch.float16, torch.float32),
+    target: str = "right",
+    n_classes: int = 3,
+) -> list[dict]:
     """The loss of one example with logits [gap, 0, 0, ...], by hand and the stable way.
 
     target="right": the correct class is the big logit, so the true loss is nearly 0;

@@ -20,9 +20,17 @@ def available() -> bool:
 def tiny_gpt2(seed: int = 0, vocab_size: int = 50, n_positions: int = 32):
     """GPT2LMHeadModel with 2 layers, 2 heads, width 32 and random weights: no download."""
     from transformers import GPT2Config, GPT2LMHeadModel
+
     torch.manual_seed(seed)
-    config = GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=vocab_size,
-                        n_positions=n_positions, bos_token_id=BOS, eos_token_id=EOS)
+    config = GPT2Config(
+        n_layer=2,
+        n_head=2,
+        n_embd=32,
+        vocab_size=vocab_size,
+        n_positions=n_positions,
+        bos_token_id=BOS,
+        eos_token_id=EOS,
+    )
     model = GPT2LMHeadModel(config)
     model.loss_type = "ForCausalLM"  # its class name names no loss; say which, quietly
     return model.eval()
@@ -33,9 +41,14 @@ def token_batches(seed: int = 0, size: int = 32) -> dict:
     splits, the intent (loss on responses only) and the special-token ids."""
     data = load("tokens", seed=seed)
     first = {k: v[:size] for k, v in data.train.items()}
-    return {"batch": first, "val_batch": {k: v[:size] for k, v in data.val.items()},
-            "train_split": data.train, "val_split": data.val, "response_only": True,
-            "specials": {"pad": PAD, "bos": BOS, "sep": SEP, "eos": EOS}}
+    return {
+        "batch": first,
+        "val_batch": {k: v[:size] for k, v in data.val.items()},
+        "train_split": data.train,
+        "val_split": data.val,
+        "response_only": True,
+        "specials": {"pad": PAD, "bos": BOS, "sep": SEP, "eos": EOS},
+    }
 
 
 def shifted_by_hand(batch: dict) -> dict:

@@ -21,8 +21,9 @@ from ...core.data import load
 from .mechanism import reference_setup
 
 
-def quadratic_descent(curvature: float = 1.0, lrs=(0.1, 1.0, 1.5, 2.1), w0: float = 1.0,
-                      steps: int = 20) -> dict[float, list[float]]:
+def quadratic_descent(
+    curvature: float = 1.0, lrs=(0.1, 1.0, 1.5, 2.1), w0: float = 1.0, steps: int = 20
+) -> dict[float, list[float]]:
     """lr -> the weight w after 0..steps plain gradient steps on h w^2 / 2, from w0."""
     out = {}
     for lr in lrs:
@@ -61,8 +62,14 @@ def one_step_forecast(lrs=(0.01, 0.1, 1.0, 10.0, 30.0), seed: int = 0) -> dict:
         actual = float(_loss(twin, batch).detach()) - before
         rows.append({"lr": lr, "predicted": -lr * g_sq + 0.5 * lr * lr * g_h_g, "actual": actual})
     curvature = g_h_g / g_sq
-    return {"grad_sq": g_sq, "curvature": curvature, "best_lr": 1 / curvature,
-            "limit_lr": 2 / curvature, "loss": before, "rows": rows}
+    return {
+        "grad_sq": g_sq,
+        "curvature": curvature,
+        "best_lr": 1 / curvature,
+        "limit_lr": 2 / curvature,
+        "loss": before,
+        "rows": rows,
+    }
 
 
 def first_updates(lr: float = 1e-3, scales=(1.0, 1000.0), seed: int = 0) -> list[dict]:
@@ -78,11 +85,19 @@ def first_updates(lr: float = 1e-3, scales=(1.0, 1000.0), seed: int = 0) -> list
             (scale * _loss(model, batch)).backward()
             has_grad = torch.cat([(p.grad != 0).flatten() for p in model.parameters()])
             opt.step()
-            deltas = torch.cat([(p.detach() - b).flatten() for p, b in zip(model.parameters(), before)])
-            rows.append({"optimizer": name, "scale": int(scale) if scale == int(scale) else scale,
-                         "update_norm": float(deltas.norm()), "largest": float(deltas.abs().max()),
-                         "with_grad": float(has_grad.float().mean()),
-                         "median_change": float(deltas.abs()[has_grad].median())})
+            deltas = torch.cat(
+                [(p.detach() - b).flatten() for p, b in zip(model.parameters(), before)]
+            )
+            rows.append(
+                {
+                    "optimizer": name,
+                    "scale": int(scale) if scale == int(scale) else scale,
+                    "update_norm": float(deltas.norm()),
+                    "largest": float(deltas.abs().max()),
+                    "with_grad": float(has_grad.float().mean()),
+                    "median_change": float(deltas.abs()[has_grad].median()),
+                }
+            )
     return rows
 
 
@@ -102,9 +117,17 @@ def gradient_noise(batch_sizes=(8, 32, 128, 512), draws: int = 64, seed: int = 0
     gen = torch.Generator().manual_seed(seed)
     rows = []
     for b in batch_sizes:
-        sq = [float((flat_grad(torch.randint(0, len(y), (b,), generator=gen)) - full).pow(2).sum())
-              for _ in range(draws)]
+        sq = [
+            float((flat_grad(torch.randint(0, len(y), (b,), generator=gen)) - full).pow(2).sum())
+            for _ in range(draws)
+        ]
         noise = math.sqrt(sum(sq) / draws)
-        rows.append({"B": b, "noise": noise, "noise_x_sqrt_B": noise * math.sqrt(b),
-                     "full_norm": float(full.norm())})
+        rows.append(
+            {
+                "B": b,
+                "noise": noise,
+                "noise_x_sqrt_B": noise * math.sqrt(b),
+                "full_norm": float(full.norm()),
+            }
+        )
     return rows

@@ -20,7 +20,7 @@ from ...core.models import MLP
 def reference_batch(seed: int = 0, size: int = 32, offset: int = 0):
     """(inputs, targets) from the 10-class blobs: rows offset .. offset+size of the train split."""
     train = load("blobs", seed=seed).train
-    return train["x"][offset:offset + size], train["y"][offset:offset + size]  # (B, 2), (B,)
+    return train["x"][offset : offset + size], train["y"][offset : offset + size]  # (B, 2), (B,)
 
 
 def reference_setup(seed: int = 0, lr: float = 0.1, optimizer: str = "sgd"):
@@ -49,9 +49,16 @@ def optimizer_holdings(model: nn.Module, optimizer: torch.optim.Optimizer) -> li
     rows = []
     for name, p in model.named_parameters():
         state = optimizer.state.get(p, {})
-        rows.append({"name": name, "shape": tuple(p.shape), "held": id(p) in held,
-                     "state": sorted(k for k, v in state.items() if isinstance(v, torch.Tensor)
-                                     and v.dim() > 0)})
+        rows.append(
+            {
+                "name": name,
+                "shape": tuple(p.shape),
+                "held": id(p) in held,
+                "state": sorted(
+                    k for k, v in state.items() if isinstance(v, torch.Tensor) and v.dim() > 0
+                ),
+            }
+        )
     return rows
 
 
@@ -66,8 +73,14 @@ def softmax_ce_grad(seed: int = 0, batch: int = 4, n_classes: int = 5) -> dict:
     F.cross_entropy(z, y, reduction="sum").backward()
     p = torch.softmax(z.detach(), dim=1)  # (B, C)
     formula = p - F.one_hot(y, n_classes).to(p.dtype)
-    return {"logits": z.detach(), "targets": y, "probs": p, "autograd": z.grad,
-            "formula": formula, "max_abs_diff": float((z.grad - formula).abs().max())}
+    return {
+        "logits": z.detach(),
+        "targets": y,
+        "probs": p,
+        "autograd": z.grad,
+        "formula": formula,
+        "max_abs_diff": float((z.grad - formula).abs().max()),
+    }
 
 
 class NoneAndZero(nn.Module):
@@ -108,7 +121,10 @@ def step_with_decay(seed: int = 0, weight_decay: float = 0.5) -> list[dict]:
     optimizer.step()
     rows = []
     for name, p in model.named_parameters():
-        grad = "None" if p.grad is None else ("zero" if float(p.grad.abs().max()) == 0 else "finite")
-        rows.append({"name": name, "grad": grad,
-                     "moved": float((p.detach() - before[name]).norm())})
+        grad = (
+            "None" if p.grad is None else ("zero" if float(p.grad.abs().max()) == 0 else "finite")
+        )
+        rows.append(
+            {"name": name, "grad": grad, "moved": float((p.detach() - before[name]).norm())}
+        )
     return rows

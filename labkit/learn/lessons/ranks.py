@@ -24,19 +24,29 @@ def _rank(rank: int, world: int, rendezvous: str, bugs: dict, every: int, out: s
 
     from ...bugs.ddp import DDP_BUGS
     from ...core.ddp_loop import train_rank
+
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank,
-                            world_size=world, timeout=timedelta(seconds=TIMEOUT_S))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"file://{rendezvous}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=TIMEOUT_S),
+    )
     try:
-        results = {bug: train_rank(DDP_BUGS[bug].seams, steps=steps, every=every)
-                   for bug, steps in bugs.items()}
+        results = {
+            bug: train_rank(DDP_BUGS[bug].seams, steps=steps, every=every)
+            for bug, steps in bugs.items()
+        }
         with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
             json.dump(results, f)
     finally:
         dist.destroy_process_group()
 
 
-def train_two_ranks(bugs=("healthy",), *, steps: int = 200, every: int = 50) -> dict[str, list[dict]]:
+def train_two_ranks(
+    bugs=("healthy",), *, steps: int = 200, every: int = 50
+) -> dict[str, list[dict]]:
     """Start two gloo ranks and train `steps` steps under each of `bugs` (names of
     `labkit.bugs.ddp.DDP_BUGS`, "healthy" for none; or {name: steps} for runs of different
     lengths), one run after another; {bug: [rank 0's result, rank 1's]}."""
@@ -44,12 +54,15 @@ def train_two_ranks(bugs=("healthy",), *, steps: int = 200, every: int = 50) -> 
 
     from ...bugs.ddp import DDP_BUGS
     from ...errors import check_number, suggest
+
     bugs = (bugs,) if isinstance(bugs, str) else bugs
     bugs = dict(bugs) if isinstance(bugs, dict) else dict.fromkeys(bugs, steps)
     for bug, n in bugs.items():
         if bug not in DDP_BUGS:
-            raise ValueError(f"bug={bug!r} is not in the distributed zoo; choose one of "
-                             f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}")
+            raise ValueError(
+                f"bug={bug!r} is not in the distributed zoo; choose one of "
+                f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
+            )
         check_number(f"steps for {bug}", n, minimum=1, maximum=100_000, integer=True)
     check_number("every", every, minimum=1, integer=True)
     with tempfile.TemporaryDirectory() as tmp:

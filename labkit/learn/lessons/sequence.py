@@ -29,15 +29,25 @@ def comparable(run) -> list[dict]:
     val_resp    the validation split scored on response tokens only, from the response
                 mask and not from the labels, so it cannot share a labels bug"""
     ev = run.evals
-    return [{"step": s, "online": run.table["loss_reported"][s], "train_eval": te, "val": v,
-             "val_resp": r}
-            for s, te, v, r in zip(ev["step"], ev["train_eval_loss"], ev["val_loss"],
-                                   ev["val_response_loss"])]
+    return [
+        {
+            "step": s,
+            "online": run.table["loss_reported"][s],
+            "train_eval": te,
+            "val": v,
+            "val_resp": r,
+        }
+        for s, te, v, r in zip(
+            ev["step"], ev["train_eval_loss"], ev["val_loss"], ev["val_response_loss"]
+        )
+    ]
 
 
 def target_counts(batch: dict) -> dict:
     """Step 1 again, in counts: targets the labels keep, real tokens, response targets."""
     targets = batch["labels"][:, 1:] != IGNORE
-    return {"labelled_targets": int(targets.sum()),
-            "real_targets": int(batch["attention_mask"][:, 1:].sum()),
-            "response_targets": int(batch["response_mask"][:, 1:].sum())}
+    return {
+        "labelled_targets": int(targets.sum()),
+        "real_targets": int(batch["attention_mask"][:, 1:].sum()),
+        "response_targets": int(batch["response_mask"][:, 1:].sum()),
+    }

@@ -57,13 +57,28 @@ class SketchForecast(anywidget.AnyWidget):
     redraw_requested = t.Int(0).tag(sync=True)  # the Draw again button adds 1; Python unseals
     rendered = t.Int(0).tag(sync=True)  # views a front end drew: a kernel that can wait
 
-    def __init__(self, points=None, *, config=None, bug=None, series=None, key="", shape=None,
-                 nan_step=None, steps=None, loss_max=None, log_scale=False, quantity="loss",
-                 history_path=None, note=""):
+    def __init__(
+        self,
+        points=None,
+        *,
+        config=None,
+        bug=None,
+        series=None,
+        key="",
+        shape=None,
+        nan_step=None,
+        steps=None,
+        loss_max=None,
+        log_scale=False,
+        quantity="loss",
+        history_path=None,
+        note="",
+    ):
         self._ready, self._sealed, self._shown, self.restored = False, None, False, False
         if config is not None and not isinstance(config, (Config, str)):
-            raise TypeError(f"config must be a labkit Config or a config hash; got "
-                            f"{type(config).__name__}.")
+            raise TypeError(
+                f"config must be a labkit Config or a config hash; got {type(config).__name__}."
+            )
         check_choice("quantity", quantity, QUANTITIES)
         if not isinstance(key, str):
             raise TypeError(f"key must be text naming the exercise, e.g. 'ex_a'; got {key!r}.")
@@ -73,6 +88,7 @@ class SketchForecast(anywidget.AnyWidget):
         c0, b0 = next(iter(self._setups.values()))
         if isinstance(c0, Config) or (c0 is None and b0 is not None):
             from ...bugs.inject import resolve
+
             cfg = resolve(c0, b0, None, {})[0]  # the bug's own setup (e.g. the LM task) counts
         steps = cfg.steps if steps is None and cfg is not None else steps or 200
         check_number("steps", steps, minimum=2, integer=True)
@@ -94,7 +110,9 @@ class SketchForecast(anywidget.AnyWidget):
         self._drawn = {}
         for name in names:
             nan = nans.get(name)
-            check_number("nan_step", nan, minimum=0, maximum=steps - 1, integer=True, allow_none=True)
+            check_number(
+                "nan_step", nan, minimum=0, maximum=steps - 1, integer=True, allow_none=True
+            )
             pts = given.get(name)
             if pts is None and shape is not None:
                 preset = Forecast.from_shape(shape, steps, start=ref or math.log(10), nan_step=nan)
@@ -104,25 +122,44 @@ class SketchForecast(anywidget.AnyWidget):
         tops = [p[1] for d in self._drawn.values() for p in d["points"]] + [ref or 1.0]
         loss_max = max(tops) * 1.5 if loss_max is None else loss_max
         check_number("loss_max", loss_max, minimum=0, strict_min=True)
-        self._config, self._bug, self.note, self.key, self.quantity = config, bug, note, key, quantity
+        self._config, self._bug, self.note, self.key, self.quantity = (
+            config,
+            bug,
+            note,
+            key,
+            quantity,
+        )
         self.history = ForecastHistory(history_path)
         first = self._drawn[names[0]]
-        super().__init__(points=first["points"], steps=steps, loss_max=float(loss_max),
-                         log_scale=log_scale, reference=ref, reference_label=ref_label,
-                         shape=first["shape"], nan_step=first["nan_step"], series_names=names,
-                         colours=[COLOURS[i % len(COLOURS)] for i in range(len(names))],
-                         y_label=label(quantity), others=self._others(0),
-                         zero_below=ZERO_NORM if quantity == "grad_norm" else None)
+        super().__init__(
+            points=first["points"],
+            steps=steps,
+            loss_max=float(loss_max),
+            log_scale=log_scale,
+            reference=ref,
+            reference_label=ref_label,
+            shape=first["shape"],
+            nan_step=first["nan_step"],
+            series_names=names,
+            colours=[COLOURS[i % len(COLOURS)] for i in range(len(names))],
+            y_label=label(quantity),
+            others=self._others(0),
+            zero_below=ZERO_NORM if quantity == "grad_norm" else None,
+        )
         self._ready = True
         sketch_gate.watch(self)  # its view drawn: the last seal comes back; Draw again
 
     def __repr__(self) -> str:
         state = "sealed" if self.sealed else "not sealed"
         if len(self.series_names) > 1:
-            drawn = ", ".join(f"{n}: {len(self._current(n)['points'])} points" for n in self.series_names)
+            drawn = ", ".join(
+                f"{n}: {len(self._current(n)['points'])} points" for n in self.series_names
+            )
             return f"SketchForecast({drawn}; over {self.steps} steps, {state})"
-        return (f"SketchForecast({len(self.points)} points over {self.steps} steps, "
-                f"shape={self.shape or None!r}, nan_step={self.nan_step}, {state})")
+        return (
+            f"SketchForecast({len(self.points)} points over {self.steps} steps, "
+            f"shape={self.shape or None!r}, nan_step={self.nan_step}, {state})"
+        )
 
     # ---- the series being drawn, and the others ----
     def _current(self, name) -> dict:
@@ -132,13 +169,17 @@ class SketchForecast(anywidget.AnyWidget):
 
     def _others(self, active) -> list:
         names = list(self._setups)
-        return [{"index": i, "points": self._drawn[n]["points"], "nan_step": self._drawn[n]["nan_step"]}
-                for i, n in enumerate(names) if i != active]
+        return [
+            {"index": i, "points": self._drawn[n]["points"], "nan_step": self._drawn[n]["nan_step"]}
+            for i, n in enumerate(names)
+            if i != active
+        ]
 
     @t.validate("active")
     def _check_active(self, proposal):
-        check_number("active", proposal["value"], minimum=0,
-                     maximum=len(self.series_names) - 1, integer=True)
+        check_number(
+            "active", proposal["value"], minimum=0, maximum=len(self.series_names) - 1, integer=True
+        )
         return proposal["value"]
 
     @t.observe("active")
@@ -148,8 +189,11 @@ class SketchForecast(anywidget.AnyWidget):
         old, new = change["old"], change["new"]
         if not self._ready or old == new:
             return
-        self._drawn[self.series_names[old]] = {"points": self.points, "nan_step": self.nan_step,
-                                               "shape": self.shape}
+        self._drawn[self.series_names[old]] = {
+            "points": self.points,
+            "nan_step": self.nan_step,
+            "shape": self.shape,
+        }
         nxt = self._drawn[self.series_names[new]]
         self._ready = False  # loading a series is not picking a preset
         self.shape, self.points, self.nan_step = nxt["shape"], nxt["points"], nxt["nan_step"]
@@ -172,8 +216,14 @@ class SketchForecast(anywidget.AnyWidget):
     def _check_nan_step(self, proposal):
         if self.sealed:
             raise t.TraitError("This forecast is sealed; its NaN step can no longer change.")
-        check_number("nan_step", proposal["value"], minimum=0, maximum=self.steps - 1,
-                     integer=True, allow_none=True)
+        check_number(
+            "nan_step",
+            proposal["value"],
+            minimum=0,
+            maximum=self.steps - 1,
+            integer=True,
+            allow_none=True,
+        )
         return proposal["value"]
 
     @t.validate("sealed")
@@ -229,8 +279,10 @@ class SketchForecast(anywidget.AnyWidget):
         if self._sealed is None:
             self._sealed = seal_series(self)
             self.sealed_hash = next(iter(self._sealed.values())).content_hash[:12]
-            self.message = (f"Sealed {self.sealed_hash} ({len(self._sealed)} curve(s)); saved "
-                            f"to {self.history.path}.")
+            self.message = (
+                f"Sealed {self.sealed_hash} ({len(self._sealed)} curve(s)); saved "
+                f"to {self.history.path}."
+            )
             self.sealed = True
         return self.sealed_forecast if len(self.series_names) == 1 else self.forecasts()
 

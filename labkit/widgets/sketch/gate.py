@@ -30,6 +30,7 @@ def setup_hash(config, bug) -> str:
         return config
     from ...bugs.inject import resolve
     from ...core.train import config_hash
+
     config, _, bug_name = resolve(config, bug, None, {})
     return config_hash(config, bug_name)
 
@@ -49,8 +50,9 @@ def last_sealed(sketch) -> dict | None:
             continue
         f = entry["forecast"]
         for name, (note, config_hash) in want.items():
-            if (f.get("note"), f.get("config_hash")) == (note, config_hash) and \
-                    f["sealed_at"] >= latest.get(name, {}).get("sealed_at", float("-inf")):
+            if (f.get("note"), f.get("config_hash")) == (note, config_hash) and f[
+                "sealed_at"
+            ] >= latest.get(name, {}).get("sealed_at", float("-inf")):
                 latest[name] = f
     if set(latest) != set(want):
         return None
@@ -67,18 +69,27 @@ def restore(sketch) -> bool:
     if found is None or not all(f.is_intact() for f in found.values()):
         return False
     for name, f in found.items():
-        sketch._drawn[name] = {"points": [list(p) for p in f.points], "nan_step": f.nan_step,
-                               "shape": f.shape if f.shape in SHAPES[:-1] else ""}
+        sketch._drawn[name] = {
+            "points": [list(p) for p in f.points],
+            "nan_step": f.nan_step,
+            "shape": f.shape if f.shape in SHAPES[:-1] else "",
+        }
     first = sketch._drawn[sketch.series_names[0]]
     sketch._ready = False
-    sketch.shape, sketch.points, sketch.nan_step = first["shape"], first["points"], first["nan_step"]
+    sketch.shape, sketch.points, sketch.nan_step = (
+        first["shape"],
+        first["points"],
+        first["nan_step"],
+    )
     sketch.others = sketch._others(0)
     sketch._ready = True
     sketch._sealed, sketch.restored = found, True
     sketch.sealed_hash = next(iter(found.values())).content_hash[:12]
-    sketch.message = (f"Sealed at {clock(max(f.sealed_at for f in found.values()))} "
-                      f"({sketch.sealed_hash}), restored from your store. Press Draw again "
-                      "to start a new attempt.")
+    sketch.message = (
+        f"Sealed at {clock(max(f.sealed_at for f in found.values()))} "
+        f"({sketch.sealed_hash}), restored from your store. Press Draw again "
+        "to start a new attempt."
+    )
     sketch.sealed = True
     return True
 
@@ -94,9 +105,11 @@ def live(key: str) -> list:
 def watch(sketch) -> None:
     """Restore on the first view a front end draws (curves not given in code); Draw again."""
     _LIVE.add(sketch)
+
     def shown(change):
         if change["old"] == 0 and not sketch._from_code and not sketch.sealed:
             restore(sketch)
+
     sketch.observe(shown, "rendered")
     sketch.observe(lambda change: redraw(sketch), "redraw_requested")
 
@@ -118,16 +131,23 @@ def require(sketch):
     if not sketch.sealed:
         names = sketch.series_names
         what = f"of the {label(sketch.quantity)} above" + (
-            f" ({', '.join(map(repr, names[:-1]))} and {names[-1]!r})" if len(names) > 1 else "")
-        wait_for(lambda: sketch.sealed, lambda: sketch.rendered > 0,
-                 what=f"your sealed forecast {what}")
+            f" ({', '.join(map(repr, names[:-1]))} and {names[-1]!r})" if len(names) > 1 else ""
+        )
+        wait_for(
+            lambda: sketch.sealed, lambda: sketch.rendered > 0, what=f"your sealed forecast {what}"
+        )
         if not sketch.sealed:
-            raise SketchNotSealed(f"Draw your forecast {what} and press Seal, then run "
-                                  "this cell and the ones below it (Run > Run Selected Cell "
-                                  "and All Below). The run waits for your sketch, so the "
-                                  "comparison afterwards is honest.")
+            raise SketchNotSealed(
+                f"Draw your forecast {what} and press Seal, then run "
+                "this cell and the ones below it (Run > Run Selected Cell "
+                "and All Below). The run waits for your sketch, so the "
+                "comparison afterwards is honest."
+            )
     if not sketch._from_code and not sketch._shown:
         sketch._shown = True  # drawn by hand: keep the curves in the notebook for a grader
-        show(payload(sketch.key, sketch.quantity,
-                     {n: sketch._current(n) for n in sketch.series_names}))
+        show(
+            payload(
+                sketch.key, sketch.quantity, {n: sketch._current(n) for n in sketch.series_names}
+            )
+        )
     return sketch

@@ -21,16 +21,29 @@ def _loss_at(points, step, default):
 def keyboard_controls(sketch):
     """The keyboard way to fill a SketchForecast: every control here edits its traits."""
     import ipywidgets as w
+
     marks = sorted({round(i * (sketch.steps - 1) / 4) for i in range(5)})
     low = min(0.01, sketch.loss_max / 10)
     start = sketch.reference or math.log(10)
-    sliders = [w.FloatSlider(value=min(_loss_at(sketch.points, s, start), sketch.loss_max),
-                             min=low, max=sketch.loss_max, step=low, description=f"step {s}",
-                             continuous_update=False) for s in marks]
+    sliders = [
+        w.FloatSlider(
+            value=min(_loss_at(sketch.points, s, start), sketch.loss_max),
+            min=low,
+            max=sketch.loss_max,
+            step=low,
+            description=f"step {s}",
+            continuous_update=False,
+        )
+        for s in marks
+    ]
     preset = w.Dropdown(options=[("(none)", "")] + [(s, s) for s in SHAPES], description="preset")
     goes_nan = w.Checkbox(value=sketch.nan_step is not None, description="turns NaN at step")
-    nan_at = w.BoundedIntText(value=sketch.nan_step or sketch.steps // 2, min=0,
-                              max=sketch.steps - 1, description="NaN step")
+    nan_at = w.BoundedIntText(
+        value=sketch.nan_step or sketch.steps // 2,
+        min=0,
+        max=sketch.steps - 1,
+        description="NaN step",
+    )
     seal = w.Button(description="Seal", button_style="warning", icon="lock")
     status = w.Label()
     w.link((sketch, "shape"), (preset, "value"))

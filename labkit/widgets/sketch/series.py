@@ -25,6 +25,7 @@ def resolve_series(config, bug, series) -> dict:
     out = {"loss": (config, bug)} if series is None else _named(config, bug, series)
     if any(isinstance(b, str) for _, b in out.values()):
         from ...bugs.inject import resolve
+
         for cfg, b in out.values():  # an unknown bug name fails here, with a suggestion
             resolve(cfg if isinstance(cfg, Config) else None, b, None, {})
     return out
@@ -32,11 +33,15 @@ def resolve_series(config, bug, series) -> dict:
 
 def _named(config, bug, series) -> dict:
     if not isinstance(series, dict) or not series:
-        raise TypeError("series must be a dict naming each curve, e.g. {'healthy': None, "
-                        f"'detached': 'detach'}}; got {series!r}.")
+        raise TypeError(
+            "series must be a dict naming each curve, e.g. {'healthy': None, "
+            f"'detached': 'detach'}}; got {series!r}."
+        )
     if bug is not None:
-        raise ValueError("Give the bug of each curve in series={name: bug}, not bug=, when "
-                         "the sketch has several curves.")
+        raise ValueError(
+            "Give the bug of each curve in series={name: bug}, not bug=, when "
+            "the sketch has several curves."
+        )
     out = {}
     for name, setup in series.items():
         if not isinstance(name, str) or not name.strip():
@@ -47,12 +52,16 @@ def _named(config, bug, series) -> dict:
             out[name] = (setup, None)
         elif setup is None or isinstance(setup, str):
             if config is None and setup is None:
-                raise ValueError(f"series {name!r} is the healthy setup, but no config= was "
-                                 "given to say which one; pass config=labkit.Config(...).")
+                raise ValueError(
+                    f"series {name!r} is the healthy setup, but no config= was "
+                    "given to say which one; pass config=labkit.Config(...)."
+                )
             out[name] = (config, setup)
         else:
-            raise TypeError(f"series {name!r} must map to None, a bug name, a Config or a "
-                            f"(Config, bug) pair; got {type(setup).__name__}.")
+            raise TypeError(
+                f"series {name!r} must map to None, a bug name, a Config or a "
+                f"(Config, bug) pair; got {type(setup).__name__}."
+            )
     return out
 
 
@@ -65,8 +74,10 @@ def as_dict(param: str, value, names: list) -> dict:
             check_choice(f"{param} key", name, names)
         return dict(value)
     if len(names) > 1:
-        raise TypeError(f"{param} must be a dict {{series name: ...}} when the sketch has "
-                        f"several curves ({', '.join(names)}); got {type(value).__name__}.")
+        raise TypeError(
+            f"{param} must be a dict {{series name: ...}} when the sketch has "
+            f"several curves ({', '.join(names)}); got {type(value).__name__}."
+        )
     return {names[0]: value}
 
 
@@ -81,14 +92,19 @@ def note_for(sketch, name) -> str:
 def seal_series(sketch) -> dict:
     """Seal every series of `sketch` for its own setup and add each to its history."""
     if all(c is None and b is None for c, b in sketch._setups.values()):
-        raise ValueError("This sketch was made without config or bug, so there is no setup to "
-                         "seal it for; make it with SketchForecast(config=..., bug=...).")
+        raise ValueError(
+            "This sketch was made without config or bug, so there is no setup to "
+            "seal it for; make it with SketchForecast(config=..., bug=...)."
+        )
     names = sketch.series_names
-    empty = [n for n in names
-             if not sketch._current(n)["points"] and sketch._current(n)["nan_step"] != 0]
+    empty = [
+        n for n in names if not sketch._current(n)["points"] and sketch._current(n)["nan_step"] != 0
+    ]
     if empty and len(names) > 1:
-        raise ValueError(f"Draw {', '.join(repr(n) for n in empty)} as well before sealing: "
-                         "click a name above the chart to switch curves.")
+        raise ValueError(
+            f"Draw {', '.join(repr(n) for n in empty)} as well before sealing: "
+            "click a name above the chart to switch curves."
+        )
     made = {n: sketch.forecast(n).seal(*sketch._setups[n]) for n in names}
     for f in made.values():
         sketch.history.add(f, drawn=not sketch._from_code)
@@ -100,18 +116,22 @@ def score_series(sketch, runs, *, show: bool = True) -> dict:
     names = sketch.series_names
     if not isinstance(runs, dict):
         if len(names) > 1:
-            raise TypeError(f"This sketch has {len(names)} curves; pass runs as a dict "
-                            f"{{{', '.join(repr(n) + ': run' for n in names)}}}.")
+            raise TypeError(
+                f"This sketch has {len(names)} curves; pass runs as a dict "
+                f"{{{', '.join(repr(n) + ': run' for n in names)}}}."
+            )
         runs = {names[0]: runs}
     missing = [n for n in names if n not in runs]
     for name in runs:
         check_choice("runs key", name, names)
     if missing:
-        raise ValueError(f"runs has no run for {', '.join(map(repr, missing))}; score every "
-                         "curve you sealed.")
+        raise ValueError(
+            f"runs has no run for {', '.join(map(repr, missing))}; score every curve you sealed."
+        )
     forecasts = sketch.forecasts()
     scores = {n: forecasts[n].score(runs[n], COLUMN[sketch.quantity]) for n in names}
     from ...store.sqlite import StoreConflict
+
     for n in names:
         try:
             sketch.history.add(forecasts[n], scores[n])
@@ -126,6 +146,7 @@ def score_series(sketch, runs, *, show: bool = True) -> dict:
 def _show(sketch, forecasts, runs, scores) -> None:
     """The sketch over the runs' raw points, then one line per series."""
     import matplotlib.pyplot as plt
+
     try:
         from IPython.display import display
     except ImportError:  # no IPython: print the lines only
@@ -135,19 +156,38 @@ def _show(sketch, forecasts, runs, scores) -> None:
     for i, name in enumerate(sketch.series_names):
         colour = sketch.colours[i]
         run = runs[name]
-        pts = [(s, v) for s, v in zip(run.table["step"], run.table[column])
-               if v is not None and math.isfinite(v)]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], ".", ms=3, alpha=0.5, color=colour,
-                label=f"{name}: actual (raw, every step)")
+        pts = [
+            (s, v)
+            for s, v in zip(run.table["step"], run.table[column])
+            if v is not None and math.isfinite(v)
+        ]
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            ".",
+            ms=3,
+            alpha=0.5,
+            color=colour,
+            label=f"{name}: actual (raw, every step)",
+        )
         f = forecasts[name]
-        ax.plot([p[0] for p in f.points], [p[1] for p in f.points], "--", lw=2, color=colour,
-                label=f"{name}: your sketch")
+        ax.plot(
+            [p[0] for p in f.points],
+            [p[1] for p in f.points],
+            "--",
+            lw=2,
+            color=colour,
+            label=f"{name}: your sketch",
+        )
         if f.nan_step is not None:
             ax.axvline(f.nan_step, color=colour, ls=":", lw=1)
     if sketch.log_scale:
         ax.set_yscale("log")
-    ax.set(xlabel="step", ylabel=label(sketch.quantity) + (" (log)" if sketch.log_scale else ""),
-           title="your sealed sketch against the run")
+    ax.set(
+        xlabel="step",
+        ylabel=label(sketch.quantity) + (" (log)" if sketch.log_scale else ""),
+        title="your sealed sketch against the run",
+    )
     ax.legend(fontsize=7)
     if display is not None:
         display(fig)
@@ -155,5 +195,7 @@ def _show(sketch, forecasts, runs, scores) -> None:
     for name in sketch.series_names:
         s = scores[name]
         err = "n/a" if s.mean_log_error is None else f"{s.mean_log_error:.2f}"
-        print(f"{name}: log error {err}, shape {s.shape_predicted} vs {s.shape_actual}, "
-              f"NaN step {s.nan_predicted} vs {s.nan_actual}. {s.verdict}")
+        print(
+            f"{name}: log error {err}, shape {s.shape_predicted} vs {s.shape_actual}, "
+            f"NaN step {s.nan_predicted} vs {s.nan_actual}. {s.verdict}"
+        )

@@ -16,14 +16,17 @@ from labkit.diagnosis.record.triage import Prediction, TriageRecord
 
 def net(seed=0, hidden=16):
     torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(8, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, 3))
+    return nn.Sequential(
+        nn.Linear(8, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 3)
+    )
 
 
 def batches(n, seed=1, rows=12):
     gen = torch.Generator().manual_seed(seed)
-    return [(torch.randn(rows, 8, generator=gen), torch.randint(0, 3, (rows,), generator=gen))
-            for _ in range(n)]
+    return [
+        (torch.randn(rows, 8, generator=gen), torch.randint(0, 3, (rows,), generator=gen))
+        for _ in range(n)
+    ]
 
 
 def reference(model, opt, data):
@@ -43,8 +46,12 @@ def reference(model, opt, data):
             sq = None if p.grad is None else float(p.grad.double().pow(2).sum())
             g[k] = sq if g.get(k) is None else g[k] + (sq or 0.0)
             u[k] = u.get(k, 0.0) + float((p.detach() - before[n]).double().pow(2).sum())
-        rows.append(({k: None if v is None else math.sqrt(v) for k, v in g.items()},
-                     {k: math.sqrt(v) for k, v in u.items()}))
+        rows.append(
+            (
+                {k: None if v is None else math.sqrt(v) for k, v in g.items()},
+                {k: math.sqrt(v) for k, v in u.items()},
+            )
+        )
     return rows
 
 
@@ -62,12 +69,20 @@ def own_loop(model, opt, data):
 def test_exact_norms_equal_a_full_copy_reference_and_lr_per_group():
     data = batches(6)
     ref_model = net()
-    ref_opt = torch.optim.Adam([{"params": ref_model[0].parameters(), "lr": 1e-2},
-                                {"params": list(ref_model[2:].parameters()), "lr": 3e-3}])
+    ref_opt = torch.optim.Adam(
+        [
+            {"params": ref_model[0].parameters(), "lr": 1e-2},
+            {"params": list(ref_model[2:].parameters()), "lr": 3e-3},
+        ]
+    )
     expected = reference(ref_model, ref_opt, data)
     model = net()
-    opt = torch.optim.Adam([{"params": model[0].parameters(), "lr": 1e-2},
-                            {"params": list(model[2:].parameters()), "lr": 3e-3}])
+    opt = torch.optim.Adam(
+        [
+            {"params": model[0].parameters(), "lr": 1e-2},
+            {"params": list(model[2:].parameters()), "lr": 3e-3},
+        ]
+    )
     watch = labkit.watch(model, opt)
     raw = own_loop(model, opt, data)
     run = watch.run(loss_raw=raw, seed=0)
@@ -79,7 +94,8 @@ def test_exact_norms_equal_a_full_copy_reference_and_lr_per_group():
             assert run.table[f"grad_norm/{k}"][step] == pytest.approx(g[k], rel=1e-6)
             assert run.table[f"update_norm/{k}"][step] == pytest.approx(u[k], rel=1e-5)
         assert run.table["update_norm"][step] == pytest.approx(
-            math.sqrt(sum(v * v for v in u.values())), rel=1e-5)
+            math.sqrt(sum(v * v for v in u.values())), rel=1e-5
+        )
     assert run.table["lr"] == run.table["lr/0"] == [1e-2] * 6 and run.table["lr/1"] == [3e-3] * 6
     assert run.table["loss_raw"] == raw and run.table["loss_reported"] == raw
 
@@ -113,14 +129,17 @@ def test_more_than_256_steps_fold_into_blocks_without_changing_values():
 
 # ---- above the budget: an honest estimate -------------------------------------------------
 
+
 class ToyLM(nn.Module):
     """Embedding, residual MLP blocks and an LM head: sparse rows at both ends."""
 
     def __init__(self, vocab=32768, d=512, blocks=8):
         super().__init__()
         self.wte = nn.Embedding(vocab, d)
-        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.GELU(),
-                                                  nn.Linear(4 * d, d)) for _ in range(blocks))
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            for _ in range(blocks)
+        )
         self.head = nn.Linear(d, vocab, bias=False)
 
     def forward(self, ids):  # (B, T) -> (B, T, vocab)
@@ -130,9 +149,11 @@ class ToyLM(nn.Module):
         return self.head(x)
 
 
-@pytest.mark.parametrize("make_opt", [lambda p: torch.optim.AdamW(p, lr=1e-3),
-                                      lambda p: torch.optim.SGD(p, lr=0.5)],
-                         ids=["adamw", "sgd"])
+@pytest.mark.parametrize(
+    "make_opt",
+    [lambda p: torch.optim.AdamW(p, lr=1e-3), lambda p: torch.optim.SGD(p, lr=0.5)],
+    ids=["adamw", "sgd"],
+)
 @pytest.mark.slow
 def test_estimate_is_within_5_percent_on_a_50M_model(make_opt):
     torch.manual_seed(0)
@@ -149,8 +170,17 @@ def test_estimate_is_within_5_percent_on_a_50M_model(make_opt):
         F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten()).backward()
         grad = math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in model.parameters()))
         opt.step()
-        exact.append((grad, math.sqrt(sum(float((p.detach() - b).double().pow(2).sum())
-                                          for p, b in zip(model.parameters(), before)))))
+        exact.append(
+            (
+                grad,
+                math.sqrt(
+                    sum(
+                        float((p.detach() - b).double().pow(2).sum())
+                        for p, b in zip(model.parameters(), before)
+                    )
+                ),
+            )
+        )
         del before
     cols, info = watch.columns(), watch.describe()
     watch.close()
@@ -186,11 +216,23 @@ def test_sparse_embedding_rows_touched_by_sgd_are_not_missed():
 @pytest.mark.parametrize("budget", [None, 0], ids=["exact", "sampled"])
 def test_frozen_layer_missing_param_and_lr_zero_read_exactly_zero(budget):
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 4))
+    model = nn.Sequential(
+        nn.Linear(64, 256),
+        nn.ReLU(),
+        nn.Linear(256, 256),
+        nn.ReLU(),
+        nn.Linear(256, 256),
+        nn.ReLU(),
+        nn.Linear(256, 4),
+    )
     model[0].requires_grad_(False)  # frozen after the optimizer was built: still in it
-    opt = torch.optim.Adam([{"params": list(model[0].parameters()) + list(model[2].parameters())},
-                            {"params": model[6].parameters(), "lr": 0.0}], lr=1e-2)
+    opt = torch.optim.Adam(
+        [
+            {"params": list(model[0].parameters()) + list(model[2].parameters())},
+            {"params": model[6].parameters(), "lr": 0.0},
+        ],
+        lr=1e-2,
+    )
     # model[4] requires grad but is in no param group
     watch = labkit.watch(model, opt, budget=budget)
     assert watch.plan.all_exact is (budget is None)
@@ -222,6 +264,7 @@ def test_a_replaced_layer_is_named_as_a_finding():
 
 
 # ---- GradScaler, accumulation, hooks -------------------------------------------------------
+
 
 def test_a_step_the_grad_scaler_skips_is_marked_with_its_scale():
     model = net()
@@ -321,11 +364,13 @@ def test_watching_does_not_change_training():
         model = nn.Sequential(nn.Linear(64, 256), nn.Dropout(0.5), nn.Linear(256, 3))
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
         watch = labkit.watch(model, opt, budget=0) if watched else None
-        out = own_loop(model, opt, [(torch.randn(8, 64), torch.randint(0, 3, (8,)))
-                                    for _ in range(5)])
+        out = own_loop(
+            model, opt, [(torch.randn(8, 64), torch.randint(0, 3, (8,))) for _ in range(5)]
+        )
         if watch:
             watch.close()
         return out
+
     assert losses(True) == losses(False)  # the sampler uses its own generator
 
 
@@ -335,9 +380,10 @@ def test_a_watched_run_is_read_by_the_probes_and_the_record():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     watch = labkit.watch(model, opt)
     raw = own_loop(model, opt, batches(10))
-    reported = [sum(raw[:i + 1]) / (i + 1) for i in range(10)]
-    run = watch.run(loss_raw=raw, loss_reported=reported, batch_id=list(range(10)), seed=3,
-                    config={"lr": 0.1})
+    reported = [sum(raw[: i + 1]) / (i + 1) for i in range(10)]
+    run = watch.run(
+        loss_raw=raw, loss_reported=reported, batch_id=list(range(10)), seed=3, config={"lr": 0.1}
+    )
     watch.close()
     assert raw_vs_reported(run).details["agree"]
     assert forecast.check(run)[0]
@@ -348,16 +394,33 @@ def test_a_watched_run_is_read_by_the_probes_and_the_record():
     assert back == run and back.meta["watch"]["exact"] and back.meta["seed"] == 3
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda m, o: labkit.watch("model", o), TypeError, "model must be a torch.nn.Module; got str"),
-    (lambda m, o: labkit.watch(m, m), TypeError, "optimizer must be a torch.optim.Optimizer"),
-    (lambda m, o: labkit.watch(m, torch.optim.SGD(net().parameters(), lr=0.1)), ValueError,
-     "holds none of the trainable parameters"),
-    (lambda m, o: labkit.watch(m, o, budget=-1), ValueError, "budget=-1 is not allowed"),
-    (lambda m, o: labkit.watch(m, o, scaler=3), TypeError, "scaler must be a torch.amp.GradScaler"),
-    (lambda m, o: labkit.watch(m, o).run(loss_raw=[1.0]), ValueError,
-     "the watch saw no optimizer step while 1 losses were logged"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda m, o: labkit.watch("model", o),
+            TypeError,
+            "model must be a torch.nn.Module; got str",
+        ),
+        (lambda m, o: labkit.watch(m, m), TypeError, "optimizer must be a torch.optim.Optimizer"),
+        (
+            lambda m, o: labkit.watch(m, torch.optim.SGD(net().parameters(), lr=0.1)),
+            ValueError,
+            "holds none of the trainable parameters",
+        ),
+        (lambda m, o: labkit.watch(m, o, budget=-1), ValueError, "budget=-1 is not allowed"),
+        (
+            lambda m, o: labkit.watch(m, o, scaler=3),
+            TypeError,
+            "scaler must be a torch.amp.GradScaler",
+        ),
+        (
+            lambda m, o: labkit.watch(m, o).run(loss_raw=[1.0]),
+            ValueError,
+            "the watch saw no optimizer step while 1 losses were logged",
+        ),
+    ],
+)
 def test_bad_input_gets_a_sentence(call, error, message):
     model = net()
     with pytest.raises(error, match=message):
@@ -402,8 +465,14 @@ def test_watch_on_cuda_matches_the_reference_and_makes_no_host_sync(budget):
             opt.step()  # the watch's hooks run here: nothing may wait for the device
         finally:
             torch.cuda.set_sync_debug_mode(0)
-        expected.append(math.sqrt(sum(float((p.detach() - b).double().pow(2).sum())
-                                      for p, b in zip(model.parameters(), before))))
+        expected.append(
+            math.sqrt(
+                sum(
+                    float((p.detach() - b).double().pow(2).sum())
+                    for p, b in zip(model.parameters(), before)
+                )
+            )
+        )
     run = watch.run(loss_raw=[1.0] * 3)
     watch.close()
     for got, want in zip(run.table["update_norm"], expected):
@@ -419,8 +488,14 @@ def test_labkit_train_runs_on_cuda():
 
 @cuda
 def test_the_probes_take_a_cuda_model():
-    from labkit.probes import (first_nonfinite, gradient_audit, loss_at_init, overfit_probe,
-                               update_probe)
+    from labkit.probes import (
+        first_nonfinite,
+        gradient_audit,
+        loss_at_init,
+        overfit_probe,
+        update_probe,
+    )
+
     torch.manual_seed(0)
     model = labkit.MLP(in_dim=2, hidden=32, n_classes=10).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -16,8 +16,9 @@ EVERY = 50
 
 @pytest.fixture(scope="module")
 def ranks():
-    return train_two_ranks({name: 500 if name == "healthy" else 120 for name in DDP_BUGS},
-                           every=EVERY)
+    return train_two_ranks(
+        {name: 500 if name == "healthy" else 120 for name in DDP_BUGS}, every=EVERY
+    )
 
 
 def test_a_healthy_ddp_run_of_500_steps_has_no_finding_and_equal_ranks(ranks):
@@ -39,14 +40,18 @@ def test_skipped_gradient_sync_is_caught_within_one_check(ranks, bug):
     assert said.startswith(f"ranks diverged between step 0 and step {EVERY}: group ")
     assert "gradients differ too" in said and "DDP's gradient sync was skipped" in said
     first = rank0["checks"][1]
-    assert first["grads_differ"] and max(first["max_rel_diff"].values()) > 100 * watch_ranks.TOLERANCE
+    assert (
+        first["grads_differ"] and max(first["max_rel_diff"].values()) > 100 * watch_ranks.TOLERANCE
+    )
 
 
 def test_buffers_not_broadcast_drift_while_the_parameters_agree(ranks):
     rank0, _ = ranks["buffers_not_broadcast"]
     assert rank0["max_param_diff"] == 0.0 and len(rank0["findings"]) == 1
-    assert rank0["findings"][0].startswith("ranks' buffers (running statistics such as "
-                                           f"BatchNorm's) diverged between step 0 and step {EVERY}")
+    assert rank0["findings"][0].startswith(
+        "ranks' buffers (running statistics such as "
+        f"BatchNorm's) diverged between step 0 and step {EVERY}"
+    )
     assert "while their parameters still agree" in rank0["findings"][0]
     assert rank0["checks"][1]["buffers_rel_diff"] > 100 * watch_ranks.TOLERANCE
 
@@ -72,6 +77,8 @@ def test_one_process_has_no_rank_check_and_a_wrapper_is_seen_through():
     w.close()
     with pytest.raises(ValueError, match="check_every=0: give a whole number of steps, 1 or more"):
         labkit.watch(model, torch.optim.SGD(model.parameters(), lr=0.1), check_every=0)
-    with pytest.raises(ValueError, match="bug='no_set_epok' is not in the distributed zoo.*"
-                                         "Did you mean 'no_set_epoch'"):
+    with pytest.raises(
+        ValueError,
+        match="bug='no_set_epok' is not in the distributed zoo.*Did you mean 'no_set_epoch'",
+    ):
         train_two_ranks("no_set_epok")

@@ -20,8 +20,10 @@ def _mlp(seed=0):
 
 def _data(n=4, seed=0):
     gen = torch.Generator().manual_seed(seed)
-    return [(10 * torch.randn(32, 8, generator=gen), torch.randint(0, 3, (32,), generator=gen))
-            for _ in range(n)]
+    return [
+        (10 * torch.randn(32, 8, generator=gen), torch.randint(0, 3, (32,), generator=gen))
+        for _ in range(n)
+    ]
 
 
 def _clipped_loop(model, opt, data, clip=1.0):
@@ -30,7 +32,9 @@ def _clipped_loop(model, opt, data, clip=1.0):
         opt.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
-        norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip)))  # the pre-clip norm
+        norms.append(
+            float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip))
+        )  # the pre-clip norm
         opt.step()
         raw.append(loss.item())
     return raw, norms
@@ -53,6 +57,7 @@ def no_other_watch():
     """This process as a fresh one sees it: no watch open (another test's watch whose model is
     still alive keeps the wrapper), put back afterwards."""
     from labkit.core.watch import clip as watch_clip
+
     saved = list(watch_clip._OPEN)
     watch_clip._OPEN.clear()
     watch_clip._restore_if_idle()
@@ -61,7 +66,9 @@ def no_other_watch():
         watch_clip.register(other)
 
 
-def test_the_clip_wrapper_is_gone_after_the_last_watch_closes_and_ignores_other_models(no_other_watch):
+def test_the_clip_wrapper_is_gone_after_the_last_watch_closes_and_ignores_other_models(
+    no_other_watch,
+):
     original = clip_grad.clip_grad_norm_
     assert not getattr(original, "__labkit_clip__", False)
     model, other = _mlp(0), _mlp(1)
@@ -78,6 +85,7 @@ def test_the_clip_wrapper_is_gone_after_the_last_watch_closes_and_ignores_other_
 
 def test_the_clip_wrapper_is_gone_when_the_last_watch_is_collected_unclosed(no_other_watch):
     import gc
+
     original = clip_grad.clip_grad_norm_
     model = _mlp(0)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -121,7 +129,9 @@ def test_a_loop_without_an_optimizer_is_watched_from_its_parameters():
     # the update the loop made at each step: lr * the clipped gradient, whose norm is min(clip, pre)
     assert updates == pytest.approx([setup.lr * min(setup.clip, g) for g in pre], rel=1e-4)
     assert run.table["lr"] == pytest.approx([u / g for u, g in zip(updates, pre)], rel=1e-6)
-    total = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(model.parameters(), first)))
+    total = math.sqrt(
+        sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(model.parameters(), first))
+    )
     assert total > 0
 
 
@@ -131,7 +141,7 @@ def test_gradient_accumulation_without_an_optimizer_is_one_step_per_update():
     data = _data(4)
     for i in range(0, 4, 2):  # two backward passes per update
         model.zero_grad()
-        for x, y in data[i:i + 2]:
+        for x, y in data[i : i + 2]:
             nn.functional.cross_entropy(model(x), y).backward()
         expected = math.sqrt(sum(float(p.grad.pow(2).sum()) for p in model.parameters()))
         with torch.no_grad():

@@ -11,9 +11,15 @@ ROOT = Path(__file__).resolve().parents[3]
 OWN = ROOT / "labkit" / "diagnosis" / "own"
 # (module, the later step's module it borrows from): why
 ALLOWED = {
-    ("step1_capture.loops", "step4_h1.settings"): "a comparison loop resets a setting the way H1 does",
+    (
+        "step1_capture.loops",
+        "step4_h1.settings",
+    ): "a comparison loop resets a setting the way H1 does",
     ("step4_h1.lossrange", "step5_sign.refloss"): "the range check reads the reference loss",
-    ("step5_sign.intervene", "step6_decide.evidence"): "an intervention runs as many epochs as the evidence",
+    (
+        "step5_sign.intervene",
+        "step6_decide.evidence",
+    ): "an intervention runs as many epochs as the evidence",
     ("step5_sign.onechange", "step6_decide.evidence"): "a fix is compared evidence to evidence",
 }
 
@@ -25,14 +31,22 @@ def later_imports() -> set[tuple[str, str]]:
         package = ["labkit", "diagnosis", "own", step]
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level:
-                parts = package[: len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("labkit.diagnosis.own."):
+                parts = package[: len(package) - node.level + 1] + (
+                    node.module.split(".") if node.module else []
+                )
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "labkit.diagnosis.own."
+            ):
                 parts = node.module.split(".")
             else:
                 continue
             if len(parts) < 4 or not parts[3].startswith("step") or parts[3] <= step:
                 continue
-            targets = [".".join(parts[3:])] if len(parts) > 4 else [f"{parts[3]}.{a.name}" for a in node.names]
+            targets = (
+                [".".join(parts[3:])]
+                if len(parts) > 4
+                else [f"{parts[3]}.{a.name}" for a in node.names]
+            )
             found |= {(f"{step}.{name}", t) for t in targets}
     return found
 
@@ -47,4 +61,11 @@ def test_every_exception_is_still_needed():
 
 def test_the_steps_list_in_protocol_order():
     steps = sorted(p.name for p in OWN.glob("step*") if p.is_dir())
-    assert steps == ["step1_capture", "step2_h3", "step3_h2", "step4_h1", "step5_sign", "step6_decide"]
+    assert steps == [
+        "step1_capture",
+        "step2_h3",
+        "step3_h2",
+        "step4_h1",
+        "step5_sign",
+        "step6_decide",
+    ]

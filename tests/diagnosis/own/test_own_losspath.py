@@ -27,7 +27,7 @@ class Setup:
         return torch.optim.Adam(model.parameters(), lr=1e-3)
 
     def batches(self, seed):
-        return [(X[i:i + 32], self.y[i:i + 32]) for i in (0, 32)]
+        return [(X[i : i + 32], self.y[i : i + 32]) for i in (0, 32)]
 
     def loss_fn(self, model, batch):
         return F.cross_entropy(model(batch[0]), batch[1])
@@ -47,8 +47,9 @@ HEALTHY = {
     "cross_entropy": setup(),
     "mse on matching shapes": setup(1, Y_REAL, loss=lambda p, y: F.mse_loss(p.squeeze(1), y)),
     "bce with logits": setup(3, Y_TAGS, loss=nn.BCEWithLogitsLoss()),
-    "accuracy computed beside the loss": setup(loss=lambda p, y: F.cross_entropy(p, y) + 0 * (
-        p.argmax(1) == y).float().mean()),
+    "accuracy computed beside the loss": setup(
+        loss=lambda p, y: F.cross_entropy(p, y) + 0 * (p.argmax(1) == y).float().mean()
+    ),
     "log_softmax into nll_loss": setup(loss=lambda p, y: F.nll_loss(F.log_softmax(p, 1), y)),
 }
 
@@ -63,20 +64,31 @@ def test_honest_losses_are_not_flagged(name):
 def test_a_prediction_broadcast_against_the_labels_is_measured():
     s = setup(1, Y_REAL, loss=F.mse_loss)  # (32, 1) against (32,)
     a = audit(s, 0, s.batches(0))
-    assert a["broadcasts"] == [("mse_loss combines the prediction (32, 1) with the labels (32,), "
-                               "which broadcast to (32, 32)")]
+    assert a["broadcasts"] == [
+        (
+            "mse_loss combines the prediction (32, 1) with the labels (32,), "
+            "which broadcast to (32, 32)"
+        )
+    ]
     s = setup(1, Y_REAL, loss=lambda p, y: ((p - y) ** 2).mean())  # the same, written by hand
     assert "which broadcast to (32, 32)" in audit(s, 0, s.batches(0))["broadcasts"][0]
 
 
-@pytest.mark.parametrize("head, loss, words", [
-    ((nn.Sigmoid(),), nn.BCEWithLogitsLoss(), "its own sigmoid again"),
-    ((nn.Softmax(dim=1),), nn.CrossEntropyLoss(), "its own log-softmax again"),
-    ((nn.Softmax(dim=1),), nn.NLLLoss(), "nll_loss expects log-probabilities"),
-])
+@pytest.mark.parametrize(
+    "head, loss, words",
+    [
+        ((nn.Sigmoid(),), nn.BCEWithLogitsLoss(), "its own sigmoid again"),
+        ((nn.Softmax(dim=1),), nn.CrossEntropyLoss(), "its own log-softmax again"),
+        ((nn.Softmax(dim=1),), nn.NLLLoss(), "nll_loss expects log-probabilities"),
+    ],
+)
 def test_probabilities_given_to_a_loss_on_logits_are_measured(head, loss, words):
-    s = setup(3 if isinstance(loss, nn.BCEWithLogitsLoss) else 4,
-              Y_TAGS if isinstance(loss, nn.BCEWithLogitsLoss) else Y_CLASS, head, loss)
+    s = setup(
+        3 if isinstance(loss, nn.BCEWithLogitsLoss) else 4,
+        Y_TAGS if isinstance(loss, nn.BCEWithLogitsLoss) else Y_CLASS,
+        head,
+        loss,
+    )
     a = audit(s, 0, s.batches(0))
     assert len(a["probabilities"]) == 1 and words in a["probabilities"][0]
 
@@ -91,18 +103,21 @@ def test_a_piecewise_constant_op_with_zero_gradients_is_measured(op):
 def test_the_rule_needs_both_seeds_and_names_the_mechanism():
     from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
     from labkit.diagnosis.own.step4_h1.losspath import loss_path
+
     s = setup(1, Y_REAL, loss=lambda p, y: F.mse_loss(torch.round(p), y.unsqueeze(1)))
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.system == "H1" and found.key == "no_gradient" and "torch.round" in found.mechanism
     assert loss_path([SeedEvidence(HEALTHY["cross_entropy"], k) for k in (0, 1)]) is None
 
 
-@pytest.mark.parametrize("smoothing, flagged", [(0.0, False), (0.1, False), (0.3, False),
-                                                (0.8, True), (0.9, True)])
+@pytest.mark.parametrize(
+    "smoothing, flagged", [(0.0, False), (0.1, False), (0.3, False), (0.8, True), (0.9, True)]
+)
 def test_the_floor_of_the_loss_is_measured_with_the_calls_own_options(smoothing, flagged):
     """A confident right answer scores ~0 without smoothing; with 0.9 over 4 classes the best
     reachable loss sits within a few percent of a uniform guess."""
     from labkit.diagnosis.own.step4_h1.targets import FLOOR
+
     s = setup(loss=nn.CrossEntropyLoss(label_smoothing=smoothing))
     fl = audit(s, 0, s.batches(0))["floor"]
     assert fl["chance"] == pytest.approx(torch.log(torch.tensor(4.0)).item(), rel=1e-5)
@@ -115,6 +130,7 @@ def test_the_floor_of_the_loss_is_measured_with_the_calls_own_options(smoothing,
 def test_the_floor_rule_names_label_smoothing():
     from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
     from labkit.diagnosis.own.step4_h1.losspath import loss_path
+
     s = setup(loss=lambda p, y: F.cross_entropy(p, y, label_smoothing=0.9))
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.system == "H1" and found.key == "floor_near_chance"
@@ -129,7 +145,11 @@ TOKENS = torch.randint(0, 12, (64, 10), generator=G)
 class GruLm(nn.Module):  # causal: position t reads tokens 0..t
     def __init__(self):
         super().__init__()
-        self.embed, self.rnn, self.out = nn.Embedding(12, 16), nn.GRU(16, 16, batch_first=True), nn.Linear(16, 12)
+        self.embed, self.rnn, self.out = (
+            nn.Embedding(12, 16),
+            nn.GRU(16, 16, batch_first=True),
+            nn.Linear(16, 12),
+        )
 
     def forward(self, ids):
         return self.out(self.rnn(self.embed(ids))[0])
@@ -149,7 +169,9 @@ class TokenSetup(Setup):
         return self.model()
 
     def batches(self, seed):
-        return [{"input_ids": TOKENS[i:i + 32], "labels": TOKENS[i:i + 32].clone()} for i in (0, 32)]
+        return [
+            {"input_ids": TOKENS[i : i + 32], "labels": TOKENS[i : i + 32].clone()} for i in (0, 32)
+        ]
 
     def loss_fn(self, model, batch):
         logits, labels = model(batch["input_ids"]), batch["labels"]
@@ -158,8 +180,9 @@ class TokenSetup(Setup):
         return F.cross_entropy(logits.reshape(-1, 12), labels.reshape(-1))
 
 
-@pytest.mark.parametrize("model, shift, copies", [(GruLm, False, True), (GruLm, True, None),
-                                                  (BiGru, False, False)])
+@pytest.mark.parametrize(
+    "model, shift, copies", [(GruLm, False, True), (GruLm, True, None), (BiGru, False, False)]
+)
 def test_labels_equal_to_a_causal_models_inputs_are_measured(model, shift, copies):
     """Unshifted labels on a causal model: flagged. Shifted in the loss (the Hugging Face way):
     the targets are not the inputs. A bidirectional model: the labels are the inputs, but its
@@ -171,6 +194,7 @@ def test_labels_equal_to_a_causal_models_inputs_are_measured(model, shift, copie
 def test_the_copy_rule_is_h2_and_says_shift():
     from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
     from labkit.diagnosis.own.step4_h1.losspath import loss_path
+
     s = TokenSetup()
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.system == "H2" and found.key == "labels_are_inputs" and "shift" in found.mechanism
@@ -184,26 +208,36 @@ def test_a_softmax_over_the_batch_dimension_is_measured(dim, flagged):
 
 def test_a_square_similarity_matrix_may_be_normalised_over_dim_0():
     """A contrastive term (examples against examples) takes log_softmax over both dims."""
+
     def loss(p, y):
         sim = p @ p.T
         return F.cross_entropy(p, y) - 0.1 * F.log_softmax(sim, dim=0).diagonal().mean()
+
     s = setup(loss=loss)
     assert audit(s, 0, s.batches(0))["batch_softmax"] == []
     from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
     from labkit.diagnosis.own.step4_h1.losspath import loss_path
+
     s = setup(loss=lambda p, y: F.nll_loss(F.log_softmax(p, dim=0), y))
     found = loss_path([SeedEvidence(s, 0), SeedEvidence(s, 1)])
     assert found.key == "softmax_over_batch" and "log_softmax(dim=0)" in found.mechanism
 
 
-@pytest.mark.parametrize("loss, floored", [
-    (lambda p, y: F.cross_entropy(F.softmax(p, 1), y), True),  # saturates: a real floor
-    (lambda p, y: F.cross_entropy(p, y), False),
-    # a term of its own that no certainty removes: a floor, but not a saturated one
-    (lambda p, y: F.cross_entropy(p, y) + 0.5 * (1 - F.normalize(p, dim=1)[:, 0]).mean(), False),
-])
+@pytest.mark.parametrize(
+    "loss, floored",
+    [
+        (lambda p, y: F.cross_entropy(F.softmax(p, 1), y), True),  # saturates: a real floor
+        (lambda p, y: F.cross_entropy(p, y), False),
+        # a term of its own that no certainty removes: a floor, but not a saturated one
+        (
+            lambda p, y: F.cross_entropy(p, y) + 0.5 * (1 - F.normalize(p, dim=1)[:, 0]).mean(),
+            False,
+        ),
+    ],
+)
 def test_the_loss_floor_needs_saturation_not_just_a_bounded_term(loss, floored):
     from labkit.diagnosis.own.step4_h1.floor import loss_floor
+
     s = setup(loss=loss)
     found = loss_floor(s, 0, s.batches(0) * 2)
     assert (found is not None and found.key == "loss_floor") is floored

@@ -8,15 +8,23 @@ from labkit.diagnosis.own.margins import above, below, closest, distance, record
 
 
 def test_a_comparison_answers_as_the_operator_and_is_logged_only_while_recording():
-    assert above("x", 2.0, 1.0) is True and below("x", 2.0, 1.0) is False  # nothing recording: no error
+    assert (
+        above("x", 2.0, 1.0) is True and below("x", 2.0, 1.0) is False
+    )  # nothing recording: no error
     with recording() as log:
         assert above("a", 3.0, 2.0, seed=0) is True
         assert below("b", 3.0, 2.0, seed=1) is False
         assert above("c", 2.0, 2.0) is False  # strict, as `>`
-    assert [(e["name"], e["seed"], e["outcome"]) for e in log] == [("a", 0, True), ("b", 1, False), ("c", None, False)]
+    assert [(e["name"], e["seed"], e["outcome"]) for e in log] == [
+        ("a", 0, True),
+        ("b", 1, False),
+        ("c", None, False),
+    ]
     with recording() as other:
         pass
-    assert other == [] and len(log) == 3  # a second recording starts empty and leaves the first alone
+    assert (
+        other == [] and len(log) == 3
+    )  # a second recording starts empty and leaves the first alone
 
 
 def test_distance_is_relative_to_the_limit_and_infinite_off_the_reals():
@@ -31,7 +39,9 @@ def test_distance_is_relative_to_the_limit_and_infinite_off_the_reals():
 def test_rebound_is_one_for_a_falling_loss_and_reads_the_climb_back_over_its_best():
     falling = [2.0 / (1 + i) for i in range(60)]
     assert rebound(falling) == 1.0
-    climbs = [1.0] * 20 + [0.1] * 20 + [1.0] * 20  # the 10-step mean falls to 0.1, then climbs to 1.0
+    climbs = (
+        [1.0] * 20 + [0.1] * 20 + [1.0] * 20
+    )  # the 10-step mean falls to 0.1, then climbs to 1.0
     assert math.isclose(rebound(climbs), 10.0)
     spike = [1.0] * 30 + [5.0] + [1.0] * 29  # one noisy batch moves a 10-step mean by 40%
     assert math.isclose(rebound(spike), 1.4)

@@ -50,6 +50,7 @@ class StillDetached(DetachMidModel):
 
 # ---- quick: the parts, without a triage -------------------------------------------------------
 
+
 def test_reference_loss_is_the_textbook_loss_for_the_shapes():
     logits, ids = torch.randn(4, 3), torch.tensor([0, 2, 1, 1])
     assert torch.allclose(reference(logits, (torch.zeros(4, 5), ids)), F.cross_entropy(logits, ids))
@@ -58,10 +59,14 @@ def test_reference_loss_is_the_textbook_loss_for_the_shapes():
     shifted = F.cross_entropy(lm[:, :-1].reshape(-1, 7), tokens[:, 1:].reshape(-1))
     assert torch.allclose(reference(lm, {"input_ids": tokens, "labels": tokens}), shifted)
     values, target = torch.randn(4, 1), torch.randn(4)
-    assert torch.allclose(reference(values, (torch.zeros(4, 2), target)), F.mse_loss(values[:, 0], target))
+    assert torch.allclose(
+        reference(values, (torch.zeros(4, 2), target)), F.mse_loss(values[:, 0], target)
+    )
     binary = torch.tensor([0, 1, 1, 0])
-    assert torch.allclose(reference(values, (torch.zeros(4, 2), binary)),
-                          F.binary_cross_entropy_with_logits(values[:, 0], binary.float()))
+    assert torch.allclose(
+        reference(values, (torch.zeros(4, 2), binary)),
+        F.binary_cross_entropy_with_logits(values[:, 0], binary.float()),
+    )
     assert reference(torch.randn(4, 3), (torch.zeros(4, 2), torch.randn(4, 2))) is None
 
 
@@ -88,7 +93,12 @@ def test_the_signing_bar_holds_by_construction():
     from own_setups.fixed import SIGNED_BY_FIX_ONLY, UNSIGNED
     from own_setups.third import THIRD_EXPECTED
     from test_own_held_out import EXPECTED as HELD_OUT
-    buggy = [n for n, (system, _) in {**EXPECTED, **THIRD_EXPECTED, **HELD_OUT}.items() if system != "NONE"]
+
+    buggy = [
+        n
+        for n, (system, _) in {**EXPECTED, **THIRD_EXPECTED, **HELD_OUT}.items()
+        if system != "NONE"
+    ]
     assert len(buggy) >= 50 and (SIGNED_BY_FIX_ONLY | UNSIGNED) <= set(buggy)
     assert (len(buggy) - len(SIGNED_BY_FIX_ONLY | UNSIGNED)) / len(buggy) >= 0.9
     assert SIGNED_BY_FIX_ONLY <= set(FIXED) and len(FIXED) >= 5
@@ -96,10 +106,13 @@ def test_the_signing_bar_holds_by_construction():
 
 # ---- labkit signs a mechanism in the loss itself ---------------------------------------------
 
+
 @pytest.mark.slow
 def test_labkit_signs_a_loss_mechanism_with_a_reference_loss():
     record = labkit.diagnose(LossFromItem(), seeds=(0, 1))
-    assert record.verdict().startswith("CONVICTION: H1 — the loss is cut off from the model's graph")
+    assert record.verdict().startswith(
+        "CONVICTION: H1 — the loss is cut off from the model's graph"
+    )
     row = record.rows["intervention"]
     assert row["data"]["variable"] == "loss_fn" and "reference loss" in row["text"]
     assert row["data"]["met"] and record.rows["confirmation"]["data"]["met"]
@@ -109,6 +122,7 @@ def test_labkit_signs_a_loss_mechanism_with_a_reference_loss():
 
 
 # ---- the learner signs: the prescription, the refusals, the signature -----------------------
+
 
 @pytest.fixture(scope="module")
 def blocked():
@@ -127,7 +141,7 @@ def test_prescription_is_in_the_rows_text_and_json(blocked):
     assert saved["rows"]["intervention"]["status"] == "UNKNOWN"
     assert p["touches"] == ["make_model"] and p["seeds"] == [0, 1]
     forecast = Prediction(p["forecast"])
-    for ev in record.intervener.keywords['triage'].evs:  # the baseline meets it on neither seed
+    for ev in record.intervener.keywords["triage"].evs:  # the baseline meets it on neither seed
         met, observed = forecast.judge(ev.run.table["step"], ev.run.column("loss_raw"))
         assert not met and math.isfinite(observed)
     with pytest.raises(TriageRefused, match="intervention is UNKNOWN"):
@@ -137,10 +151,15 @@ def test_prescription_is_in_the_rows_text_and_json(blocked):
 @pytest.mark.slow
 def test_a_fix_that_changes_two_things_is_refused_naming_both(blocked):
     record = blocked[0]
-    with pytest.raises(TriageRefused, match=r"changes 2 things: make_model\(\) .*make_optimizer\(\) "
-                                            r"\(its settings differ: lr 0.05 -> 0.1\)"):
+    with pytest.raises(
+        TriageRefused,
+        match=r"changes 2 things: make_model\(\) .*make_optimizer\(\) "
+        r"\(its settings differ: lr 0.05 -> 0.1\)",
+    ):
         record.intervene(TwoChanges())
-    with pytest.raises(TriageRefused, match=r"changes make_optimizer\(\) .* lives in make_model\(\)"):
+    with pytest.raises(
+        TriageRefused, match=r"changes make_optimizer\(\) .* lives in make_model\(\)"
+    ):
         record.intervene(WrongPlace())
     assert record.forecast is None and record.rows["intervention"]["status"] == "UNKNOWN"
 
@@ -148,17 +167,23 @@ def test_a_fix_that_changes_two_things_is_refused_naming_both(blocked):
 @pytest.mark.slow
 def test_bad_input_is_refused_with_a_sentence(blocked):
     record = blocked[0]
-    with pytest.raises(TypeError, match=r"fixed_setup='DetachRemoved' is not a setup: it lacks make_model\(\)"):
+    with pytest.raises(
+        TypeError, match=r"fixed_setup='DetachRemoved' is not a setup: it lacks make_model\(\)"
+    ):
         record.intervene("DetachRemoved")
     with pytest.raises(ValueError, match="fixed_setup is the setup that was diagnosed, unchanged"):
-        record.intervene(record.intervener.keywords['triage'].setup)
+        record.intervene(record.intervener.keywords["triage"].setup)
     with pytest.raises(TriageRefused, match="changes nothing labkit can see"):
         record.intervene(DetachMidModel())
     with pytest.raises(TriageRefused, match="this record holds none"):
         TriageRecord("by hand").intervene(DetachRemoved())
-    with pytest.raises(TypeError, match=r"fixed_setup is None; pass an instance of your fixed setup"):
+    with pytest.raises(
+        TypeError, match=r"fixed_setup is None; pass an instance of your fixed setup"
+    ):
         record.intervene(None)
-    with pytest.raises(TypeError, match=r"fixed_setup is the class DetachRemoved; pass an instance"):
+    with pytest.raises(
+        TypeError, match=r"fixed_setup is the class DetachRemoved; pass an instance"
+    ):
         record.intervene(DetachRemoved)
 
 
@@ -175,8 +200,11 @@ def test_a_fix_that_never_returns_is_stopped_within_its_budget(blocked):
     record = blocked[0]
     assert record.budget_s == 600.0  # what intervene gets by default: the diagnose budget
     started = time.monotonic()
-    with pytest.raises(ValueError, match=r"NeverBuilt.make_model\(0\) was still running when "
-                                         r"the triage's time budget of budget_s=1 s ran out"):
+    with pytest.raises(
+        ValueError,
+        match=r"NeverBuilt.make_model\(0\) was still running when "
+        r"the triage's time budget of budget_s=1 s ran out",
+    ):
         record.intervene(NeverBuilt(), budget_s=1)
     assert time.monotonic() - started < 6
     assert record.rows["intervention"]["status"] == "UNKNOWN"
@@ -186,7 +214,9 @@ def test_a_fix_that_never_returns_is_stopped_within_its_budget(blocked):
 def test_the_learner_signs_with_the_fix_after_one_that_misses(blocked):
     """The last test to use `blocked` (the file runs in order, on one worker): it signs it."""
     record = blocked[0]
-    with pytest.raises(TriageRefused, match=r"the forecast was not met on seed 0: the fixed run reads"):
+    with pytest.raises(
+        TriageRefused, match=r"the forecast was not met on seed 0: the fixed run reads"
+    ):
         record.intervene(StillDetached())
     with pytest.raises(TriageRefused, match="did not meet its FORECAST"):
         record.verdict()
@@ -204,7 +234,9 @@ def test_the_learner_signs_with_the_fix_after_one_that_misses(blocked):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FIXED))
 def test_each_fix_signs(name):
-    row = sign(name, keep=True)  # the triage of its batch's test, on this worker (conftest.work_unit)
+    row = sign(
+        name, keep=True
+    )  # the triage of its batch's test, on this worker (conftest.work_unit)
     assert row["right"], row
     assert row["by_fix"], row["fix"]
 
@@ -218,8 +250,10 @@ def _example(name: str, cls: str, **kwargs):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, cls", [("dataloader_classifier", "DataLoaderClassifier"),
-                                       ("cnn_synthetic_images", "CnnImages")])
+@pytest.mark.parametrize(
+    "name, cls",
+    [("dataloader_classifier", "DataLoaderClassifier"), ("cnn_synthetic_images", "CnnImages")],
+)
 def test_an_examples_fixed_twin_signs_through_a_constructor_flag(name, cls):
     """The fix is `fixed=True`: the same code, other behaviour in train(), which labkit can only
     take on trust; the forecast still has to be met (the CNN's once-per-epoch reports too)."""

@@ -53,8 +53,12 @@ def _facts(**loop):
 
 
 def _hook_counts():
-    return (len(optim_hooks._global_optimizer_pre_hooks), len(optim_hooks._global_optimizer_post_hooks),
-            len(module_hooks._global_forward_pre_hooks), len(module_hooks._global_forward_hooks))
+    return (
+        len(optim_hooks._global_optimizer_pre_hooks),
+        len(optim_hooks._global_optimizer_post_hooks),
+        len(module_hooks._global_forward_pre_hooks),
+        len(module_hooks._global_forward_hooks),
+    )
 
 
 def test_every_hook_and_wrapper_is_removed_also_when_the_loop_raises():
@@ -68,20 +72,29 @@ def test_every_hook_and_wrapper_is_removed_also_when_the_loop_raises():
 
 def test_a_healthy_loop_has_steps_updates_and_no_flags():
     f, rp = _facts()
-    assert (f["steps"], f["backwards"], f["leaf_share"], f["cleared_share"], f["stale_share"]) == (6, 6, 0, 0, 0)
+    assert (f["steps"], f["backwards"], f["leaf_share"], f["cleared_share"], f["stale_share"]) == (
+        6,
+        6,
+        0,
+        0,
+        0,
+    )
     assert all(s["update_norm"] > 0 and s["lr"] == [0.1] for s in rp.steps)
     assert not (f["missing"] or f["orphans"] or f["blocked"] or f["frozen"])
 
 
-@pytest.mark.parametrize("loop, fact, value", [
-    ({"step": False}, "steps", 0),
-    ({"zero_grad": False}, "stale_share", 1.0),
-    ({"clip": 0.0}, "clip_zero", [("max_norm", 0.0)] * 6),
-    ({"item": True}, "leaf_share", 1.0),
-    ({"no_grad": True}, "no_grad_forward", True),
-    ({"lr": 0.0}, "lr_all_zero", True),
-    ({"detach": True}, "blocked", ["body.weight", "body.bias"]),
-])
+@pytest.mark.parametrize(
+    "loop, fact, value",
+    [
+        ({"step": False}, "steps", 0),
+        ({"zero_grad": False}, "stale_share", 1.0),
+        ({"clip": 0.0}, "clip_zero", [("max_norm", 0.0)] * 6),
+        ({"item": True}, "leaf_share", 1.0),
+        ({"no_grad": True}, "no_grad_forward", True),
+        ({"lr": 0.0}, "lr_all_zero", True),
+        ({"detach": True}, "blocked", ["body.weight", "body.bias"]),
+    ],
+)
 def test_each_defect_shows_as_one_fact(loop, fact, value):
     assert _facts(**loop)[0][fact] == value
 
@@ -115,4 +128,8 @@ def test_the_replay_measures_lr_per_step_and_the_loss_value():
             _loop(model, opt, steps=1)
             sched.step()
     assert [round(s["lr"][0], 6) for s in rp.steps] == [1.0, 0.1, 0.01, 0.001, 0.0001]
-    assert 0 < rp.backwards[0]["value"] < 5 and rp.backwards[0]["graph"] and not rp.backwards[0]["leaf"]
+    assert (
+        0 < rp.backwards[0]["value"] < 5
+        and rp.backwards[0]["graph"]
+        and not rp.backwards[0]["leaf"]
+    )

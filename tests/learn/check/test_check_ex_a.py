@@ -6,14 +6,24 @@ import pytest
 
 import labkit
 from labkit.check._base import CheckFailed, NotYetAnswered
-from labkit.check.ex_a import (MECHANISM, ex_a_mechanism, ex_a_predict, ex_a_review,
-                               ex_a_steps_to, ex_a_transfer, first_below)
+from labkit.check.ex_a import (
+    MECHANISM,
+    ex_a_mechanism,
+    ex_a_predict,
+    ex_a_review,
+    ex_a_steps_to,
+    ex_a_transfer,
+    first_below,
+)
 from labkit.core.seams import Seams
 from helpers import one_sentence, run_solution
 
 pytestmark = pytest.mark.ex_a
-RIGHT = {"null_groups": ["backbone.0", "backbone.2"], "head_learns": True,
-         "why": "the backward pass stops at the detach; the head is after it."}
+RIGHT = {
+    "null_groups": ["backbone.0", "backbone.2"],
+    "head_learns": True,
+    "why": "the backward pass stops at the detach; the head is after it.",
+}
 
 
 def forward_detach_deeper(ctx):
@@ -23,8 +33,11 @@ def forward_detach_deeper(ctx):
 
 @pytest.fixture(scope="module")
 def runs():
-    return {"healthy": labkit.train(), "detached": labkit.train(bug="detach"),
-            "deeper": labkit.train(seams=Seams().replace(forward=forward_detach_deeper))}
+    return {
+        "healthy": labkit.train(),
+        "detached": labkit.train(bug="detach"),
+        "deeper": labkit.train(seams=Seams().replace(forward=forward_detach_deeper)),
+    }
 
 
 def test_a_prediction_sealed_before_the_runs_is_reviewed_and_a_miss_does_not_fail():
@@ -43,12 +56,23 @@ def test_a_review_refuses_hindsight_and_an_edited_prediction(runs):
         ex_a_review({**RIGHT, "null_groups": ["head"]}, runs["healthy"], runs["detached"])
 
 
-@pytest.mark.parametrize("prediction, words, kind", [
-    ({"null_groups": ["backbone.0"], "head_learns": True}, "no 'why' field yet", NotYetAnswered),
-    ({**RIGHT, "why": ""}, "still empty", NotYetAnswered),
-    ({**RIGHT, "head_learns": "yes"}, "must be True or False", CheckFailed),
-    ({**RIGHT, "null_groups": ["backbone"]}, "names 'backbone', which is not one of", CheckFailed),
-])
+@pytest.mark.parametrize(
+    "prediction, words, kind",
+    [
+        (
+            {"null_groups": ["backbone.0"], "head_learns": True},
+            "no 'why' field yet",
+            NotYetAnswered,
+        ),
+        ({**RIGHT, "why": ""}, "still empty", NotYetAnswered),
+        ({**RIGHT, "head_learns": "yes"}, "must be True or False", CheckFailed),
+        (
+            {**RIGHT, "null_groups": ["backbone"]},
+            "names 'backbone', which is not one of",
+            CheckFailed,
+        ),
+    ],
+)
 def test_a_malformed_prediction_is_refused_with_a_sentence(prediction, words, kind):
     with pytest.raises(kind, match=words) as info:
         ex_a_predict(prediction)
@@ -56,11 +80,13 @@ def test_a_malformed_prediction_is_refused_with_a_sentence(prediction, words, ki
 
 
 def test_the_mechanism_rubric_names_the_first_missing_idea():
-    assert ex_a_mechanism("detach cuts the graph, so the backbone grad is None and stays at its "
-                          "random init; the head is after the detach and still learns.") \
-        .startswith("ok: all 4 ideas")
-    with pytest.raises(CheckFailed, match="names 2 of the 4 ideas.*does not yet say why the head") \
-            as info:
+    assert ex_a_mechanism(
+        "detach cuts the graph, so the backbone grad is None and stays at its "
+        "random init; the head is after the detach and still learns."
+    ).startswith("ok: all 4 ideas")
+    with pytest.raises(
+        CheckFailed, match="names 2 of the 4 ideas.*does not yet say why the head"
+    ) as info:
         ex_a_mechanism("detach cuts the graph, so the backbone gets no gradient.")
     assert one_sentence(str(info.value))
     with pytest.raises(NotYetAnswered):
@@ -74,9 +100,11 @@ def test_steps_to_is_computed_from_the_runs(runs):
     truth = {"healthy": first_below(runs["healthy"]), "detached": first_below(runs["detached"])}
     assert truth["detached"] > truth["healthy"] > 0
     assert ex_a_steps_to(truth, runs["healthy"], runs["detached"]).startswith("ok")
-    for wrong, words in (({**truth, "detached": truth["detached"] - 1}, "scan its run.table"),
-                         ({**truth, "healthy": truth["healthy"] + 1}, "first drops below 2.0"),
-                         ({**truth, "healthy": 2.3}, "must be a step number")):
+    for wrong, words in (
+        ({**truth, "detached": truth["detached"] - 1}, "scan its run.table"),
+        ({**truth, "healthy": truth["healthy"] + 1}, "first drops below 2.0"),
+        ({**truth, "healthy": 2.3}, "must be a step number"),
+    ):
         with pytest.raises(CheckFailed, match=words) as info:
             ex_a_steps_to(wrong, runs["healthy"], runs["detached"])
         assert one_sentence(str(info.value))
@@ -85,7 +113,8 @@ def test_steps_to_is_computed_from_the_runs(runs):
 def test_transfer_needs_the_groups_and_a_reason(runs):
     reason = "layers before the detach lose it, layers after keep it"
     assert ex_a_transfer(["backbone.0"], reason, runs["deeper"]) == (
-        "ok: backbone.0 gets None; every group after the detach still learns")
+        "ok: backbone.0 gets None; every group after the detach still learns"
+    )
     with pytest.raises(CheckFailed, match="find where its forward calls detach") as info:
         ex_a_transfer(["backbone.0", "backbone.2"], reason, runs["deeper"])
     assert "backbone.0" not in str(info.value)  # no answer by elimination

@@ -4,21 +4,33 @@ import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
-from labkit.check.ex_b import (ex_b_growth, ex_b_mechanism, ex_b_predict, ex_b_review,
-                               ex_b_transfer, growth)
+from labkit.check.ex_b import (
+    ex_b_growth,
+    ex_b_mechanism,
+    ex_b_predict,
+    ex_b_review,
+    ex_b_transfer,
+    growth,
+)
 from labkit.core.seams import Seams, make_optimizer
 from helpers import one_sentence, run_solution
 
 pytestmark = pytest.mark.ex_b
-RIGHT = {"frozen_backbone_only": ["head"], "frozen_head_only": ["backbone.0", "backbone.2"],
-         "left_out_grad": "finite", "zero_grad_clears": False, "worse": "backbone_only",
-         "why": "step() and zero_grad() only walk their own list."}
+RIGHT = {
+    "frozen_backbone_only": ["head"],
+    "frozen_head_only": ["backbone.0", "backbone.2"],
+    "left_out_grad": "finite",
+    "zero_grad_clears": False,
+    "worse": "backbone_only",
+    "why": "step() and zero_grad() only walk their own list.",
+}
 REASON = "backbone.2 is left out of the optimizer, so zero_grad() never clears its gradient"
 
 
 def skip_middle(config, model):
-    return make_optimizer(config, model, [*model.backbone[0].parameters(),
-                                          *model.head.parameters()])
+    return make_optimizer(
+        config, model, [*model.backbone[0].parameters(), *model.head.parameters()]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +46,11 @@ def backbone_only():
 def test_review_shows_each_miss_without_failing():
     wrong = {**RIGHT, "left_out_grad": "none", "worse": "head_only"}
     ex_b_predict(wrong)
-    runs = {"healthy": labkit.train(steps=40),
-            "backbone_only": labkit.train(bug="missing_optimizer_params", steps=40),
-            "head_only": labkit.train(bug="missing_optimizer_params:head_only", steps=40)}
+    runs = {
+        "healthy": labkit.train(steps=40),
+        "backbone_only": labkit.train(bug="missing_optimizer_params", steps=40),
+        "head_only": labkit.train(bug="missing_optimizer_params:head_only", steps=40),
+    }
     text = ex_b_review(wrong, runs)
     assert text.startswith("ok: 3 of 5 predictions hit")
     assert "left_out_grad: you predicted 'none'; the run shows 'finite': miss" in text
@@ -44,12 +58,16 @@ def test_review_shows_each_miss_without_failing():
 
 
 def test_the_mechanism_needs_all_four_ideas():
-    assert ex_b_mechanism("backward still computes every gradient; step() only updates what the "
-                          "optimizer owns; zero_grad never clears the rest so it accumulates; a "
-                          "random head is worse.").startswith("ok")
+    assert ex_b_mechanism(
+        "backward still computes every gradient; step() only updates what the "
+        "optimizer owns; zero_grad never clears the rest so it accumulates; a "
+        "random head is worse."
+    ).startswith("ok")
     with pytest.raises(CheckFailed, match="does not yet say why leaving out the head") as info:
-        ex_b_mechanism("backward still computes every gradient; step() only updates what the "
-                       "optimizer owns; zero_grad never clears the rest so it accumulates.")
+        ex_b_mechanism(
+            "backward still computes every gradient; step() only updates what the "
+            "optimizer owns; zero_grad never clears the rest so it accumulates."
+        )
     assert one_sentence(str(info.value))
 
 
@@ -67,7 +85,8 @@ def test_growth_is_read_from_the_run(backbone_only):
 
 def test_transfer_needs_groups_a_boolean_and_a_reason(subset):
     assert ex_b_transfer(["backbone.2"], True, REASON, subset).startswith(
-        "ok: backbone.2 never moves, and its gradient piles up")
+        "ok: backbone.2 never moves, and its gradient piles up"
+    )
     with pytest.raises(CheckFailed, match="read the optimizer it was built with") as info:
         ex_b_transfer(["backbone.0"], True, REASON, subset)
     assert "backbone.2" not in str(info.value)

@@ -4,8 +4,15 @@ import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
-from labkit.check.ex_c import (ex_c_mechanism, ex_c_predict, ex_c_review, ex_c_transfer,
-                               ex_c_uphill_lr, ex_c_update_ratio, roles_of)
+from labkit.check.ex_c import (
+    ex_c_mechanism,
+    ex_c_predict,
+    ex_c_review,
+    ex_c_transfer,
+    ex_c_uphill_lr,
+    ex_c_update_ratio,
+    roles_of,
+)
 from labkit.probes import lr_sweep
 from helpers import one_sentence, run_solution
 
@@ -55,12 +62,15 @@ def test_uphill_lr_solves_the_quadratic():
 
 
 def test_mechanism_rubric():
-    assert ex_c_mechanism("the first-order term wins at small lr, float32 rounding eats the "
-                          "tiniest steps, the curvature term wins at 30 and the gradient grows.") \
-        .startswith("ok")
+    assert ex_c_mechanism(
+        "the first-order term wins at small lr, float32 rounding eats the "
+        "tiniest steps, the curvature term wins at 30 and the gradient grows."
+    ).startswith("ok")
     with pytest.raises(CheckFailed, match="does not yet say why the smallest"):
-        ex_c_mechanism("the first-order term wins at small lr, the curvature term at 30, and "
-                       "the gradient grows.")
+        ex_c_mechanism(
+            "the first-order term wins at small lr, the curvature term at 30, and "
+            "the gradient grows."
+        )
 
 
 def test_transfer_x10_from_the_best_run_blows_up():

@@ -4,17 +4,31 @@ import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
-from labkit.check.ex_d import (ex_d_first_gap, ex_d_mechanism, ex_d_predict, ex_d_review,
-                               ex_d_transfer, ordering_of, three_at)
+from labkit.check.ex_d import (
+    ex_d_first_gap,
+    ex_d_mechanism,
+    ex_d_predict,
+    ex_d_review,
+    ex_d_transfer,
+    ordering_of,
+    three_at,
+)
 from helpers import one_sentence, run_solution
 
 pytestmark = pytest.mark.ex_d
 CONFIG = labkit.Config(dropout=0.5, epochs=20, eval_every=16)
-SEEN = {("train", "no_grad"): {"dropout active": True},
-        ("eval", "grad on"): {"graph recorded": True}}
-RIGHT = {"dropout_run": "online > train_eval ≈ val", "control_run": "val ≈ train_eval ≈ online",
-         "cause": "dropout", "dropout_under_no_grad": True, "graph_under_eval": True,
-         "why": "dropout only handicaps the train()-mode number."}
+SEEN = {
+    ("train", "no_grad"): {"dropout active": True},
+    ("eval", "grad on"): {"graph recorded": True},
+}
+RIGHT = {
+    "dropout_run": "online > train_eval ≈ val",
+    "control_run": "val ≈ train_eval ≈ online",
+    "cause": "dropout",
+    "dropout_under_no_grad": True,
+    "graph_under_eval": True,
+    "why": "dropout only handicaps the train()-mode number.",
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +58,9 @@ def test_a_malformed_ordering_is_refused_before_sealing():
 
 def test_mechanism_rubric():
     with pytest.raises(CheckFailed, match="does not yet say what the online number averages"):
-        ex_d_mechanism("dropout zeroes units in train mode; eval() turns it off; no_grad stops "
-                       "the graph.")
+        ex_d_mechanism(
+            "dropout zeroes units in train mode; eval() turns it off; no_grad stops the graph."
+        )
 
 
 def test_first_gap_is_computed_from_the_control(runs):

@@ -10,8 +10,14 @@ import pytest
 
 import labkit
 from labkit.check._base import CheckFailed
-from labkit.check.ex_e import (ex_e_mechanism, ex_e_predict, ex_e_review, ex_e_transfer,
-                               ex_e_two_ahead_floor, truth_of)
+from labkit.check.ex_e import (
+    ex_e_mechanism,
+    ex_e_predict,
+    ex_e_review,
+    ex_e_transfer,
+    ex_e_two_ahead_floor,
+    truth_of,
+)
 from labkit.core.data import EOS, IGNORE, SEP, make_tokens
 from labkit.core.seams import Seams
 from labkit.bugs._lm import rewrite_labels
@@ -21,10 +27,13 @@ from helpers import one_sentence, printed, run_solution
 pytestmark = pytest.mark.ex_e
 ROOT = Path(__file__).resolve().parents[3]
 BASE = labkit.Config(task="lm", steps=60, eval_every=20)
-SETUPS = {"correct": (BASE, None), "double_shift": (BASE, "double_shift"),
-          "padding_in_loss": (BASE, "padding_in_loss"),
-          "all_masked_labels": (BASE, "all_masked_labels"),
-          "prompt_in_loss": (BASE.replace(response_only=False), None)}
+SETUPS = {
+    "correct": (BASE, None),
+    "double_shift": (BASE, "double_shift"),
+    "padding_in_loss": (BASE, "padding_in_loss"),
+    "all_masked_labels": (BASE, "all_masked_labels"),
+    "prompt_in_loss": (BASE.replace(response_only=False), None),
+}
 
 
 def empirical_entropy(seqs, ahead):
@@ -39,8 +48,9 @@ def empirical_entropy(seqs, ahead):
             tok = ids[s + m] if m else ids[s - 1]
             counts[tok, m][ids[s + m + ahead]] += 1
     total = sum(sum(c.values()) for c in counts.values())
-    return sum(-n * math.log(n / sum(c.values())) for c in counts.values()
-               for n in c.values()) / total
+    return (
+        sum(-n * math.log(n / sum(c.values())) for c in counts.values() for n in c.values()) / total
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +65,7 @@ def test_the_table_is_the_generators_own():
     for ids in data.train["input_ids"].tolist():
         s, e = ids.index(SEP), ids.index(EOS)
         prev = ids[s - 1]
-        for tok in ids[s + 1:e]:
+        for tok in ids[s + 1 : e]:
             assert tok in succ[prev].tolist()
             prev = tok
 
@@ -71,8 +81,11 @@ def test_the_floor_matches_an_empirical_entropy_within_001(big, ahead):
 @pytest.mark.slow
 def test_the_printed_floor_is_the_computed_one(big):
     nb = nbformat.read(ROOT / "solutions" / "ex_e_masking_errors.ipynb", as_version=4)
-    shown = float(re.search(r"floor of the correct run's targets: train [\d.]+, val ([\d.]+)",
-                            printed(nb)).group(1))
+    shown = float(
+        re.search(
+            r"floor of the correct run's targets: train [\d.]+, val ([\d.]+)", printed(nb)
+        ).group(1)
+    )
     data = make_tokens(seed=0)
     assert abs(shown - floor(data.val, successor_table(50, 0))) < 0.0006
     assert abs(shown - empirical_entropy(big[1], 1)) < 0.01
@@ -88,8 +101,7 @@ def test_target_entropies_refuse_prompt_targets_two_ahead():
 @pytest.fixture(scope="module")
 def runs_and_batches():
     trainers = {n: labkit.Trainer(cfg, bug=bug) for n, (cfg, bug) in SETUPS.items()}
-    return ({n: t.run() for n, t in trainers.items()},
-            {n: t.batch(0) for n, t in trainers.items()})
+    return ({n: t.run() for n, t in trainers.items()}, {n: t.batch(0) for n, t in trainers.items()})
 
 
 @pytest.mark.slow
@@ -104,9 +116,13 @@ def test_the_truth_is_read_from_the_runs(runs_and_batches):
 
 @pytest.mark.slow
 def test_review_shows_misses(runs_and_batches):
-    prediction = {"nan_run": "correct", "two_ahead_run": "double_shift",
-                  "inflated_runs": ["padding_in_loss"], "lowest_train_loss": "correct",
-                  "why": "a guess"}
+    prediction = {
+        "nan_run": "correct",
+        "two_ahead_run": "double_shift",
+        "inflated_runs": ["padding_in_loss"],
+        "lowest_train_loss": "correct",
+        "why": "a guess",
+    }
     ex_e_predict(prediction)
     trainers = {n: labkit.Trainer(cfg, bug=bug) for n, (cfg, bug) in SETUPS.items()}
     fresh = {n: t.run(steps=5) for n, t in trainers.items()}
@@ -119,8 +135,10 @@ def test_mechanism_and_floor_checks():
         ex_e_mechanism("two ahead; pads are trivial; prompt tokens are uniform noise.")
     data, succ = make_tokens(seed=0), successor_table(50, 0)
     assert ex_e_two_ahead_floor(floor(data.val, succ, 2), data.val, succ).startswith("ok")
-    for wrong, words in ((floor(data.val, succ), "floor one token ahead"),
-                         (math.log(4), "is not that floor")):
+    for wrong, words in (
+        (floor(data.val, succ), "floor one token ahead"),
+        (math.log(4), "is not that floor"),
+    ):
         with pytest.raises(CheckFailed, match=words) as info:
             ex_e_two_ahead_floor(wrong, data.val, succ)
         assert one_sentence(str(info.value))
@@ -131,8 +149,9 @@ def test_transfer_without_eos(runs_and_batches):
     def no_eos_labels(split):
         return split["labels"].masked_fill(split["input_ids"] == EOS, IGNORE)
 
-    no_eos = labkit.train(BASE, seams=Seams().replace(
-        data=lambda cfg: rewrite_labels(cfg, no_eos_labels)))
+    no_eos = labkit.train(
+        BASE, seams=Seams().replace(data=lambda cfg: rewrite_labels(cfg, no_eos_labels))
+    )
     correct = runs_and_batches[0]["correct"]
     reason = "when the response ends depends on a random length; val_response_loss scores EOS"
     assert ex_e_transfer("lower", "higher", reason, no_eos, correct).startswith("ok")

@@ -7,9 +7,18 @@ import torch
 
 import labkit
 from labkit.check._base import CheckFailed
-from labkit.check.ex_f import (constant_loss, ex_f_constant_loss, ex_f_exact_match,
-                               ex_f_majority_accuracy, ex_f_mechanism, ex_f_minority_precision,
-                               ex_f_predict, ex_f_review, ex_f_transfer, recall_leaves_zero)
+from labkit.check.ex_f import (
+    constant_loss,
+    ex_f_constant_loss,
+    ex_f_exact_match,
+    ex_f_majority_accuracy,
+    ex_f_mechanism,
+    ex_f_minority_precision,
+    ex_f_predict,
+    ex_f_review,
+    ex_f_transfer,
+    recall_leaves_zero,
+)
 from labkit.core import data as datasets
 from labkit.core.metrics import model_confusion
 from labkit.core.seams import Seams
@@ -31,21 +40,26 @@ def run_and_cm():
 def test_the_shares_are_the_printed_ones():
     y = labkit.make_imbalanced(seed=0).val["y"]
     assert round(float(y.float().mean()), 3) == 0.062
-    assert ex_f_majority_accuracy(0.9375, y).startswith("ok: always predicting the majority "
-                                                        "class already scores 0.938")
+    assert ex_f_majority_accuracy(0.9375, y).startswith(
+        "ok: always predicting the majority class already scores 0.938"
+    )
 
 
 def test_review_shows_a_miss_and_accepts_either_exposing_number(run_and_cm):
     run, cm = run_and_cm
     assert recall_leaves_zero(run) == "after step 50"
-    prediction = {"recall_leaves_zero": "before step 50", "exposing": "confusion_matrix",
-                  "why": "a guess"}
+    prediction = {
+        "recall_leaves_zero": "before step 50",
+        "exposing": "confusion_matrix",
+        "why": "a guess",
+    }
     ex_f_predict(prediction)
     fresh = labkit.train(CONFIG)
     text = ex_f_review(prediction, fresh, cm)
     assert text.startswith("ok: 1 of 2 predictions hit")
-    assert "recall_leaves_zero: you predicted 'before step 50'; the run shows 'after step 50'" \
-        in text
+    assert (
+        "recall_leaves_zero: you predicted 'before step 50'; the run shows 'after step 50'" in text
+    )
 
 
 def test_precision_is_a_column_and_recall_is_refused():
@@ -71,13 +85,17 @@ def test_constant_loss_is_the_entropy_of_the_shares():
 def test_mechanism_and_exact_match():
     with pytest.raises(CheckFailed, match="does not yet say what it did not change"):
         ex_f_mechanism("the probabilities moved; the majority dominates; recall exposes it.")
-    assert ex_f_exact_match(0.95, 10, 0.95 ** 10).startswith("ok")
+    assert ex_f_exact_match(0.95, 10, 0.95**10).startswith("ok")
 
 
 def test_transfer_to_twenty_percent(run_and_cm):
     run, _ = run_and_cm
-    balanced = labkit.train(CONFIG, seams=Seams().replace(
-        data=lambda c: datasets.load("imbalanced", seed=c.seed, minority=0.2)))
+    balanced = labkit.train(
+        CONFIG,
+        seams=Seams().replace(
+            data=lambda c: datasets.load("imbalanced", seed=c.seed, minority=0.2)
+        ),
+    )
     reason = "the minority gets a larger share of the loss"
     assert ex_f_transfer("earlier", reason, balanced, run).startswith("ok: recall leaves 0 at")
     with pytest.raises(CheckFailed, match="compare the two steps") as info:

@@ -73,16 +73,19 @@ def test_a_correct_step_passes(draft):
     assert check.loop_train_step(draft).startswith("ok")
 
 
-@pytest.mark.parametrize("draft, words", [
-    (no_zero_grad, "zero_grad() is missing"),
-    (no_step, "optimizer.step() never ran"),
-    (item_loss, ".item() turns the loss into a plain number"),
-    (rebuilt_from_item, "backward() never reached the weights"),
-    (step_before_backward, "ran before loss.backward()"),
-    (step_then_zero_then_backward, "changed the weights before loss.backward() ran"),
-    (two_steps, "ran 2 times"),
-    (lambda model, optimizer, batch: 1 / 0, "raised ZeroDivisionError"),
-])
+@pytest.mark.parametrize(
+    "draft, words",
+    [
+        (no_zero_grad, "zero_grad() is missing"),
+        (no_step, "optimizer.step() never ran"),
+        (item_loss, ".item() turns the loss into a plain number"),
+        (rebuilt_from_item, "backward() never reached the weights"),
+        (step_before_backward, "ran before loss.backward()"),
+        (step_then_zero_then_backward, "changed the weights before loss.backward() ran"),
+        (two_steps, "ran 2 times"),
+        (lambda model, optimizer, batch: 1 / 0, "raised ZeroDivisionError"),
+    ],
+)
 def test_each_mistake_is_named(draft, words):
     with pytest.raises(check.CheckFailed) as info:
         check.loop_train_step(draft)

@@ -82,25 +82,58 @@ def answers(arg: Arg, strategy: str, blocks, rng, ctx):
     text_all = "\n".join(blocks)
     k = arg.kind
     if k == "prediction":
-        return [{name: answers(Arg(*form[:1], choices=form[1] if len(form) > 1 else ()),
-                               strategy, blocks, rng, ctx)[0] if form[0] != "roles" else
-                 {key: (form[2][0] if strategy in ("first", "copy") else rng.choice(form[2]))
-                  for key in form[1]} if strategy != "empty" else {}
-                 for name, form in arg.forms.items()}]
+        return [
+            {
+                name: answers(
+                    Arg(*form[:1], choices=form[1] if len(form) > 1 else ()),
+                    strategy,
+                    blocks,
+                    rng,
+                    ctx,
+                )[0]
+                if form[0] != "roles"
+                else {
+                    key: (form[2][0] if strategy in ("first", "copy") else rng.choice(form[2]))
+                    for key in form[1]
+                }
+                if strategy != "empty"
+                else {}
+                for name, form in arg.forms.items()
+            }
+        ]
     if strategy == "empty":
-        return [{"choice": "", "bool": None, "groups": [], "text": "", "int": None,
-                 "number": None, "intdict": {}, "numdict": {}}[k]]
+        return [
+            {
+                "choice": "",
+                "bool": None,
+                "groups": [],
+                "text": "",
+                "int": None,
+                "number": None,
+                "intdict": {},
+                "numdict": {},
+            }[k]
+        ]
     if k == "choice":
         named = [c for c in arg.choices if str(c) in text_all]
-        return [{"first": arg.choices[0], "random": rng.choice(arg.choices),
-                 "copy": named[0] if named else arg.choices[0]}[strategy]]
+        return [
+            {
+                "first": arg.choices[0],
+                "random": rng.choice(arg.choices),
+                "copy": named[0] if named else arg.choices[0],
+            }[strategy]
+        ]
     if k == "bool":
         return [{"first": True, "random": rng.random() < 0.5, "copy": "True" in text_all}[strategy]]
     if k == "groups":
         named = [c for c in arg.choices if c in text_all]
-        return [{"first": [arg.choices[0]],
-                 "random": rng.sample(arg.choices, rng.randint(1, len(arg.choices))),
-                 "copy": named}[strategy]]
+        return [
+            {
+                "first": [arg.choices[0]],
+                "random": rng.sample(arg.choices, rng.randint(1, len(arg.choices))),
+                "copy": named,
+            }[strategy]
+        ]
     if k == "text":
         if strategy == "first":
             return [STOCK]
@@ -112,12 +145,24 @@ def answers(arg: Arg, strategy: str, blocks, rng, ctx):
     printed = numbers_in(blocks)
     if k in ("int", "number"):
         cast = int if k == "int" else float
-        return [{"first": cast(0), "random": cast(rng.uniform(0, 200 if k == "int" else 3)),
-                 "copy": cast(closest(printed, truth))}[strategy]]
+        return [
+            {
+                "first": cast(0),
+                "random": cast(rng.uniform(0, 200 if k == "int" else 3)),
+                "copy": cast(closest(printed, truth)),
+            }[strategy]
+        ]
     cast = int if k == "intdict" else float
-    return [{key: {"first": cast(0), "random": cast(rng.uniform(0, 200 if k == "intdict" else 3)),
-                   "copy": cast(closest(printed, value))}[strategy]
-             for key, value in truth.items()}]
+    return [
+        {
+            key: {
+                "first": cast(0),
+                "random": cast(rng.uniform(0, 200 if k == "intdict" else 3)),
+                "copy": cast(closest(printed, value)),
+            }[strategy]
+            for key, value in truth.items()
+        }
+    ]
 
 
 def play(notebook: str, questions, ctx, strategy: str, seed: int = 0) -> dict:
@@ -160,6 +205,7 @@ def _combos(options):
 
 # ---- the exercises: the same runs and calls as the solutions ----------------------------------
 
+
 def ex_a():
     from labkit.check import ex_a as c
     from labkit.core.seams import Seams
@@ -168,18 +214,31 @@ def ex_a():
         hidden = ctx.model.backbone[:2](ctx.batch["x"]).detach()
         return ctx.model.head(ctx.model.backbone[2:](hidden))
 
-    ctx = {"healthy": labkit.train(seed=0), "detached": labkit.train(bug="detach", seed=0),
-           "deeper": labkit.train(seed=0, seams=Seams().replace(forward=deeper_forward))}
+    ctx = {
+        "healthy": labkit.train(seed=0),
+        "detached": labkit.train(bug="detach", seed=0),
+        "deeper": labkit.train(seed=0, seams=Seams().replace(forward=deeper_forward)),
+    }
     pred = Arg("prediction", forms=c.FORMS)
     questions = [
         Question("ex_a_predict", [pred], lambda x, p: c.ex_a_predict(p)),
         Question("ex_a_review", [pred], lambda x, p: c.ex_a_review(p, x["healthy"], x["detached"])),
         Question("ex_a_mechanism", [Arg("text")], lambda x, t: c.ex_a_mechanism(t)),
-        Question("ex_a_steps_to", [Arg("intdict", truth=lambda x: {
-            n: c.first_below(x[n]) for n in ("healthy", "detached")})],
-            lambda x, a: c.ex_a_steps_to(a, x["healthy"], x["detached"])),
-        Question("ex_a_transfer", [Arg("groups", c.GROUPS), Arg("text")],
-                 lambda x, g, r: c.ex_a_transfer(g, r, x["deeper"])),
+        Question(
+            "ex_a_steps_to",
+            [
+                Arg(
+                    "intdict",
+                    truth=lambda x: {n: c.first_below(x[n]) for n in ("healthy", "detached")},
+                )
+            ],
+            lambda x, a: c.ex_a_steps_to(a, x["healthy"], x["detached"]),
+        ),
+        Question(
+            "ex_a_transfer",
+            [Arg("groups", c.GROUPS), Arg("text")],
+            lambda x, g, r: c.ex_a_transfer(g, r, x["deeper"]),
+        ),
     ]
     return "ex_a_break_the_graph.ipynb", questions, ctx
 
@@ -189,12 +248,15 @@ def ex_b():
     from labkit.core.seams import Seams, make_optimizer
 
     def skip_middle(config, model):
-        return make_optimizer(config, model, [*model.backbone[0].parameters(),
-                                              *model.head.parameters()])
+        return make_optimizer(
+            config, model, [*model.backbone[0].parameters(), *model.head.parameters()]
+        )
 
-    runs = {"healthy": labkit.train(seed=0),
-            "backbone_only": labkit.train(bug="missing_optimizer_params", seed=0),
-            "head_only": labkit.train(bug="missing_optimizer_params:head_only", seed=0)}
+    runs = {
+        "healthy": labkit.train(seed=0),
+        "backbone_only": labkit.train(bug="missing_optimizer_params", seed=0),
+        "head_only": labkit.train(bug="missing_optimizer_params:head_only", seed=0),
+    }
     subset = labkit.train(seed=0, seams=Seams().replace(optimizer=skip_middle))
     ctx = {"runs": runs, "subset": subset}
     pred = Arg("prediction", forms=c.FORMS)
@@ -202,11 +264,16 @@ def ex_b():
         Question("ex_b_predict", [pred], lambda x, p: c.ex_b_predict(p)),
         Question("ex_b_review", [pred], lambda x, p: c.ex_b_review(p, x["runs"])),
         Question("ex_b_mechanism", [Arg("text")], lambda x, t: c.ex_b_mechanism(t)),
-        Question("ex_b_growth",
-                 [Arg("number", truth=lambda x: c.growth(x["runs"]["backbone_only"]))],
-                 lambda x, v: c.ex_b_growth(v, x["runs"]["backbone_only"], x["runs"]["healthy"])),
-        Question("ex_b_transfer", [Arg("groups", c.GROUPS), Arg("bool"), Arg("text")],
-                 lambda x, g, b, r: c.ex_b_transfer(g, b, r, x["subset"])),
+        Question(
+            "ex_b_growth",
+            [Arg("number", truth=lambda x: c.growth(x["runs"]["backbone_only"]))],
+            lambda x, v: c.ex_b_growth(v, x["runs"]["backbone_only"], x["runs"]["healthy"]),
+        ),
+        Question(
+            "ex_b_transfer",
+            [Arg("groups", c.GROUPS), Arg("bool"), Arg("text")],
+            lambda x, g, b, r: c.ex_b_transfer(g, b, r, x["subset"]),
+        ),
     ]
     return "ex_b_optimizer_membership.ipynb", questions, ctx
 
@@ -222,8 +289,9 @@ def ex_c():
     trainer = labkit.Trainer(base.replace(lr=1.0))
     model, batch = trainer.ctx.model, trainer.batch(0)
     params = list(model.parameters())
-    grads = torch.autograd.grad(F.cross_entropy(model(batch["x"]), batch["y"]), params,
-                                create_graph=True)
+    grads = torch.autograd.grad(
+        F.cross_entropy(model(batch["x"]), batch["y"]), params, create_graph=True
+    )
     g_sq = sum((g * g).sum() for g in grads)
     hess_g = torch.autograd.grad(g_sq / 2, params)
     g_h_g = sum((g * hg).sum() for g, hg in zip(grads, hess_g)).item()
@@ -235,15 +303,30 @@ def ex_c():
     questions = [
         Question("ex_c_predict", [pred], lambda x, p: c.ex_c_predict(p)),
         Question("ex_c_review", [pred], lambda x, p: c.ex_c_review(p, x["runs"])),
-        Question("ex_c_update_ratio", [Arg("numdict", truth=lambda x: {
-            lr: r.table["update_norm"][0] / r.table["grad_norm"][0]
-            for lr, r in x["runs"].items()})],
-            lambda x, r: c.ex_c_update_ratio(r, x["runs"])),
-        Question("ex_c_uphill_lr", [Arg("number", truth=lambda x: 2 * x["g_sq"] / x["g_h_g"])],
-                 lambda x, v: c.ex_c_uphill_lr(v, x["g_sq"], x["g_h_g"])),
+        Question(
+            "ex_c_update_ratio",
+            [
+                Arg(
+                    "numdict",
+                    truth=lambda x: {
+                        lr: r.table["update_norm"][0] / r.table["grad_norm"][0]
+                        for lr, r in x["runs"].items()
+                    },
+                )
+            ],
+            lambda x, r: c.ex_c_update_ratio(r, x["runs"]),
+        ),
+        Question(
+            "ex_c_uphill_lr",
+            [Arg("number", truth=lambda x: 2 * x["g_sq"] / x["g_h_g"])],
+            lambda x, v: c.ex_c_uphill_lr(v, x["g_sq"], x["g_h_g"]),
+        ),
         Question("ex_c_mechanism", [Arg("text")], lambda x, t: c.ex_c_mechanism(t)),
-        Question("ex_c_transfer", [Arg("choice", c.X10), Arg("text")],
-                 lambda x, a, r: c.ex_c_transfer(a, r, x["sweep"])),
+        Question(
+            "ex_c_transfer",
+            [Arg("choice", c.X10), Arg("text")],
+            lambda x, a, r: c.ex_c_transfer(a, r, x["sweep"]),
+        ),
     ]
     return "ex_c_learning_rate_sweep.ipynb", questions, ctx
 
@@ -261,12 +344,22 @@ def ex_d():
         for grad in ("grad on", "no_grad"):
             with torch.set_grad_enabled(grad == "grad on"):
                 first, second = model(x_val), model(x_val)
-            seen[mode, grad] = {"dropout active": not torch.equal(first, second),
-                                "graph recorded": first.grad_fn is not None}
-    ctx = {"run": run, "control": labkit.train(config.replace(dropout=0.0)), "seen": seen,
-           "run_02": labkit.train(config.replace(dropout=0.2))}
-    orderings = ("online > train_eval > val", "val > train_eval ≈ online",
-                 "online ≈ train_eval ≈ val", "online > train_eval ≈ val")
+            seen[mode, grad] = {
+                "dropout active": not torch.equal(first, second),
+                "graph recorded": first.grad_fn is not None,
+            }
+    ctx = {
+        "run": run,
+        "control": labkit.train(config.replace(dropout=0.0)),
+        "seen": seen,
+        "run_02": labkit.train(config.replace(dropout=0.2)),
+    }
+    orderings = (
+        "online > train_eval > val",
+        "val > train_eval ≈ online",
+        "online ≈ train_eval ≈ val",
+        "online > train_eval ≈ val",
+    )
     forms = {**c.FORMS, "dropout_run": ("choice", orderings), "control_run": ("choice", orderings)}
     pred = Arg("prediction", forms=forms)
 
@@ -276,13 +369,20 @@ def ex_d():
 
     questions = [
         Question("ex_d_predict", [pred], lambda x, p: c.ex_d_predict(p)),
-        Question("ex_d_review", [pred],
-                 lambda x, p: c.ex_d_review(p, x["run"], x["control"], x["seen"])),
+        Question(
+            "ex_d_review", [pred], lambda x, p: c.ex_d_review(p, x["run"], x["control"], x["seen"])
+        ),
         Question("ex_d_mechanism", [Arg("text")], lambda x, t: c.ex_d_mechanism(t)),
-        Question("ex_d_first_gap", [Arg("number", truth=gap)],
-                 lambda x, v: c.ex_d_first_gap(v, x["control"])),
-        Question("ex_d_transfer", [Arg("choice", c.GAP_VS_HALF), Arg("text")],
-                 lambda x, a, r: c.ex_d_transfer(a, r, x["run_02"], x["run"])),
+        Question(
+            "ex_d_first_gap",
+            [Arg("number", truth=gap)],
+            lambda x, v: c.ex_d_first_gap(v, x["control"]),
+        ),
+        Question(
+            "ex_d_transfer",
+            [Arg("choice", c.GAP_VS_HALF), Arg("text")],
+            lambda x, a, r: c.ex_d_transfer(a, r, x["run_02"], x["run"]),
+        ),
     ]
     return "ex_d_validation_below_training.ipynb", questions, ctx
 
@@ -298,10 +398,13 @@ def ex_e():
     # ahead, inflated, lowest), and test_check_ex_e::test_the_truth_is_read_from_the_runs
     # proves 60-step runs give the same answers; the floor comes from the data, not the runs
     base = labkit.Config(task="lm", seed=0, steps=60, eval_every=20)
-    setups = {"correct": (base, None), "double_shift": (base, "double_shift"),
-              "padding_in_loss": (base, "padding_in_loss"),
-              "all_masked_labels": (base, "all_masked_labels"),
-              "prompt_in_loss": (base.replace(response_only=False), None)}
+    setups = {
+        "correct": (base, None),
+        "double_shift": (base, "double_shift"),
+        "padding_in_loss": (base, "padding_in_loss"),
+        "all_masked_labels": (base, "all_masked_labels"),
+        "prompt_in_loss": (base.replace(response_only=False), None),
+    }
     trainers = {n: labkit.Trainer(cfg, bug=bug) for n, (cfg, bug) in setups.items()}
     batches = {n: t.batch(0) for n, t in trainers.items()}
 
@@ -309,21 +412,31 @@ def ex_e():
         return split["labels"].masked_fill(split["input_ids"] == EOS, IGNORE)
 
     from labkit.core.seams import Seams
-    ctx = {"runs": {n: t.run() for n, t in trainers.items()}, "batches": batches,
-           "val": make_data(base).val, "succ": successor_table(50, 0),
-           "no_eos": labkit.train(base, seams=Seams().replace(
-               data=lambda cfg: rewrite_labels(cfg, without_eos)))}
+
+    ctx = {
+        "runs": {n: t.run() for n, t in trainers.items()},
+        "batches": batches,
+        "val": make_data(base).val,
+        "succ": successor_table(50, 0),
+        "no_eos": labkit.train(
+            base, seams=Seams().replace(data=lambda cfg: rewrite_labels(cfg, without_eos))
+        ),
+    }
     pred = Arg("prediction", forms=c.FORMS)
     questions = [
         Question("ex_e_predict", [pred], lambda x, p: c.ex_e_predict(p)),
         Question("ex_e_review", [pred], lambda x, p: c.ex_e_review(p, x["runs"], x["batches"])),
         Question("ex_e_mechanism", [Arg("text")], lambda x, t: c.ex_e_mechanism(t)),
-        Question("ex_e_two_ahead_floor",
-                 [Arg("number", truth=lambda x: floor(x["val"], x["succ"], ahead=2))],
-                 lambda x, v: c.ex_e_two_ahead_floor(v, x["val"], x["succ"])),
-        Question("ex_e_transfer", [Arg("choice", c.DIRECTIONS), Arg("choice", c.DIRECTIONS),
-                                   Arg("text")],
-                 lambda x, a, b, r: c.ex_e_transfer(a, b, r, x["no_eos"], x["runs"]["correct"])),
+        Question(
+            "ex_e_two_ahead_floor",
+            [Arg("number", truth=lambda x: floor(x["val"], x["succ"], ahead=2))],
+            lambda x, v: c.ex_e_two_ahead_floor(v, x["val"], x["succ"]),
+        ),
+        Question(
+            "ex_e_transfer",
+            [Arg("choice", c.DIRECTIONS), Arg("choice", c.DIRECTIONS), Arg("text")],
+            lambda x, a, b, r: c.ex_e_transfer(a, b, r, x["no_eos"], x["runs"]["correct"]),
+        ),
     ]
     return "ex_e_masking_errors.ipynb", questions, ctx
 
@@ -341,25 +454,48 @@ def ex_f():
     cm_early = model_confusion(trainer.ctx.model, val["x"], val["y"], 2)
     run = trainer.run()
     cm_final = model_confusion(trainer.ctx.model, val["x"], val["y"], 2)
-    ctx = {"run": run, "cm_early": cm_early, "cm_final": cm_final, "y": val["y"],
-           "balanced": labkit.train(config, seams=Seams().replace(
-               data=lambda cfg: datasets.load("imbalanced", seed=cfg.seed, minority=0.2)))}
+    ctx = {
+        "run": run,
+        "cm_early": cm_early,
+        "cm_final": cm_final,
+        "y": val["y"],
+        "balanced": labkit.train(
+            config,
+            seams=Seams().replace(
+                data=lambda cfg: datasets.load("imbalanced", seed=cfg.seed, minority=0.2)
+            ),
+        ),
+    }
     pred = Arg("prediction", forms=c.FORMS)
     questions = [
-        Question("ex_f_majority_accuracy", [Arg("number", truth=lambda x: float(
-            (x["y"] == 0).float().mean()))], lambda x, v: c.ex_f_majority_accuracy(v, x["y"])),
+        Question(
+            "ex_f_majority_accuracy",
+            [Arg("number", truth=lambda x: float((x["y"] == 0).float().mean()))],
+            lambda x, v: c.ex_f_majority_accuracy(v, x["y"]),
+        ),
         Question("ex_f_predict", [pred], lambda x, p: c.ex_f_predict(p)),
         Question("ex_f_review", [pred], lambda x, p: c.ex_f_review(p, x["run"], x["cm_early"])),
-        Question("ex_f_minority_precision", [Arg("number", truth=lambda x: float(
-            x["cm_final"][1, 1] / x["cm_final"][:, 1].sum()))],
-            lambda x, v: c.ex_f_minority_precision(x["cm_final"], v)),
-        Question("ex_f_constant_loss", [Arg("number", truth=lambda x: c.constant_loss(x["y"]))],
-                 lambda x, v: c.ex_f_constant_loss(v, x["y"])),
+        Question(
+            "ex_f_minority_precision",
+            [Arg("number", truth=lambda x: float(x["cm_final"][1, 1] / x["cm_final"][:, 1].sum()))],
+            lambda x, v: c.ex_f_minority_precision(x["cm_final"], v),
+        ),
+        Question(
+            "ex_f_constant_loss",
+            [Arg("number", truth=lambda x: c.constant_loss(x["y"]))],
+            lambda x, v: c.ex_f_constant_loss(v, x["y"]),
+        ),
         Question("ex_f_mechanism", [Arg("text")], lambda x, t: c.ex_f_mechanism(t)),
-        Question("ex_f_exact_match", [Arg("number", truth=lambda x: 0.95 ** 10)],
-                 lambda x, v: c.ex_f_exact_match(0.95, 10, v)),
-        Question("ex_f_transfer", [Arg("choice", c.EARLIER), Arg("text")],
-                 lambda x, a, r: c.ex_f_transfer(a, r, x["balanced"], x["run"])),
+        Question(
+            "ex_f_exact_match",
+            [Arg("number", truth=lambda x: 0.95**10)],
+            lambda x, v: c.ex_f_exact_match(0.95, 10, v),
+        ),
+        Question(
+            "ex_f_transfer",
+            [Arg("choice", c.EARLIER), Arg("text")],
+            lambda x, a, r: c.ex_f_transfer(a, r, x["balanced"], x["run"]),
+        ),
     ]
     return "ex_f_loss_metric_mismatch.ipynb", questions, ctx
 
@@ -368,8 +504,9 @@ EXERCISES = {"ex_a": ex_a, "ex_b": ex_b, "ex_c": ex_c, "ex_d": ex_d, "ex_e": ex_
 TABLE: dict = {}
 
 
-@pytest.mark.parametrize("exercise", [pytest.param(e, marks=getattr(pytest.mark, e))
-                                      for e in EXERCISES])
+@pytest.mark.parametrize(
+    "exercise", [pytest.param(e, marks=getattr(pytest.mark, e)) for e in EXERCISES]
+)
 @pytest.mark.slow
 def test_no_naive_strategy_passes_a_whole_exercise(exercise):
     notebook, questions, ctx = EXERCISES[exercise]()
@@ -377,8 +514,10 @@ def test_no_naive_strategy_passes_a_whole_exercise(exercise):
         result = play(notebook, questions, ctx, strategy)
         TABLE[exercise, strategy] = result
         graded = [q.check for q in questions if not q.check.endswith(("_predict", "_review"))]
-        print(f"\n{exercise} {strategy:6s}: {sum(result.values())}/{len(result)} checks passed "
-              f"(graded: {sum(result[g] for g in graded)}/{len(graded)}); "
-              f"passed: {', '.join(k for k, v in result.items() if v) or 'none'}")
+        print(
+            f"\n{exercise} {strategy:6s}: {sum(result.values())}/{len(result)} checks passed "
+            f"(graded: {sum(result[g] for g in graded)}/{len(graded)}); "
+            f"passed: {', '.join(k for k, v in result.items() if v) or 'none'}"
+        )
         assert not all(result.values()), f"{strategy} passes every check of {exercise}"
         assert not any(result[g] for g in graded), f"{strategy} passes a graded check of {exercise}"

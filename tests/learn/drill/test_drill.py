@@ -45,7 +45,9 @@ convict H1 the learning rate is too low
 def cli(stdin: str, *args, home, timeout=180, process=False):
     """`labkit drill ARGS < stdin` (see helpers.labkit_cli: in this process unless the test is
     about the process itself)."""
-    rc, out, err = labkit_cli("drill", *args, stdin=stdin, home=home, process=process, timeout=timeout)
+    rc, out, err = labkit_cli(
+        "drill", *args, stdin=stdin, home=home, process=process, timeout=timeout
+    )
     return subprocess.CompletedProcess(["labkit", "drill", *args], rc, out, err)
 
 
@@ -56,8 +58,9 @@ def final_score(out: str) -> int:
 
 
 def task_of(key):
-    return "classify" if key == "healthy" else (
-        BUGS[key.split(":")[0]].setup.get("task", "classify"))
+    return (
+        "classify" if key == "healthy" else (BUGS[key.split(":")[0]].setup.get("task", "classify"))
+    )
 
 
 # ---- the mystery ---------------------------------------------------------------------
@@ -80,17 +83,24 @@ def test_a_mystery_echo_hides_the_bug():
 @pytest.mark.parametrize("key", KEYS)
 def test_every_mystery_has_a_path_key_terms_and_an_answer(key):
     assert PATHS[key] and all(path[0][0] == "raw_vs_reported" for path in PATHS[key])
-    assert all(probe in MENU and outcome in OUTCOMES[probe]
-               for path in PATHS[key] for probe, outcome in path)
+    assert all(
+        probe in MENU and outcome in OUTCOMES[probe]
+        for path in PATHS[key]
+        for probe, outcome in path
+    )
     assert len(ANSWERS[key]) == len(PARTS)
     if key != "healthy":  # the zoo's own mechanism line names every key-term group
         from labkit.learn.drill.words import groups_matched
+
         assert all(groups_matched(Mystery(0, key, task_of(key), 0).mechanism, KEY_TERMS[key]))
 
 
-PATH_CASES = [(key, task, rs) for key in PATHS
-              for task in (("classify", "lm") if key == "healthy" else (task_of(key),))
-              for rs in (0, 1, 2)]
+PATH_CASES = [
+    (key, task, rs)
+    for key in PATHS
+    for task in (("classify", "lm") if key == "healthy" else (task_of(key),))
+    for rs in (0, 1, 2)
+]
 
 
 @pytest.mark.slow
@@ -120,7 +130,9 @@ def test_forecast_words_longest_match_wins():
     assert read_outcome("raw_vs_reported", "they will match") == "agree"
     assert read_outcome("raw_vs_reported", "they don't match") == "disagree"
     assert read_outcome("overfit", "it stalls high") == "stalls"
-    assert read_outcome("update_probe", "already zero everywhere") == "zero"  # 'lr' not in 'already'
+    assert (
+        read_outcome("update_probe", "already zero everywhere") == "zero"
+    )  # 'lr' not in 'already'
     assert read_outcome("lr_sweep", "flat at every lr") == "flat"
     assert read_outcome("overfit", "no idea") is None
 
@@ -129,9 +141,15 @@ def test_forecast_words_longest_match_wins():
 def _random_probes(rng, mystery, hypotheses: bool):
     names = rng.sample(list(MENU), rng.randint(0, 5))
     case_outcomes = {n: rng.choice(list(OUTCOMES[n])) for n in names}
-    return [{"name": n, "hypothesis": {"system": "H1", "text": "x"} if hypotheses else None,
-             "predicted": rng.choice([None, case_outcomes[n]]), "outcome": case_outcomes[n]}
-            for n in names]
+    return [
+        {
+            "name": n,
+            "hypothesis": {"system": "H1", "text": "x"} if hypotheses else None,
+            "predicted": rng.choice([None, case_outcomes[n]]),
+            "outcome": case_outcomes[n],
+        }
+        for n in names
+    ]
 
 
 def test_a_careless_wrong_conviction_always_scores_below_a_disciplined_right_one():
@@ -139,15 +157,27 @@ def test_a_careless_wrong_conviction_always_scores_below_a_disciplined_right_one
     for _ in range(300):
         m = draw(rng.randrange(10_000))
         wrong = rng.choice([s for s in ("H1", "H2", "H3", "NONE") if s != m.system])
-        careless = score(m, _random_probes(rng, m, rng.random() < 0.5),
-                         {"system": wrong, "text": "the learning rate is too low"},
-                         elapsed_s=rng.uniform(0, 600))
+        careless = score(
+            m,
+            _random_probes(rng, m, rng.random() < 0.5),
+            {"system": wrong, "text": "the learning rate is too low"},
+            elapsed_s=rng.uniform(0, 600),
+        )
         path = rng.choice(PATHS[m.key])
-        disciplined = score(m, [{"name": n, "hypothesis": {"system": m.system, "text": "t"},
-                                 "predicted": rng.choice([None, o]), "outcome": o}
-                                for n, o in path],
-                            {"system": m.system, "text": "nothing relevant"},
-                            elapsed_s=rng.uniform(0, 3600))
+        disciplined = score(
+            m,
+            [
+                {
+                    "name": n,
+                    "hypothesis": {"system": m.system, "text": "t"},
+                    "predicted": rng.choice([None, o]),
+                    "outcome": o,
+                }
+                for n, o in path
+            ],
+            {"system": m.system, "text": "nothing relevant"},
+            elapsed_s=rng.uniform(0, 3600),
+        )
         assert careless.total <= 45 < 60 <= disciplined.total
 
 
@@ -185,7 +215,9 @@ def test_the_clock_ends_the_drill_and_the_budget_refuses_what_it_cannot_pay():
     clock.t = 61
     out = drill.handle("convict H3 stale logger")
     assert out[0].startswith("Time is up") and out[-1] == f"SCORE: {drill.result['score']}"
-    assert drill.finished and drill.result["ended"] == "clock" and drill.result["parts"]["time"] == 0
+    assert (
+        drill.finished and drill.result["ended"] == "clock" and drill.result["parts"]["time"] == 0
+    )
 
 
 def test_a_drawn_forecast_is_read_for_curve_probes():
@@ -195,7 +227,9 @@ def test_a_drawn_forecast_is_read_for_curve_probes():
     drill.forecast(points=[(0, 2.3), (199, 0.01)])
     drill.handle("probe overfit")
     assert [(p["predicted"], p["outcome"]) for p in drill.state["probes"]] == [
-        ("disagree", "disagree"), ("reaches", "reaches")]
+        ("disagree", "disagree"),
+        ("reaches", "reaches"),
+    ]
 
 
 def test_a_forecast_that_names_no_outcome_is_refused_before_the_probe_is_paid_for():
@@ -204,8 +238,10 @@ def test_a_forecast_that_names_no_outcome_is_refused_before_the_probe_is_paid_fo
     assert drill.state["forecast"] is None
     assert drill.handle("forecast it stalls high") == ["forecast sealed for your next probe."]
     refused = drill.handle("probe raw_vs_reported")  # 'stalls' is an overfit outcome, not this one
-    assert len(refused) == 1 and "names none of raw_vs_reported's outcomes (agree, disagree)" \
-        in refused[0]
+    assert (
+        len(refused) == 1
+        and "names none of raw_vs_reported's outcomes (agree, disagree)" in refused[0]
+    )
     assert (drill.state["spent"], drill.state["probes"], drill.state["forecast"]) == (0, [], None)
     ran = drill.handle("probe raw_vs_reported")  # set aside: now it runs without one
     assert drill.state["spent"] == 1 and "no forecast written" in ran[-1]
@@ -247,8 +283,11 @@ def test_a_json_log_path_is_refused_with_the_way_forward(tmp_path):
 
 
 def test_the_first_drill_logs_json_file_is_imported_once(tmp_path):
-    old = {"format": "labkit.drill-log/1", "sessions": {},
-           "attempts": [{"kind": "drill", "score": 70}, {"kind": "verbal", "score": 3}]}
+    old = {
+        "format": "labkit.drill-log/1",
+        "sessions": {},
+        "attempts": [{"kind": "drill", "score": 70}, {"kind": "verbal", "score": 3}],
+    }
     (tmp_path / "drill.json").write_text(json.dumps(old))
     log = DrillLog(tmp_path / "labkit.sqlite3")
     assert [a["score"] for a in log.attempts()] == [70, 3]
@@ -258,6 +297,7 @@ def test_the_first_drill_logs_json_file_is_imported_once(tmp_path):
 
 def test_an_attempt_lands_in_the_one_store_and_its_export(tmp_path):
     from labkit.store.learner import LearnerStore
+
     DrillLog(tmp_path / "labkit.sqlite3").append({"kind": "drill", "score": 55})
     doc = LearnerStore(tmp_path / "labkit.sqlite3").export()
     drills = [r for r in doc["records"] if r["kind"] == "drill"]
@@ -276,12 +316,15 @@ print("done", flush=True)
 
 def test_two_writers_at_once_lose_no_attempt(tmp_path):
     path = tmp_path / "d.sqlite3"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), "25", w, "10"], cwd=ROOT)
-             for w in "ab"]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), "25", w, "10"], cwd=ROOT)
+        for w in "ab"
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     got = DrillLog(path).attempts()
     assert sorted((a["writer"], a["i"]) for a in got) == sorted(
-        (w, i) for w in "ab" for i in range(25))
+        (w, i) for w in "ab" for i in range(25)
+    )
 
 
 @pytest.mark.slow
@@ -290,8 +333,9 @@ def test_a_writer_killed_mid_write_leaves_every_finished_attempt(tmp_path):
     DrillLog(path).append({"kind": "drill", "writer": "seed", "i": -1})
     seen = 1
     for delay in (0.3, 0.6, 0.9):
-        p = subprocess.Popen([sys.executable, "-c", WRITER, str(path), "100000", "k", "30000"],
-                             cwd=ROOT)
+        p = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), "100000", "k", "30000"], cwd=ROOT
+        )
         time.sleep(delay + 1.0)  # + python and labkit start-up
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -320,16 +364,25 @@ def test_disciplined_right_beats_careless_wrong_through_stdin(tmp_path):
 
 @pytest.mark.slow
 def test_same_seed_same_symptom_and_answer(tmp_path):
-    runs = [cli("quit\n", "--seed", "8", home=tmp_path / str(i), process=i == 0).stdout
-            for i in range(2)]  # a fresh process, and this one with whatever it has cached
+    runs = [
+        cli("quit\n", "--seed", "8", home=tmp_path / str(i), process=i == 0).stdout
+        for i in range(2)
+    ]  # a fresh process, and this one with whatever it has cached
     assert runs[0].split("You gave up")[0] == runs[1].split("You gave up")[0]
     answers = [cli("", "--seed", "8", "--answer", home=tmp_path / "x").stdout for _ in range(2)]
     assert answers[0] == answers[1] and "bug: detach" in answers[0]
 
 
 def test_bad_flags_exit_2_with_one_line(tmp_path):
-    for i, args in enumerate((["--seed", "-3"], ["--minutes", "nan"], ["--answer"],
-                              ["--stats", "--verbal"], ["--seed", "x"])):
+    for i, args in enumerate(
+        (
+            ["--seed", "-3"],
+            ["--minutes", "nan"],
+            ["--answer"],
+            ["--stats", "--verbal"],
+            ["--seed", "x"],
+        )
+    ):
         r = cli("", *args, home=tmp_path, process=i == 0)
         assert r.returncode == 2, args
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
@@ -338,8 +391,14 @@ def test_bad_flags_exit_2_with_one_line(tmp_path):
 @pytest.mark.slow
 def test_a_drill_killed_between_commands_resumes(tmp_path):
     env = {**os.environ, "LABKIT_HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}
-    p = subprocess.Popen([sys.executable, "-m", "labkit.cli", "drill", "--seed", "8"], cwd=ROOT,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "labkit.cli", "drill", "--seed", "8"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     p.stdin.write("hypothesis H3 logging\nforecast agree\nprobe raw_vs_reported\nhelp\n")
     p.stdin.flush()
     for line in p.stdout:  # help's last line comes after the probe's state was saved
@@ -347,8 +406,13 @@ def test_a_drill_killed_between_commands_resumes(tmp_path):
             break
     p.send_signal(signal.SIGKILL)
     p.wait()
-    r = cli("forecast none\nprobe gradient_audit\nconvict H1 a detach cuts the backbone from the "
-            "graph\n", "--seed", "8", home=tmp_path)
+    r = cli(
+        "forecast none\nprobe gradient_audit\nconvict H1 a detach cuts the backbone from the "
+        "graph\n",
+        "--seed",
+        "8",
+        home=tmp_path,
+    )
     assert "Resuming drill seed 8: 1 probe(s) run, 19 of 20 credits left." in r.stdout
     assert "hypothesis: H3 logging" in r.stdout
     assert final_score(r.stdout) == 100  # the killed process's probe still counts, once
@@ -387,6 +451,7 @@ def test_the_menu_lists_every_probe_with_its_price():
 # ---- the notebook panel (clicks, no browser) ------------------------------------------
 def test_drill_panel_plays_by_clicks_and_resumes_after_a_restart(tmp_path):
     from labkit.widgets import DrillPanel, VerbalPanel
+
     log = tmp_path / "d.sqlite3"
     panel = DrillPanel(seed=STALE, log=log)
     panel.system.value, panel.mechanism.value = "H3", "the logger may be stale"

@@ -26,4 +26,7 @@ def test_a_resumed_drill_counts_the_wall_time_it_was_away(tmp_path):
     resumed = Drill(log=log, state=away)
     assert resumed.resumed
     assert resumed.state["elapsed_s"] >= state["elapsed_s"] + 600
-    assert resumed.state["elapsed_s"] < state["elapsed_s"] + 600 + (time.time() - state["saved_at"]) + 5
+    assert (
+        resumed.state["elapsed_s"]
+        < state["elapsed_s"] + 600 + (time.time() - state["saved_at"]) + 5
+    )

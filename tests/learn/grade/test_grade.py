@@ -21,20 +21,29 @@ def graded(tmp_path_factory):
     blank = tmp / "blank" / EX_A
     solved = tmp / "solved" / EX_A
     wrong = tmp / "wrong" / EX_A
-    for path, src in ((blank, ROOT / "exercises" / EX_A), (solved, ROOT / "solutions" / EX_A),
-                      (wrong, ROOT / "solutions" / EX_A)):
+    for path, src in (
+        (blank, ROOT / "exercises" / EX_A),
+        (solved, ROOT / "solutions" / EX_A),
+        (wrong, ROOT / "solutions" / EX_A),
+    ):
         path.parent.mkdir()
         path.write_text(src.read_text())
     nb = nbformat.read(wrong, as_version=4)
-    answer = [c for c in nb.cells if c.cell_type == "code"
-              and 'deeper_null_groups = ["backbone.0"]' in c.source]
+    answer = [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and 'deeper_null_groups = ["backbone.0"]' in c.source
+    ]
     assert len(answer) == 1
-    answer[0].source = answer[0].source.replace('deeper_null_groups = ["backbone.0"]',
-                                                'deeper_null_groups = ["backbone.2"]')
+    answer[0].source = answer[0].source.replace(
+        'deeper_null_groups = ["backbone.0"]', 'deeper_null_groups = ["backbone.2"]'
+    )
     nbformat.write(nb, wrong)
     # In this process (its kernels start warm): a grading as a shell runs it, exit code and all,
     # is tests/learn/grade/test_instructor.py's, through the instructor's workflow step.
-    rc, stdout, stderr = in_process("grade", str(blank), str(solved), str(wrong), "--json", str(tmp / "g.json"))
+    rc, stdout, stderr = in_process(
+        "grade", str(blank), str(solved), str(wrong), "--json", str(tmp / "g.json")
+    )
     out = subprocess.CompletedProcess(["labkit", "grade"], rc, stdout, stderr)
     return out, json.loads((tmp / "g.json").read_text())
 
@@ -47,8 +56,13 @@ def rows_of(data, folder):
 def test_blank_exercise_is_all_not_yet_answered(graded):
     _, data = graded
     rows = rows_of(data, "blank")
-    assert [r["check"] for r in rows] == ["ex_a_predict", "ex_a_review", "ex_a_mechanism",
-                                          "ex_a_steps_to", "ex_a_transfer"]
+    assert [r["check"] for r in rows] == [
+        "ex_a_predict",
+        "ex_a_review",
+        "ex_a_mechanism",
+        "ex_a_steps_to",
+        "ex_a_transfer",
+    ]
     assert {r["status"] for r in rows} == {"not yet answered"}
 
 
@@ -64,8 +78,10 @@ def test_one_wrong_answer_fails_that_row_with_its_sentence(graded):
     rows = {r["check"]: r for r in rows_of(data, "wrong")}
     assert rows["ex_a_transfer"]["status"] == "failed"
     assert rows["ex_a_transfer"]["message"].startswith("The deeper run has 1 group(s)")
-    assert {rows[c]["status"] for c in ("ex_a_predict", "ex_a_review", "ex_a_mechanism",
-                                        "ex_a_steps_to")} == {"passed"}
+    assert {
+        rows[c]["status"]
+        for c in ("ex_a_predict", "ex_a_review", "ex_a_mechanism", "ex_a_steps_to")
+    } == {"passed"}
 
 
 @pytest.mark.slow
@@ -75,7 +91,8 @@ def test_one_table_a_summary_a_total_and_exit_1(graded):
     assert "Traceback" not in out.stdout + out.stderr
     assert "ex_a: 9/15 passed, 1 failed, 5 not yet answered" in out.stdout
     assert out.stdout.rstrip().splitlines()[-1] == (
-        "TOTAL: 9 passed, 1 failed, 5 not yet answered, in 1 exercise(s)")
+        "TOTAL: 9 passed, 1 failed, 5 not yet answered, in 1 exercise(s)"
+    )
     assert all(len(line) <= 100 for line in out.stdout.splitlines())
     assert data["summary"]["total"] == {"passed": 9, "failed": 1, "not yet answered": 5}
 
@@ -83,13 +100,18 @@ def test_one_table_a_summary_a_total_and_exit_1(graded):
 @pytest.mark.slow
 def test_each_grading_is_kept_in_the_learner_store(graded):
     from labkit.store.learner import default_store
+
     out, data = graded
     graded_now = {r["notebook"] for r in data["rows"]}
-    kept = [r["body"] for r in default_store().records("grade") if r["body"]["notebook"] in graded_now]
+    kept = [
+        r["body"] for r in default_store().records("grade") if r["body"]["notebook"] in graded_now
+    ]
     assert len(kept) == 3  # one record per notebook graded
     wrong = next(b for b in kept if Path(b["notebook"]).parent.name == "wrong")
-    same = [{k: v for k, v in r.items() if k not in ("points", "max_points")}  # labkit.grades/2
-            for r in rows_of(data, "wrong")]
+    same = [
+        {k: v for k, v in r.items() if k not in ("points", "max_points")}  # labkit.grades/2
+        for r in rows_of(data, "wrong")
+    ]
     assert wrong["rows"] == same  # the same rows as the --json file, less their points
     assert wrong["summary"]["total"]["failed"] == 1
 
@@ -100,13 +122,18 @@ def test_each_grading_is_kept_in_the_learner_store(graded):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target, says", [
-    ("notebooks/02_forecast_first.ipynb", "is not a labkit exercise"),
-    ("exercises/no_such.ipynb", "does not exist"),
-    ("README.md", "is not a readable Jupyter notebook"),
-])
+@pytest.mark.parametrize(
+    "target, says",
+    [
+        ("notebooks/02_forecast_first.ipynb", "is not a labkit exercise"),
+        ("exercises/no_such.ipynb", "does not exist"),
+        ("README.md", "is not a readable Jupyter notebook"),
+    ],
+)
 def test_not_an_exercise_is_one_line_and_exit_2(target, says):
-    rc, _, err = in_process("grade", target, process=target == "README.md")  # one as a shell sees it
+    rc, _, err = in_process(
+        "grade", target, process=target == "README.md"
+    )  # one as a shell sees it
     assert rc == 2
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
 
@@ -128,9 +155,13 @@ def test_table_wraps_within_100_columns():
 @pytest.mark.slow
 def test_a_failed_check_shows_its_sentence_once_in_a_box_not_a_traceback(tmp_path):
     from nbclient import NotebookClient
+
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("from labkit.check import ex_a_mechanism\n"
-                                          "ex_a_mechanism('detach')")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from labkit.check import ex_a_mechanism\nex_a_mechanism('detach')"
+        )
+    ]
     NotebookClient(nb, kernel_name="python3", allow_errors=True).execute()
     outputs = nb.cells[0].outputs
     error = [o for o in outputs if o.output_type == "error"]
@@ -145,6 +176,7 @@ def test_a_placeholder_or_missing_work_is_not_yet_answered_not_failed():
     import labkit
     from labkit.check import NotYetAnswered, ex_a_mechanism, lab15_conviction
     from labkit.learn.check import _base
+
     before = len(_base.OUTCOMES)
     with pytest.raises(NotYetAnswered, match="Replace the ... placeholder"):
         ex_a_mechanism(...)
@@ -154,4 +186,7 @@ def test_a_placeholder_or_missing_work_is_not_yet_answered_not_failed():
         ex_a_mechanism("the loss falls")
     assert not isinstance(wrong.value, NotYetAnswered)
     assert [o["status"] for o in _base.OUTCOMES[before:]] == [
-        "not yet answered", "not yet answered", "failed"]
+        "not yet answered",
+        "not yet answered",
+        "failed",
+    ]

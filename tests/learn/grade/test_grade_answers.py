@@ -24,12 +24,26 @@ def handed(tmp_path, *args, **kwargs):
 def test_what_the_checks_take_comes_back_equal(tmp_path):
     import labkit
     from labkit.diagnosis.probes._common import ProbeResult
-    run = labkit.Run.from_log({"step": [0, 1], "loss_raw": [2.0, float("nan")],
-                               "grad_norm/head": [None, 1.5]}, seed=0, started_at=1.0)
+
+    run = labkit.Run.from_log(
+        {"step": [0, 1], "loss_raw": [2.0, float("nan")], "grad_norm/head": [None, 1.5]},
+        seed=0,
+        started_at=1.0,
+    )
     record = labkit.TriageRecord("a subject")
-    values = [run, {("train", "no_grad"): {"dropout active": True}}, {0.1: "slow"}, (1, "x"),
-              {"a", "b"}, ..., float("-inf"), torch.tensor([[1, 2], [3, 4]]), "é ☃",
-              ProbeResult("lr_sweep", "ok", {"arms": {10.0: {"drop": -1.0}}}), None]
+    values = [
+        run,
+        {("train", "no_grad"): {"dropout active": True}},
+        {0.1: "slow"},
+        (1, "x"),
+        {"a", "b"},
+        ...,
+        float("-inf"),
+        torch.tensor([[1, 2], [3, 4]]),
+        "é ☃",
+        ProbeResult("lr_sweep", "ok", {"arms": {10.0: {"drop": -1.0}}}),
+        None,
+    ]
     args, kwargs = handed(tmp_path, *values, record=record)
     assert args[0] == run and args[0].timing == run.timing
     assert math.isnan(args[0].table["loss_raw"][1])
@@ -39,6 +53,7 @@ def test_what_the_checks_take_comes_back_equal(tmp_path):
 
 def test_a_quiz_is_handed_over_as_its_seed_and_redrawn_without_training(tmp_path):
     from labkit.learn.curves import quiz as curve_quiz
+
     quiz = curve_quiz.draw(12, train=False)
     (got,), _ = handed(tmp_path, quiz)
     assert got.seed == 12 and got.answer_key() == quiz.answer_key()
@@ -47,6 +62,7 @@ def test_a_quiz_is_handed_over_as_its_seed_and_redrawn_without_training(tmp_path
 
 def test_the_hand_over_keeps_what_it_took_before_the_learner_patched_json(tmp_path, monkeypatch):
     import json.encoder
+
     ns = {}
     grade_handover.install(str(tmp_path), ns)
     monkeypatch.setattr(json.encoder, "encode_basestring_ascii", lambda s: '"passed"')
@@ -60,33 +76,61 @@ def test_the_hand_over_keeps_what_it_took_before_the_learner_patched_json(tmp_pa
 def test_an_object_that_is_not_data_is_written_as_unreadable_and_never_passes(tmp_path):
     class Mine:
         pass
+
     with pytest.raises(AnswerUnreadable, match=r"it holds a .*Mine, which cannot be handed over"):
         handed(tmp_path, Mine())
 
 
-@pytest.mark.parametrize("text, says", [
-    ('{"args": [{"$": "pickle", "data": "gAR9lC4="}], "kwargs": {"$": "dict", "items": []}}',
-     "it holds an object tagged 'pickle', and the tags are"),
-    ('{"args": [NaN], "kwargs": {"$": "dict", "items": []}}', "it is not JSON as the hand-over"),
-    ('{"args": [], "kwargs": {"$": "dict", "items": []}, "verdict": "passed"}',
-     "exactly 'args' and 'kwargs'"),
-    (('{"args": [{"$": "tensor", "dtype": "object", "shape": [1], "data": [1]}], '
-     '"kwargs": {"$": "dict", "items": []}}'), "a tensor's dtype is one of bool"),
-    (('{"args": [{"$": "tensor", "dtype": "int64", "shape": [3], "data": [1]}], '
-     '"kwargs": {"$": "dict", "items": []}}'), "one per element of its shape"),
-    ('{"args": [{"$": "float", "value": "1e999", "x": 1}], "kwargs": {"$": "dict", "items": []}}',
-     "its 'float' object has the fields ['value', 'x'], and one has exactly ['value']"),
-    ('{"args": [], "kwargs": []}', "'args' must be a list and 'kwargs' a dict"),
-    (('{"args": [{"$": "run", "table": {"$": "dict", "items": []}, "evals": {"$": "dict", '
-     '"items": []}, "meta": null, "timing": null}], "kwargs": {"$": "dict", "items": []}}'),
-     "a run's table and evals each have a 'step' column"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (
+            '{"args": [{"$": "pickle", "data": "gAR9lC4="}], "kwargs": {"$": "dict", "items": []}}',
+            "it holds an object tagged 'pickle', and the tags are",
+        ),
+        (
+            '{"args": [NaN], "kwargs": {"$": "dict", "items": []}}',
+            "it is not JSON as the hand-over",
+        ),
+        (
+            '{"args": [], "kwargs": {"$": "dict", "items": []}, "verdict": "passed"}',
+            "exactly 'args' and 'kwargs'",
+        ),
+        (
+            (
+                '{"args": [{"$": "tensor", "dtype": "object", "shape": [1], "data": [1]}], '
+                '"kwargs": {"$": "dict", "items": []}}'
+            ),
+            "a tensor's dtype is one of bool",
+        ),
+        (
+            (
+                '{"args": [{"$": "tensor", "dtype": "int64", "shape": [3], "data": [1]}], '
+                '"kwargs": {"$": "dict", "items": []}}'
+            ),
+            "one per element of its shape",
+        ),
+        (
+            '{"args": [{"$": "float", "value": "1e999", "x": 1}], "kwargs": {"$": "dict", "items": []}}',
+            "its 'float' object has the fields ['value', 'x'], and one has exactly ['value']",
+        ),
+        ('{"args": [], "kwargs": []}', "'args' must be a list and 'kwargs' a dict"),
+        (
+            (
+                '{"args": [{"$": "run", "table": {"$": "dict", "items": []}, "evals": {"$": "dict", '
+                '"items": []}, "meta": null, "timing": null}], "kwargs": {"$": "dict", "items": []}}'
+            ),
+            "a run's table and evals each have a 'step' column",
+        ),
+    ],
+)
 def test_an_answer_that_is_not_valid_data_says_what_is_wrong(tmp_path, text, says):
     (tmp_path / "a.json").write_text(text)
     with pytest.raises(AnswerUnreadable, match=None) as got:
         read_answer(tmp_path / "a.json")
     assert says in str(got.value)
     from labkit.check import ex_a_mechanism
+
     status, message = verdict(ex_a_mechanism, "ex_a_mechanism", tmp_path / "a.json")
     assert status == "failed"
     assert message.startswith("the answer to ex_a_mechanism could not be read: ")
@@ -103,21 +147,32 @@ def test_decode_refuses_nesting_deeper_than_the_hand_over_writes():
 @pytest.mark.slow  # two Python processes, each importing torch
 def test_a_function_answer_is_checked_in_a_process_of_its_own(tmp_path):
     from labkit.check import loop_train_step
-    source = ("def step(model, optimizer, batch):\n    optimizer.zero_grad()\n"
-              "    F.cross_entropy(model(batch[0]), batch[1]).backward()\n    optimizer.step()\n")
+
+    source = (
+        "def step(model, optimizer, batch):\n    optimizer.zero_grad()\n"
+        "    F.cross_entropy(model(batch[0]), batch[1]).backward()\n    optimizer.step()\n"
+    )
     broken = "def step(m, o, b):\n    undefined_name\n"
     for body, expected in ((source, "passed"), (broken, "failed")):
         path = tmp_path / f"{expected}.json"
-        path.write_text(json.dumps({"args": [{"$": "function", "name": "step", "source": body}],
-                                    "kwargs": {"$": "dict", "items": []}}))
+        path.write_text(
+            json.dumps(
+                {
+                    "args": [{"$": "function", "name": "step", "source": body}],
+                    "kwargs": {"$": "dict", "items": []},
+                }
+            )
+        )
         assert verdict(loop_train_step, "loop_train_step", path)[0] == expected
 
 
 def test_call_sites_are_rewritten_in_place_magics_included():
     source = 'x = "é"\nprint(check.ex_a_mechanism(ex_a_mechanism(m)))\n%time y = 1\n'
     out = hand_over(source, 4, {"ex_a_mechanism"})
-    assert ("print(__labkit_answer__(4, 'ex_a_mechanism', 0, check.ex_a_mechanism)"
-            "(__labkit_answer__(4, 'ex_a_mechanism', 1, ex_a_mechanism)(m)))") in out
+    assert (
+        "print(__labkit_answer__(4, 'ex_a_mechanism', 0, check.ex_a_mechanism)"
+        "(__labkit_answer__(4, 'ex_a_mechanism', 1, ex_a_mechanism)(m)))"
+    ) in out
     assert out.startswith('x = "é"\n') and "run_line_magic('time'" in out
     assert hand_over("h(v)\n", 9, {"h"}, {"h"}) == "__labkit_answer__(9, 'h', 0, None)(v)\n"
     assert hand_over("print(1 +\n", 0, {"h"}) is None  # not Python: nothing to hand over
@@ -127,19 +182,25 @@ def test_call_sites_are_rewritten_in_place_magics_included():
 
 def test_hidden_checks_run_in_the_grader_and_send_only_their_calls(tmp_path):
     from labkit.learn.grade.hidden import read_hidden
+
     (tmp_path / "ex_a.py").write_text(
         "from labkit.learn.check._base import answer_check\nLIMIT = 3\n\n@answer_check\n"
         "def ex_a_hidden(x):\n    'x is small'\n    return x < LIMIT\n\n"
-        "print(ex_a_hidden(steps))\n")
+        "print(ex_a_hidden(steps))\n"
+    )
     hidden = read_hidden(tmp_path / "ex_a.py")
     hidden.define()
     assert hidden.cells_for(["ex_a_predict"]) == ["ex_a_hidden(steps)\n"]
     assert hidden.checks["ex_a_hidden"].__wrapped__(2) is True
     (tmp_path / "ex_a.py").write_text(
         "from labkit.learn.check._base import answer_check\nLIMIT = len(steps)\n\n@answer_check\n"
-        "def ex_a_hidden(x):\n    'x'\n\nex_a_hidden(steps)\n")
-    with pytest.raises(ValueError, match=r"hidden checks ex_a.py do not run in the grader "
-                                         r"\(NameError: name 'steps' is not defined\)"):
+        "def ex_a_hidden(x):\n    'x'\n\nex_a_hidden(steps)\n"
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"hidden checks ex_a.py do not run in the grader "
+        r"\(NameError: name 'steps' is not defined\)",
+    ):
         read_hidden(tmp_path / "ex_a.py").define()
 
 
@@ -147,8 +208,16 @@ def test_the_learners_kernel_never_sees_the_graders_secrets(monkeypatch):
     import nbformat
 
     from labkit.learn.grade.run import _kernel_env
-    for name in ("GITHUB_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "AWS_SECRET_ACCESS_KEY",
-                 "GRADER_PASSWORD", "OPENAI_API_KEY", "SSH_PRIVATE_KEY", "HF_AUTH"):
+
+    for name in (
+        "GITHUB_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "GRADER_PASSWORD",
+        "OPENAI_API_KEY",
+        "SSH_PRIVATE_KEY",
+        "HF_AUTH",
+    ):
         monkeypatch.setenv(name, "do-not-leak")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")  # a setting, not a secret

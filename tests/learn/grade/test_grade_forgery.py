@@ -28,23 +28,29 @@ from labkit.check import ex_a_predict, ex_a_review, ex_a_steps_to, ex_a_transfer
 """
 CELLS = [
     IMPORTS,
-    ('prediction = {"null_groups": ["backbone.0", "backbone.2"], "head_learns": True,\n'
-    '              "why": "detach() cuts the graph, so no gradient reaches the backbone"}\n'
-    "print(check.ex_a_predict(prediction))"),
-    ("def run_of(null):  # a three-step run whose groups in `null` get no gradient\n"
-    '    cols = {"step": [0, 1, 2], "loss_raw": [2.3, 1.9, 1.5]}\n'
-    '    for g in ("backbone.0", "backbone.2", "head"):\n'
-    '        cols[f"grad_norm/{g}"] = [None if g in null else 0.5] * 3\n'
-    '        cols[f"update_norm/{g}"] = [0.0 if g in null else 0.1] * 3\n'
-    "    return labkit.Run.from_log(cols, seed=0, started_at=time.time())\n"
-    'healthy, detached, deeper = run_of(()), run_of(("backbone.0", "backbone.2")), '
-    'run_of(("backbone.0",))'),
+    (
+        'prediction = {"null_groups": ["backbone.0", "backbone.2"], "head_learns": True,\n'
+        '              "why": "detach() cuts the graph, so no gradient reaches the backbone"}\n'
+        "print(check.ex_a_predict(prediction))"
+    ),
+    (
+        "def run_of(null):  # a three-step run whose groups in `null` get no gradient\n"
+        '    cols = {"step": [0, 1, 2], "loss_raw": [2.3, 1.9, 1.5]}\n'
+        '    for g in ("backbone.0", "backbone.2", "head"):\n'
+        '        cols[f"grad_norm/{g}"] = [None if g in null else 0.5] * 3\n'
+        '        cols[f"update_norm/{g}"] = [0.0 if g in null else 0.1] * 3\n'
+        "    return labkit.Run.from_log(cols, seed=0, started_at=time.time())\n"
+        'healthy, detached, deeper = run_of(()), run_of(("backbone.0", "backbone.2")), '
+        'run_of(("backbone.0",))'
+    ),
     "print(ex_a_review(prediction, healthy, detached))",
     'print(check.ex_a_mechanism("the loss falls"))',
     "print(ex_a_steps_to(..., healthy, detached))",
-    ('deeper_groups = ["backbone.2"]\n'
-    'print(ex_a_transfer(deeper_groups, "the layers before the detach lose it, those after '
-    'keep it", deeper))'),
+    (
+        'deeper_groups = ["backbone.2"]\n'
+        'print(ex_a_transfer(deeper_groups, "the layers before the detach lose it, those after '
+        'keep it", deeper))'
+    ),
 ]
 HIDDEN = '''from labkit.learn.check._base import CheckFailed, answer_check
 
@@ -147,8 +153,17 @@ def write(folder: Path, name: str, forgery: str = "") -> None:
 def graded(tmp: Path, folder: Path, *extra) -> dict:
     """Grade `folder` once: every format, parsed, by notebook name."""
     out = {k: tmp / f"{folder.name}{''.join(extra[:1])}.{k}" for k in ("json", "csv", "gs")}
-    rc, table, err = labkit_cli("grade", str(folder), *extra, "--json", str(out["json"]),
-                                "--csv", str(out["csv"]), "--gradescope", str(out["gs"]))
+    rc, table, err = labkit_cli(
+        "grade",
+        str(folder),
+        *extra,
+        "--json",
+        str(out["json"]),
+        "--csv",
+        str(out["csv"]),
+        "--gradescope",
+        str(out["gs"]),
+    )
     assert rc in (0, 1), err
     doc, gs = json.loads(out["json"].read_text()), json.loads(out["gs"].read_text())
     csv_rows = list(csv.DictReader(io.StringIO(out["csv"].read_text())))
@@ -156,14 +171,23 @@ def graded(tmp: Path, folder: Path, *extra) -> dict:
     by = {}
     for name in names:
         by[name.removeprefix("ex_a_")] = {
-            "json": [(r["check"], r["status"], r["message"], r["cell"], r["points"])
-                     for r in doc["rows"] if Path(r["notebook"]).stem == name],
-            "csv": [(r["check"], r["status"], r["message"], r["points"])
-                    for r in csv_rows if Path(r["notebook"]).stem == name],
-            "gradescope": [(t["name"].split(": ", 1)[1], t["status"], t["output"], t["score"],
-                            t["visibility"]) for t in gs["tests"] if f"/{name}.ipynb:" in
-                           "/" + t["name"]],
-            "table": _table(table, name)}
+            "json": [
+                (r["check"], r["status"], r["message"], r["cell"], r["points"])
+                for r in doc["rows"]
+                if Path(r["notebook"]).stem == name
+            ],
+            "csv": [
+                (r["check"], r["status"], r["message"], r["points"])
+                for r in csv_rows
+                if Path(r["notebook"]).stem == name
+            ],
+            "gradescope": [
+                (t["name"].split(": ", 1)[1], t["status"], t["output"], t["score"], t["visibility"])
+                for t in gs["tests"]
+                if f"/{name}.ipynb:" in "/" + t["name"]
+            ],
+            "table": _table(table, name),
+        }
     return by
 
 
@@ -171,9 +195,10 @@ def _table(text: str, name: str) -> list[str]:
     """The notebook's block of the printed table, without its heading line."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.endswith(f"{name}.ipynb"))
-    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")),
-               len(lines))
-    return lines[start + 1:end]
+    end = next(
+        (i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines)
+    )
+    return lines[start + 1 : end]
 
 
 @pytest.fixture(scope="module")
@@ -188,17 +213,23 @@ def grades(tmp_path_factory):
             write(folder, f"forged_{name}", block)
     for name, block in NEVER_PASS.items():
         write(hidden, f"forged_{name}", block)
-    return {"plain": graded(tmp, plain), "hidden": graded(tmp, hidden, "--hidden",
-                                                         str(tmp / "hidden.py"))}
+    return {
+        "plain": graded(tmp, plain),
+        "hidden": graded(tmp, hidden, "--hidden", str(tmp / "hidden.py")),
+    }
 
 
 def test_the_honest_twin_passes_fails_and_waits_where_it_should(grades):
     for run, hidden in (("plain", []), ("hidden", ["ex_a_hidden_groups", "ex_a_hidden_steps"])):
         rows = grades[run]["honest"]["json"]
         assert [(r[0], r[1]) for r in rows] == [
-            ("ex_a_predict", "passed"), ("ex_a_review", "passed"), ("ex_a_mechanism", "failed"),
-            ("ex_a_steps_to", "not yet answered"), ("ex_a_transfer", "failed"),
-            *zip(hidden, ["failed", "passed"])]
+            ("ex_a_predict", "passed"),
+            ("ex_a_review", "passed"),
+            ("ex_a_mechanism", "failed"),
+            ("ex_a_steps_to", "not yet answered"),
+            ("ex_a_transfer", "failed"),
+            *zip(hidden, ["failed", "passed"]),
+        ]
 
 
 @pytest.mark.parametrize("forgery", sorted(FORGERIES))
@@ -217,5 +248,9 @@ def test_a_forged_hand_over_changes_answers_never_verdicts(grades, forgery):
     if forgery == "dropped":
         assert all(r[2].startswith("no answer was handed over: ") for r in rows), rows
     if forgery == "garbage":
-        assert all(r[2].startswith(f"the answer to {r[0]} could not be read: it holds an object "
-                                   "tagged 'pickle'") for r in rows), rows
+        assert all(
+            r[2].startswith(
+                f"the answer to {r[0]} could not be read: it holds an object tagged 'pickle'"
+            )
+            for r in rows
+        ), rows

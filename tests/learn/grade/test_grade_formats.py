@@ -35,6 +35,7 @@ def test_points_are_1_by_default_and_set_beside_the_check():
     def ex_z_demo(x):
         """A demo check."""
         return "ok"
+
     assert ex_z_demo.points == 3 and ex_z_demo.is_answer_check
     with pytest.raises(ValueError, match=r"points=-1 for ex_z_bad: give a whole number"):
         answer_check(points=-1)(_named("ex_z_bad"))
@@ -43,14 +44,18 @@ def test_points_are_1_by_default_and_set_beside_the_check():
 def _named(name):
     def f():
         pass
+
     f.__name__ = name
     return f
 
 
 def test_gradescope_document_scores_by_points_and_follows_the_schema(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    rows = [row("ex_a_predict", "passed"), row("ex_a_transfer", "failed"),
-            row("ex_a_review", "not yet answered")]
+    rows = [
+        row("ex_a_predict", "passed"),
+        row("ex_a_transfer", "failed"),
+        row("ex_a_review", "not yet answered"),
+    ]
     doc = formats.gradescope(rows, visibility="after_published")
     jsonschema.validate(doc, SCHEMA)
     assert (doc["score"], doc["max_score"]) == (1.0, 4.0)
@@ -82,11 +87,13 @@ def test_csv_has_one_row_per_check_with_a_relative_path_and_the_learner(tmp_path
 
 def test_hidden_files_are_read_with_their_points_and_refused_with_a_sentence(tmp_path):
     from labkit.learn.grade.hidden import read_hidden
+
     hidden = read_hidden(ROOT / "instructor" / "hidden")
     assert hidden.points == {"ex_a_hidden_order": 1, "ex_a_hidden_deeper": 2}
     assert hidden.cells_for(["ex_a_predict"]) and hidden.cells_for(["ex_b_predict"]) == []
-    (tmp_path / "mixed.py").write_text("@answer_check\ndef ex_a_x(a): pass\n"
-                                       "@answer_check\ndef ex_b_y(a): pass\n")
+    (tmp_path / "mixed.py").write_text(
+        "@answer_check\ndef ex_a_x(a): pass\n@answer_check\ndef ex_b_y(a): pass\n"
+    )
     with pytest.raises(ValueError, match=r"mixes exercises \['ex_a', 'ex_b'\]"):
         read_hidden(tmp_path / "mixed.py")
     with pytest.raises(ValueError, match="holds no hidden checks"):
@@ -96,6 +103,7 @@ def test_hidden_files_are_read_with_their_points_and_refused_with_a_sentence(tmp
 
 def main_rc(*argv):
     from labkit.cli import main
+
     return main(list(argv))
 
 
@@ -109,7 +117,10 @@ def _wrong_copy(path: Path) -> None:
 
 def _workflow_script() -> str:
     import yaml
-    steps = yaml.safe_load((ROOT / "instructor" / "grade.yml").read_text())["jobs"]["grade"]["steps"]
+
+    steps = yaml.safe_load((ROOT / "instructor" / "grade.yml").read_text())["jobs"]["grade"][
+        "steps"
+    ]
     return next(s["run"] for s in steps if "labkit grade" in s.get("run", ""))
 
 
@@ -127,14 +138,27 @@ def graded(tmp_path_factory):
             (sub / "exercises" / EX_A).write_text((ROOT / "solutions" / EX_A).read_text())
         else:
             _wrong_copy(sub / "exercises" / EX_A)
-        env = {**os.environ, "LABKIT_HOME": str(tmp / name / "home"), "GITHUB_ACTOR": "ada",
-               "HIDDEN": str(ROOT / "instructor" / "hidden"),
-               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-        done = subprocess.run(["bash", "-e", "-c", _workflow_script()], cwd=sub, env=env,
-                              capture_output=True, text=True, timeout=600)
-        out[name] = (done, json.loads((sub / "results.json").read_text()),
-                     list(csv.DictReader(open(sub / "grades.csv"))),
-                     json.loads((sub / "grades.json").read_text()))
+        env = {
+            **os.environ,
+            "LABKIT_HOME": str(tmp / name / "home"),
+            "GITHUB_ACTOR": "ada",
+            "HIDDEN": str(ROOT / "instructor" / "hidden"),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        }
+        done = subprocess.run(
+            ["bash", "-e", "-c", _workflow_script()],
+            cwd=sub,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        out[name] = (
+            done,
+            json.loads((sub / "results.json").read_text()),
+            list(csv.DictReader(open(sub / "grades.csv"))),
+            json.loads((sub / "grades.json").read_text()),
+        )
     return out
 
 

@@ -24,7 +24,7 @@ def mechanism() -> str:
     """Exercise A's solved mechanism text: a check call that passes."""
     nb = nbformat.read(ROOT / "solutions" / "ex_a_break_the_graph.ipynb", as_version=4)
     source = next(c.source for c in nb.cells if "mechanism = (" in c.source)
-    return source[source.index("mechanism = ("):].split("\n)")[0] + "\n)"
+    return source[source.index("mechanism = (") :].split("\n)")[0] + "\n)"
 
 
 def notebook(path: Path, *cells: str) -> Path:
@@ -39,8 +39,13 @@ def env(tmp: Path) -> dict:
     # cold (tests/warm_kernels.py: matplotlib reads it while the zygote imports it)
     names = ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR")
     (tmp / "tmp").mkdir(exist_ok=True)  # TMPDIR: where grading's scratch homes go
-    return {**os.environ, "LABKIT_HOME": str(tmp / "home"), "OMP_NUM_THREADS": "1",
-            "TMPDIR": str(tmp / "tmp"), **{n: str(tmp / n.lower()) for n in names}}
+    return {
+        **os.environ,
+        "LABKIT_HOME": str(tmp / "home"),
+        "OMP_NUM_THREADS": "1",
+        "TMPDIR": str(tmp / "tmp"),
+        **{n: str(tmp / n.lower()) for n in names},
+    }
 
 
 def scratch_left(tmp: Path) -> list[str]:
@@ -49,8 +54,14 @@ def scratch_left(tmp: Path) -> list[str]:
 
 def labkit(tmp: Path, *args, timeout=300) -> subprocess.CompletedProcess:
     """`python -m labkit.cli ARGS` in a process of its own (its kernels: the worker's warm ones)."""
-    return subprocess.run(warm_kernels.command("labkit.cli", *args), capture_output=True, text=True,
-                          cwd=ROOT, env={**env(tmp), **warm_kernels.client_env()}, timeout=timeout)
+    return subprocess.run(
+        warm_kernels.command("labkit.cli", *args),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**env(tmp), **warm_kernels.client_env()},
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +74,13 @@ def graded(tmp_path_factory):
     good = "check.ex_a_mechanism(mechanism)"
     notebook(folder / "a_crash.ipynb", IMPORT, mechanism(), "answer = 1 / 0\n" + good, good)
     # endless, but asleep: the 20 s it waits for the time-out leave the CPU to the other tests
-    notebook(folder / "b_endless.ipynb", IMPORT, mechanism(), "import time\nwhile True:\n    time.sleep(0.05)", good)
+    notebook(
+        folder / "b_endless.ipynb",
+        IMPORT,
+        mechanism(),
+        "import time\nwhile True:\n    time.sleep(0.05)",
+        good,
+    )
     notebook(folder / "c_dies.ipynb", IMPORT, "import os\nos._exit(1)", good)
     notebook(folder / "scratch.ipynb", "print('not an exercise')")  # skipped: no check
     (folder / "notes.txt").write_text("not a notebook")
@@ -71,8 +88,15 @@ def graded(tmp_path_factory):
     out = labkit(tmp, "grade", str(folder), "--timeout", "20", "--json", str(tmp / "g.json"))
     elapsed = time.monotonic() - started
     rows = json.loads((tmp / "g.json").read_text())["rows"]
-    return out, elapsed, tmp, {name: [r for r in rows if r["notebook"].endswith(name)]
-                          for name in ("a_crash.ipynb", "b_endless.ipynb", "c_dies.ipynb")}
+    return (
+        out,
+        elapsed,
+        tmp,
+        {
+            name: [r for r in rows if r["notebook"].endswith(name)]
+            for name in ("a_crash.ipynb", "b_endless.ipynb", "c_dies.ipynb")
+        },
+    )
 
 
 def test_a_folder_grades_its_exercise_notebooks(graded):
@@ -106,7 +130,9 @@ def test_a_dying_kernel_is_a_row_not_a_traceback(graded):
     _, _, _, rows = graded
     died, never = rows["c_dies.ipynb"]
     assert died["status"] == "failed" and "the kernel died in cell 1" in died["message"]
-    assert never["status"] == "failed" and never["message"].startswith("not graded: the kernel died")
+    assert never["status"] == "failed" and never["message"].startswith(
+        "not graded: the kernel died"
+    )
 
 
 def test_folders_without_exercises_and_damaged_notebooks_get_a_sentence(tmp_path):
@@ -118,8 +144,10 @@ def test_folders_without_exercises_and_damaged_notebooks_get_a_sentence(tmp_path
     text = json.loads(nbformat.writes(doc))
     text["cells"][0]["source"] = 5
     bad.write_text(json.dumps(text))
-    for target, expected in ((empty, "is a folder with no exercise notebook in it"),
-                             (bad, "cell 0's source is int, not text")):
+    for target, expected in (
+        (empty, "is a folder with no exercise notebook in it"),
+        (bad, "cell 0's source is int, not text"),
+    ):
         out = labkit(tmp_path, "grade", str(target))
         assert out.returncode == 2 and "does not exist" not in out.stderr
         line = out.stderr.strip()
@@ -145,11 +173,21 @@ def interrupted_grading(tmp_path, python_args: list) -> tuple:
     Ctrl-C its process group once the kernel is in that cell: (the process, its stderr, the
     seconds from Ctrl-C to its end)."""
     running = tmp_path / "running"
-    nb = notebook(tmp_path / "slow.ipynb", IMPORT, f"import time\nopen({str(running)!r}, 'w').close()"
-                  "\ntime.sleep(120)", "check.ex_a_mechanism('x')")
-    proc = subprocess.Popen([sys.executable, *python_args, "grade", str(nb)], cwd=ROOT,
-                            env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    nb = notebook(
+        tmp_path / "slow.ipynb",
+        IMPORT,
+        f"import time\nopen({str(running)!r}, 'w').close()\ntime.sleep(120)",
+        "check.ex_a_mechanism('x')",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, *python_args, "grade", str(nb)],
+        cwd=ROOT,
+        env=env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while not running.exists() and time.monotonic() < deadline:
         time.sleep(0.1)  # until the kernel is in the middle of the notebook
@@ -164,10 +202,12 @@ def test_ctrl_c_ends_grading_even_when_the_kernels_clean_up_hangs(tmp_path):
     With nbclient's clean-up made to hang, grading still ends in about 10 s (CTRL_C_EXIT_S):
     exit 130, the usual line, the kernel killed and its scratch home removed."""
     from labkit.learn.grade.run import CTRL_C_EXIT_S
+
     proc, err, seconds = interrupted_grading(tmp_path, ["-c", STUCK_CLEANUP])
     assert proc.returncode == 130 and CTRL_C_EXIT_S <= seconds < 30
-    assert err.strip().endswith("labkit: interrupted; the notebooks were not changed, and the "
-                                "grading so far was not kept."), err
+    assert err.strip().endswith(
+        "labkit: interrupted; the notebooks were not changed, and the grading so far was not kept."
+    ), err
     assert scratch_left(tmp_path) == [] and list((tmp_path / "tmp").iterdir()) == []
 
 
@@ -175,5 +215,6 @@ def test_ctrl_c_stops_grading_with_one_line_and_exit_130(tmp_path):
     proc, err, _ = interrupted_grading(tmp_path, ["-m", "labkit.cli"])
     assert proc.returncode == 130
     assert scratch_left(tmp_path) == []  # the kernel's scratch home went with it
-    assert err.strip() == ("labkit: interrupted; the notebooks were not changed, and the "
-                           "grading so far was not kept.")
+    assert err.strip() == (
+        "labkit: interrupted; the notebooks were not changed, and the grading so far was not kept."
+    )

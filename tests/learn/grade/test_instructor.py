@@ -25,10 +25,13 @@ def test_workflow_installs_with_the_projects_constraints_and_uploads_the_table()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("which, expected_rc, statuses", [
-    ("exercises", 1, {"not yet answered"}),
-    ("solutions", 0, {"passed"}),
-])
+@pytest.mark.parametrize(
+    "which, expected_rc, statuses",
+    [
+        ("exercises", 1, {"not yet answered"}),
+        ("solutions", 0, {"passed"}),
+    ],
+)
 def test_grading_step_on_a_blank_and_a_solved_fork(tmp_path, which, expected_rc, statuses):
     fork = tmp_path / "fork"
     (fork / "exercises").mkdir(parents=True)
@@ -36,14 +39,18 @@ def test_grading_step_on_a_blank_and_a_solved_fork(tmp_path, which, expected_rc,
     (fork / "exercises" / name).write_text((ROOT / which / name).read_text())
     script = next(s["run"] for s in steps() if "labkit grade" in s.get("run", ""))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    out = subprocess.run(["bash", "-e", "-c", script], cwd=fork, env=env, capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=fork, env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == expected_rc, out.stdout + out.stderr
     grades = json.loads((fork / "grades.json").read_text())
     assert {r["status"] for r in grades["rows"]} == statuses
     import nbformat
     from labkit.learn.grade import check_names, checks_in
+
     nb = nbformat.read(fork / "exercises" / name, as_version=4)
-    calls = [n for c in nb.cells if c.cell_type == "code" for n in checks_in(c.source, check_names())]
+    calls = [
+        n for c in nb.cells if c.cell_type == "code" for n in checks_in(c.source, check_names())
+    ]
     assert len(grades["rows"]) == len(calls) >= 4
     assert "Traceback" not in out.stdout + out.stderr

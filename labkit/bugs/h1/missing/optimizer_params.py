@@ -24,8 +24,12 @@ def optimizer_head_only(config, model):
 
 
 BUG = Bug(
-    name="missing_optimizer_params", system="H1", stage="optimizer", exercise="Exercise B",
-    seam="optimizer", replacement=optimizer_backbone_only,
+    name="missing_optimizer_params",
+    system="H1",
+    stage="optimizer",
+    exercise="Exercise B",
+    seam="optimizer",
+    replacement=optimizer_backbone_only,
     variants={"head_only": ("optimizer", optimizer_head_only)},
     symptom="slow or stalled loss; head gradients present (and piling up) but updates exactly 0",
     mechanism="the head's parameters were never given to the optimizer: gradient, no update",

@@ -17,7 +17,11 @@ def step_without_optimizer(ctx: StepContext) -> None:
 
 
 BUG = Bug(
-    name="missing_step", system="H1", stage="optimizer", exercise="Exercise B", seam="step",
+    name="missing_step",
+    system="H1",
+    stage="optimizer",
+    exercise="Exercise B",
+    seam="step",
     replacement=step_without_optimizer,
     symptom="loss flat at ln C; gradients healthy, lr > 0, updates exactly 0",
     mechanism="optimizer.step() is never called: gradients are computed and thrown away",

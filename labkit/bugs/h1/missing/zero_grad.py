@@ -19,8 +19,12 @@ def backward_without_zero_grad(ctx: StepContext) -> None:
 
 
 BUG = Bug(
-    name="missing_zero_grad", system="H1", stage="gradients", exercise="Exercise B",
-    seam="backward", replacement=backward_without_zero_grad,
+    name="missing_zero_grad",
+    system="H1",
+    stage="gradients",
+    exercise="Exercise B",
+    seam="backward",
+    replacement=backward_without_zero_grad,
     symptom="gradient norm climbs step after step; loss oscillates with growing spikes",
     mechanism="optimizer.zero_grad() is never called: .grad accumulates every past step",
 )

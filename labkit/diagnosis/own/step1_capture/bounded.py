@@ -16,21 +16,39 @@ import torch.nn as nn
 
 from .budget import GRACE_S, within
 
-METHODS = ("make_model", "make_optimizer", "batches", "val_batches", "loss_fn", "train",
-           "init_state", "update")
+METHODS = (
+    "make_model",
+    "make_optimizer",
+    "batches",
+    "val_batches",
+    "loss_fn",
+    "train",
+    "init_state",
+    "update",
+)
 _ABSENT = object()
 
 
 def shown(args) -> str:
     """A call's arguments in a sentence: a model, a batch, or the value itself."""
-    return ", ".join("model" if isinstance(a, nn.Module) else "batch" if isinstance(a, (dict, list, tuple))
-                     else repr(a) for a in args)
+    return ", ".join(
+        "model"
+        if isinstance(a, nn.Module)
+        else "batch"
+        if isinstance(a, (dict, list, tuple))
+        else repr(a)
+        for a in args
+    )
 
 
 def _timed(setup, name: str, fn):
     def timed(*args, **kwargs):
-        return within(lambda: fn(*args, **kwargs), f"{type(setup).__name__}.{name}({shown(args)})",
-                      grace=0.0 if name == "train" else GRACE_S)
+        return within(
+            lambda: fn(*args, **kwargs),
+            f"{type(setup).__name__}.{name}({shown(args)})",
+            grace=0.0 if name == "train" else GRACE_S,
+        )
+
     timed.labkit_bounded = True  # labkit's, not the learner's own (the replay wraps it too)
     return timed
 
@@ -60,5 +78,7 @@ def bounded(*setups):
                 continue  # the setup put a value of its own there during the block: it stays
             if before is not _ABSENT:
                 object.__setattr__(setup, name, before)
-            elif now is not _ABSENT:  # a wrapper inside the triage (the replay's) may have removed it
+            elif (
+                now is not _ABSENT
+            ):  # a wrapper inside the triage (the replay's) may have removed it
                 object.__delattr__(setup, name)

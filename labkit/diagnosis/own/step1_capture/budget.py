@@ -50,9 +50,11 @@ def check_budget(seconds, parameter: str = "budget_s") -> None:
     """Refuse a budget that is not a positive number of seconds labkit's timer can hold."""
     check_number(parameter, seconds, minimum=0, strict_min=True, allow_none=True)
     if seconds is not None and seconds > MAX_BUDGET_S:
-        raise ValueError(f"{parameter}={seconds!r} is more than labkit's own timer can hold (at "
-                         f"most {MAX_BUDGET_S:g} s, about 115 days); give a smaller {parameter}, "
-                         f"or leave it out for the default {DEFAULT_BUDGET_S:g} s.")
+        raise ValueError(
+            f"{parameter}={seconds!r} is more than labkit's own timer can hold (at "
+            f"most {MAX_BUDGET_S:g} s, about 115 days); give a smaller {parameter}, "
+            f"or leave it out for the default {DEFAULT_BUDGET_S:g} s."
+        )
 
 
 @contextmanager
@@ -94,12 +96,16 @@ def within(fn, what: str, grace: float = 0.0):
 
 
 def _late(what: str) -> str:
-    hint = ("make train() shorter (fewer epochs or steps, a smaller model), check that its "
-            "loop ends" if ".train(" in what else "check that it returns (a loop that ends, "
-            "data that arrives)")
-    return (f"{what} was still running when the triage's time budget of budget_s="
-            f"{_STATE['budget']:g} s ran out, so labkit stopped it; {hint}, or pass a larger "
-            "budget_s to labkit.diagnose (--budget for `labkit triage`).")
+    hint = (
+        "make train() shorter (fewer epochs or steps, a smaller model), check that its loop ends"
+        if ".train(" in what
+        else "check that it returns (a loop that ends, data that arrives)"
+    )
+    return (
+        f"{what} was still running when the triage's time budget of budget_s="
+        f"{_STATE['budget']:g} s ran out, so labkit stopped it; {hint}, or pass a larger "
+        "budget_s to labkit.diagnose (--budget for `labkit triage`)."
+    )
 
 
 def _ring() -> None:
@@ -110,10 +116,12 @@ def _ring() -> None:
 def _alarm(seconds: float):
     armed = {"on": True}
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+
         def ring(signum, frame):
             if armed["on"]:
                 _ring()
                 raise _Stop
+
         old = signal.signal(signal.SIGALRM, ring)
         signal.setitimer(signal.ITIMER_REAL, seconds)
         try:
@@ -129,8 +137,10 @@ def _alarm(seconds: float):
         with lock:
             if armed["on"]:
                 _ring()
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
-                                                           ctypes.py_object(_Stop))
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(target), ctypes.py_object(_Stop)
+                )
+
     timer = threading.Timer(seconds, ring)
     timer.daemon = True
     timer.start()

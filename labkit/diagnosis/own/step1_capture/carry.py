@@ -48,15 +48,19 @@ class LoopUpdate(torch.optim.Optimizer):
     def __init__(self, model, update):
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
-            raise ValueError(f"{type(model).__name__} has no trainable parameter for update() to move.")
+            raise ValueError(
+                f"{type(model).__name__} has no trainable parameter for update() to move."
+            )
         super().__init__(params, {"lr": 1.0})
         self._model, self._update = model, update
 
     @torch.no_grad()
     def step(self, closure=None):
         scale = [g["lr"] for g in self.param_groups]
-        before = [[p.detach().clone() for p in g["params"]] if s != 1.0 else None
-                  for g, s in zip(self.param_groups, scale)]
+        before = [
+            [p.detach().clone() for p in g["params"]] if s != 1.0 else None
+            for g, s in zip(self.param_groups, scale)
+        ]
         with torch.enable_grad():
             self._update(self._model)
         for g, s, kept in zip(self.param_groups, scale, before):
@@ -74,7 +78,9 @@ class Adapted:
         object.__setattr__(self, "_states", weakref.WeakKeyDictionary())  # model -> (inputs, state)
         object.__setattr__(self, "_next", {})  # id(inputs) -> the next batch's inputs in its epoch
         object.__setattr__(self, "_kept", [])  # the epochs whose order is known (ids stay valid)
-        object.__setattr__(self, "_batches", setup.batches)  # as built: a wrapper set later calls us
+        object.__setattr__(
+            self, "_batches", setup.batches
+        )  # as built: a wrapper set later calls us
 
     def __getattr__(self, name):
         value = getattr(self.setup, name)
@@ -106,7 +112,9 @@ class Adapted:
         if opt is not None:
             return opt
         update = getattr(self.setup, "update", None)
-        return LoopUpdate(model, update) if callable(update) else None  # None: refused, with a sentence
+        return (
+            LoopUpdate(model, update) if callable(update) else None
+        )  # None: refused, with a sentence
 
     def loss_fn(self, model, batch):
         if not callable(getattr(self.setup, "init_state", None)):
@@ -119,8 +127,10 @@ class Adapted:
             state = self.setup.init_state(model, batch)
         out = self.setup.loss_fn(model, batch, state)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            raise TypeError(f"{type(self.setup).__name__}.loss_fn(model, batch, state) returned "
-                            f"{type(out).__name__}; with init_state() it must return (loss, next_state).")
+            raise TypeError(
+                f"{type(self.setup).__name__}.loss_fn(model, batch, state) returned "
+                f"{type(out).__name__}; with init_state() it must return (loss, next_state)."
+            )
         self._states[model] = (x, detached(out[1]))
         return out[0]
 
@@ -128,8 +138,9 @@ class Adapted:
 def adapt(setup):
     """`setup` as the plain protocol: wrapped when it has ``init_state`` or ``update``, else
     itself. The wrapper's class carries the learner's class name, for the sentences."""
-    if isinstance(setup, Adapted) or not any(callable(getattr(setup, m, None))
-                                             for m in ("init_state", "update")):
+    if isinstance(setup, Adapted) or not any(
+        callable(getattr(setup, m, None)) for m in ("init_state", "update")
+    ):
         return setup
     return type(type(setup).__name__, (Adapted,), {})(setup)
 

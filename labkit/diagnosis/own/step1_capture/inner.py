@@ -50,8 +50,15 @@ class _Inside(TorchFunctionMode):
             return out
         name = getattr(func, "__name__", "")
         target = args[1] if len(args) > 1 else kwargs.get("target")
-        if name in LOSSES and not self.meets and args and torch.is_tensor(args[0]) and \
-                id(args[0]) not in self.label and target is not None and id(target) in self.label:
+        if (
+            name in LOSSES
+            and not self.meets
+            and args
+            and torch.is_tensor(args[0])
+            and id(args[0]) not in self.label
+            and target is not None
+            and id(target) in self.label
+        ):
             self.meets.append((func, name, args, kwargs))
         for t in tensors_in(out):
             self.label[id(t)] = t

@@ -49,11 +49,15 @@ class LoopResult:
     @property
     def mean(self) -> float:
         """Mean training loss over the whole run (inf if any step was non-finite)."""
-        return sum(self.losses) / len(self.losses) if all(map(math.isfinite, self.losses)) else math.inf
+        return (
+            sum(self.losses) / len(self.losses)
+            if all(map(math.isfinite, self.losses))
+            else math.inf
+        )
 
     def level(self, frac: float = 0.2) -> float:
         """Mean loss over the last `frac` of the run."""
-        tail = self.losses[-max(1, int(len(self.losses) * frac)):]
+        tail = self.losses[-max(1, int(len(self.losses) * frac)) :]
         return sum(tail) / len(tail) if all(map(math.isfinite, tail)) else math.inf
 
 
@@ -68,6 +72,7 @@ def _optimizer(arm: str, setup, model):
         return learner
     if arm.startswith("default:"):  # one setting back to its constructor default
         from ..step4_h1.settings import reset_setting
+
         return reset_setting(learner, arm.split(":", 1)[1])
     if arm.startswith("lr/"):
         for g in learner.param_groups:
@@ -81,8 +86,12 @@ def _optimizer(arm: str, setup, model):
     if arm == "rebuilt":  # the settings its constructor takes (AdamW's group also holds
         # `decoupled_weight_decay`, which AdamW() itself refuses)
         takes = inspect.signature(type(learner)).parameters
-        settings = {k: v for k, v in learner.param_groups[0].items() if k != "params"
-                    and (k in takes or any(p.kind is p.VAR_KEYWORD for p in takes.values()))}
+        settings = {
+            k: v
+            for k, v in learner.param_groups[0].items()
+            if k != "params"
+            and (k in takes or any(p.kind is p.VAR_KEYWORD for p in takes.values()))
+        }
         return type(learner)(params, **settings)
     return torch.optim.Adam(params, lr=REFERENCE_LR)
 
@@ -102,7 +111,7 @@ def shuffled_labels(batches: list, seed: int) -> list:
     permuted = torch.cat(labels)[_perm(sum(len(y) for y in labels), gen)]
     out, start = [], 0
     for b, y in zip(batches, labels):
-        out.append(proto.with_labels(b, permuted[start:start + len(y)]))
+        out.append(proto.with_labels(b, permuted[start : start + len(y)]))
         start += len(y)
     return out
 
@@ -118,12 +127,21 @@ def held_out_loss(setup, model, batches: list) -> float:
     return sum(values) / len(values)
 
 
-def plain_loop(setup, seed: int, steps: int, arm: str = "own", *, batches: list | None = None,
-               held_out: list | None = None, checkpoints: int = 5) -> LoopResult:
+def plain_loop(
+    setup,
+    seed: int,
+    steps: int,
+    arm: str = "own",
+    *,
+    batches: list | None = None,
+    held_out: list | None = None,
+    checkpoints: int = 5,
+) -> LoopResult:
     """Train a fresh model for `steps` steps with the textbook loop; see the module docstring."""
     if not known_arm(arm):
-        raise ValueError(f"arm={arm!r} is not an arm; choose one of {', '.join(ARMS)}, or "
-                         "'default:<setting>'.")
+        raise ValueError(
+            f"arm={arm!r} is not an arm; choose one of {', '.join(ARMS)}, or 'default:<setting>'."
+        )
     started = time.time()
     torch.manual_seed(seed)
     model = proto.make_model(setup, seed)
@@ -157,7 +175,15 @@ def plain_loop(setup, seed: int, steps: int, arm: str = "own", *, batches: list 
         res.update_norms.append(total_norm([p.detach() - b for p, b in zip(params, before)]) or 0.0)
     if held_out is not None:
         res.evals.append((steps, held_out_loss(setup, model, held_out)))
-    res.run = Run.from_log({"step": list(range(steps)), "loss_raw": res.losses,
-                            "grad_norm": res.grad_norms, "update_norm": res.update_norms},
-                           seed=seed, started_at=started, config={"task": f"plain loop ({arm})"})
+    res.run = Run.from_log(
+        {
+            "step": list(range(steps)),
+            "loss_raw": res.losses,
+            "grad_norm": res.grad_norms,
+            "update_norm": res.update_norms,
+        },
+        seed=seed,
+        started_at=started,
+        config={"task": f"plain loop ({arm})"},
+    )
     return res

@@ -24,10 +24,14 @@ def after_backward(rp) -> None:
     grads = [p.grad for p in params]
     kept = [g.detach().float() for g in grads if g is not None]
     norms = [float(n) for n in torch._foreach_norm(kept)] if kept else []
-    rp._manual = {"params": params, "before": [p.detach().clone() for p in params],
-                  "grads_none": len(grads) - len(kept), "grads_zero": sum(1 for n in norms if n == 0.0),
-                  "grad_norm": math.sqrt(sum(n * n for n in norms)) if norms else None,
-                  "nonfinite_grad": any(not math.isfinite(n) for n in norms)}
+    rp._manual = {
+        "params": params,
+        "before": [p.detach().clone() for p in params],
+        "grads_none": len(grads) - len(kept),
+        "grads_zero": sum(1 for n in norms if n == 0.0),
+        "grad_norm": math.sqrt(sum(n * n for n in norms)) if norms else None,
+        "nonfinite_grad": any(not math.isfinite(n) for n in norms),
+    }
 
 
 def settle(rp) -> None:
@@ -41,11 +45,21 @@ def settle(rp) -> None:
     if not update:
         return  # not a step yet (gradients accumulating), or a step that moved nothing
     rp._manual = None
-    rp.steps.append({"optimizer": None, "lr": [effective_lr(update, kept["grad_norm"])],
-                     "n_params": len(params), "grads_none": kept["grads_none"],
-                     "grads_zero": kept["grads_zero"], "grad_norm": kept["grad_norm"],
-                     "nonfinite_grad": kept["nonfinite_grad"], "backwards": rp._since_step,
-                     "update_norm": update, "loss_after": None, "manual": True})
+    rp.steps.append(
+        {
+            "optimizer": None,
+            "lr": [effective_lr(update, kept["grad_norm"])],
+            "n_params": len(params),
+            "grads_none": kept["grads_none"],
+            "grads_zero": kept["grads_zero"],
+            "grad_norm": kept["grad_norm"],
+            "nonfinite_grad": kept["nonfinite_grad"],
+            "backwards": rp._since_step,
+            "update_norm": update,
+            "loss_after": None,
+            "manual": True,
+        }
+    )
     rp._since_step, rp._stepped = 0, True
     if rp.after_step_loss and rp._last_input is not None:
         batch = rp._batches.get(rp._last_input[0])

@@ -49,7 +49,9 @@ class Replay:
         self.steps: list[dict] = []
         self.clips: list[tuple[str, float]] = []
         self.called: set[int] = set()  # ids of modules that ran inside a forward with grad on
-        self.per_param: dict[int, list] = {}  # id(param) -> [sum of grad norms, of update norms, steps]
+        self.per_param: dict[
+            int, list
+        ] = {}  # id(param) -> [sum of grad norms, of update norms, steps]
         self.ever_grad: set[int] = set()  # ids of parameters that had a gradient after a backward
         self._depth, self._busy, self._since_step, self._stepped = 0, False, 0, False
         self._batches: dict[int, object] = {}
@@ -58,12 +60,17 @@ class Replay:
 
     # ---- installing and removing -------------------------------------------------
     def __enter__(self):
-        self._handles = [optim_hooks.register_optimizer_step_pre_hook(self._pre_step),
-                         optim_hooks.register_optimizer_step_post_hook(self._post_step),
-                         module_hooks.register_module_forward_pre_hook(self._fwd_pre),
-                         module_hooks.register_module_forward_hook(self._fwd_post, always_call=True)]
-        self._orig = {"backward": torch.Tensor.backward, "norm": clip_grad.clip_grad_norm_,
-                      "value": clip_grad.clip_grad_value_}
+        self._handles = [
+            optim_hooks.register_optimizer_step_pre_hook(self._pre_step),
+            optim_hooks.register_optimizer_step_post_hook(self._post_step),
+            module_hooks.register_module_forward_pre_hook(self._fwd_pre),
+            module_hooks.register_module_forward_hook(self._fwd_post, always_call=True),
+        ]
+        self._orig = {
+            "backward": torch.Tensor.backward,
+            "norm": clip_grad.clip_grad_norm_,
+            "value": clip_grad.clip_grad_value_,
+        }
         replay, orig_backward = self, torch.Tensor.backward
 
         def backward(tensor, *args, **kwargs):
@@ -150,11 +157,16 @@ class Replay:
         first = next((a for a in args if isinstance(a, torch.Tensor)), None)
         if grad_on and first is not None:
             self._last_input = (id(first), module)
-        self.forwards.append({
-            "grad_enabled": grad_on, "autocast": torch.is_autocast_enabled("cpu"),
-            "graph": bool(out is not None and out.requires_grad),
-            "dtype": str(out.dtype) if out is not None else None, "step": len(self.steps),
-            "param_dtypes": sorted({str(p.dtype) for p in module.parameters()})})
+        self.forwards.append(
+            {
+                "grad_enabled": grad_on,
+                "autocast": torch.is_autocast_enabled("cpu"),
+                "graph": bool(out is not None and out.requires_grad),
+                "dtype": str(out.dtype) if out is not None else None,
+                "step": len(self.steps),
+                "param_dtypes": sorted({str(p.dtype) for p in module.parameters()}),
+            }
+        )
 
     # ---- backward ------------------------------------------------------------------
     def watched(self) -> list[nn.Parameter]:
@@ -170,9 +182,16 @@ class Replay:
         value = float(tensor.detach().float().sum()) if tensor.numel() <= 1 else math.nan
         checked = self._stepped and self._since_step == 0  # the first backward after a step
         stale = total_norm([p.grad for p in self.watched()]) if checked else None
-        self.backwards.append({"value": value, "graph": tensor.grad_fn is not None,
-                               "leaf": tensor.grad_fn is None, "stale_checked": checked,
-                               "stale_norm": stale, "step": len(self.steps)})
+        self.backwards.append(
+            {
+                "value": value,
+                "graph": tensor.grad_fn is not None,
+                "leaf": tensor.grad_fn is None,
+                "stale_checked": checked,
+                "stale_norm": stale,
+                "step": len(self.steps),
+            }
+        )
         self._since_step += 1
 
     def _backward_end(self):
@@ -188,14 +207,25 @@ class Replay:
         params = [p for g in optimizer.param_groups for p in g["params"]]
         grads = [p.grad for p in params]
         kept = [g for g in grads if g is not None]
-        norms = [float(n) for n in torch._foreach_norm([g.detach().float() for g in kept])] if kept else []
-        self.steps.append({
-            "optimizer": id(optimizer), "lr": [float(g["lr"]) for g in optimizer.param_groups],
-            "n_params": len(params), "grads_none": len(grads) - len(kept),
-            "grads_zero": sum(1 for n in norms if n == 0.0),
-            "grad_norm": math.sqrt(sum(n * n for n in norms)) if norms else None,
-            "nonfinite_grad": any(not math.isfinite(n) for n in norms),
-            "backwards": self._since_step, "update_norm": None, "loss_after": None})
+        norms = (
+            [float(n) for n in torch._foreach_norm([g.detach().float() for g in kept])]
+            if kept
+            else []
+        )
+        self.steps.append(
+            {
+                "optimizer": id(optimizer),
+                "lr": [float(g["lr"]) for g in optimizer.param_groups],
+                "n_params": len(params),
+                "grads_none": len(grads) - len(kept),
+                "grads_zero": sum(1 for n in norms if n == 0.0),
+                "grad_norm": math.sqrt(sum(n * n for n in norms)) if norms else None,
+                "nonfinite_grad": any(not math.isfinite(n) for n in norms),
+                "backwards": self._since_step,
+                "update_norm": None,
+                "loss_after": None,
+            }
+        )
         self._before = [p.detach().clone() for p in params]
         self._grad_norms = [None if g is None else float(g.detach().float().norm()) for g in grads]
         self._since_step = 0
@@ -204,8 +234,12 @@ class Replay:
         params = [p for g in optimizer.param_groups for p in g["params"]]
         if len(params) == len(self._before):
             deltas = [p.detach().float() - b.float() for p, b in zip(params, self._before)]
-            norms = torch._foreach_norm(deltas) if deltas else []  # once: the total and each parameter's
-            self.steps[-1]["update_norm"] = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else 0.0
+            norms = (
+                torch._foreach_norm(deltas) if deltas else []
+            )  # once: the total and each parameter's
+            self.steps[-1]["update_norm"] = (
+                float(torch.linalg.vector_norm(torch.stack(norms))) if norms else 0.0
+            )
             for p, d, g in zip(params, norms, self._grad_norms):
                 acc = self.per_param.setdefault(id(p), [0.0, 0.0, 0])
                 acc[0], acc[1], acc[2] = acc[0] + (g or 0.0), acc[1] + float(d), acc[2] + 1

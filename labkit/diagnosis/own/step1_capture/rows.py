@@ -13,7 +13,13 @@ def label_rows_fit(x, y) -> bool:
 def check_rows(x, y, where: str) -> None:
     """Refuse a batch whose labels fit neither its input rows nor its positions."""
     if len(x) == 0 or not label_rows_fit(x, y):
-        grid_hint = (f" or one per position of the {tuple(x.shape[:2])} token grid ({x.shape[0] * x.shape[1]}, "
-                     "flattened)" if x.dim() >= 2 else "")
-        raise ValueError(f"{where} has {len(x)} inputs and {len(y)} labels; a batch needs at least one "
-                         f"example, and one label row per input{grid_hint}.")
+        grid_hint = (
+            f" or one per position of the {tuple(x.shape[:2])} token grid ({x.shape[0] * x.shape[1]}, "
+            "flattened)"
+            if x.dim() >= 2
+            else ""
+        )
+        raise ValueError(
+            f"{where} has {len(x)} inputs and {len(y)} labels; a batch needs at least one "
+            f"example, and one label row per input{grid_hint}."
+        )

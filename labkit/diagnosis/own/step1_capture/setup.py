@@ -30,12 +30,16 @@ def _name(setup) -> str:
 def check_methods(setup) -> None:
     """Refuse an object that lacks one of the five methods, naming what is missing."""
     if isinstance(setup, str):
-        raise TypeError(f"setup={setup!r} is a string; pass a setup object with the methods "
-                        f"{', '.join(METHODS)}, or a zoo bug's name as bug=.")
+        raise TypeError(
+            f"setup={setup!r} is a string; pass a setup object with the methods "
+            f"{', '.join(METHODS)}, or a zoo bug's name as bug=."
+        )
     missing = [m for m in METHODS if not callable(getattr(setup, m, None))]
     if missing:
-        raise TypeError(f"setup {_name(setup)} lacks {', '.join(f'{m}()' for m in missing)}; a setup "
-                        f"needs all five methods: {', '.join(METHODS)} (see labkit.diagnosis.own.step1_capture.setup).")
+        raise TypeError(
+            f"setup {_name(setup)} lacks {', '.join(f'{m}()' for m in missing)}; a setup "
+            f"needs all five methods: {', '.join(METHODS)} (see labkit.diagnosis.own.step1_capture.setup)."
+        )
 
 
 def _key(batch, keys, what: str):
@@ -43,12 +47,16 @@ def _key(batch, keys, what: str):
         for k in keys:
             if k in batch:
                 return k
-        raise ValueError(f"cannot find the {what} in a batch with keys {', '.join(map(repr, batch))}; "
-                         f"name them one of {', '.join(map(repr, keys))}.")
+        raise ValueError(
+            f"cannot find the {what} in a batch with keys {', '.join(map(repr, batch))}; "
+            f"name them one of {', '.join(map(repr, keys))}."
+        )
     if isinstance(batch, (tuple, list)):
         index = 0 if what == "inputs" else 1
         if len(batch) <= index:
-            raise ValueError(f"a batch of {len(batch)} item(s) has no {what}; give (inputs, labels).")
+            raise ValueError(
+                f"a batch of {len(batch)} item(s) has no {what}; give (inputs, labels)."
+            )
         return index
     raise TypeError(f"a batch must be a tuple, a list or a dict; got {type(batch).__name__}.")
 
@@ -79,8 +87,11 @@ def with_inputs(batch, inputs):
 
 def describe(batch) -> str:
     items = batch.items() if isinstance(batch, dict) else enumerate(batch)
-    parts = [f"{k}: {tuple(v.shape)} {str(v.dtype).replace('torch.', '')}"
-             for k, v in items if isinstance(v, torch.Tensor)]
+    parts = [
+        f"{k}: {tuple(v.shape)} {str(v.dtype).replace('torch.', '')}"
+        for k, v in items
+        if isinstance(v, torch.Tensor)
+    ]
     return "; ".join(parts) or type(batch).__name__
 
 
@@ -88,6 +99,7 @@ def call(setup, method: str, *args):
     """Call a learner's method; an exception becomes a sentence naming the method.
     ``train`` runs under the time budget of `labkit.diagnose` (`budget`)."""
     from .budget import BudgetExceeded, within
+
     try:
         if method == "train":
             return within(lambda: setup.train(*args), f"{_name(setup)}.train{tuple(args)}")
@@ -96,15 +108,20 @@ def call(setup, method: str, *args):
         raise
     except Exception as exc:  # the learner's code may raise anything
         from .bounded import shown
+
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(f"{_name(setup)}.{method}({shown(args)}) raised {type(exc).__name__}: {first}") from exc
+        raise ValueError(
+            f"{_name(setup)}.{method}({shown(args)}) raised {type(exc).__name__}: {first}"
+        ) from exc
 
 
 def make_model(setup, seed: int) -> nn.Module:
     model = call(setup, "make_model", seed)
     if not isinstance(model, nn.Module):
-        raise TypeError(f"{_name(setup)}.make_model({seed}) returned {type(model).__name__}; it must "
-                        "return a torch.nn.Module.")
+        raise TypeError(
+            f"{_name(setup)}.make_model({seed}) returned {type(model).__name__}; it must "
+            "return a torch.nn.Module."
+        )
     if not any(p.requires_grad for p in model.parameters()) and not list(model.parameters()):
         raise ValueError(f"{_name(setup)}.make_model({seed}) returned a model with no parameters.")
     return model
@@ -113,9 +130,11 @@ def make_model(setup, seed: int) -> nn.Module:
 def make_optimizer(setup, model: nn.Module) -> torch.optim.Optimizer:
     opt = call(setup, "make_optimizer", model)
     if not isinstance(opt, torch.optim.Optimizer):
-        raise TypeError(f"{_name(setup)}.make_optimizer(model) returned {type(opt).__name__}; it must return a "
-                        "torch.optim.Optimizer (build the scheduler inside train()), or None with a method "
-                        "update(model) for a loop without torch.optim (see own_carry).")
+        raise TypeError(
+            f"{_name(setup)}.make_optimizer(model) returned {type(opt).__name__}; it must return a "
+            "torch.optim.Optimizer (build the scheduler inside train()), or None with a method "
+            "update(model) for a loop without torch.optim (see own_carry)."
+        )
     return opt
 
 
@@ -123,21 +142,28 @@ def batches(setup, seed: int, method: str = "batches") -> list:
     out = call(setup, method, seed)
     if not isinstance(out, (list, tuple)):
         hint = " (return list(loader))" if hasattr(out, "__iter__") else ""
-        raise TypeError(f"{_name(setup)}.{method}({seed}) returned {type(out).__name__}; it must "
-                        f"return a list of one epoch's batches{hint}.")
+        raise TypeError(
+            f"{_name(setup)}.{method}({seed}) returned {type(out).__name__}; it must "
+            f"return a list of one epoch's batches{hint}."
+        )
     if not out:
-        raise ValueError(f"{_name(setup)}.{method}({seed}) returned an empty list: an epoch with no "
-                         "batches cannot be trained or triaged.")
+        raise ValueError(
+            f"{_name(setup)}.{method}({seed}) returned an empty list: an epoch with no "
+            "batches cannot be trained or triaged."
+        )
     for i, b in enumerate(out):
         try:
             x, y = inputs_of(b), labels_of(b)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{_name(setup)}.{method}({seed})[{i}]: {exc}") from None
         if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
-            raise TypeError(f"{_name(setup)}.{method}({seed})[{i}] holds inputs of type "
-                            f"{type(x).__name__} and labels of type {type(y).__name__}; both must be "
-                            "torch.Tensor.")
+            raise TypeError(
+                f"{_name(setup)}.{method}({seed})[{i}] holds inputs of type "
+                f"{type(x).__name__} and labels of type {type(y).__name__}; both must be "
+                "torch.Tensor."
+            )
         from .rows import check_rows  # a token grid's labels may be one per position
+
         check_rows(x, y, f"{_name(setup)}.{method}({seed})[{i}]")
     return list(out)
 
@@ -147,24 +173,33 @@ def loss(setup, model: nn.Module, batch, index: int = 0) -> torch.Tensor:
         value = setup.loss_fn(model, batch)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(f"{_name(setup)}.loss_fn(model, batch) failed on batch {index} ({describe(batch)}): the "
-                         f"model cannot take this batch. {type(exc).__name__}: {first}") from exc
+        raise ValueError(
+            f"{_name(setup)}.loss_fn(model, batch) failed on batch {index} ({describe(batch)}): the "
+            f"model cannot take this batch. {type(exc).__name__}: {first}"
+        ) from exc
     if not isinstance(value, torch.Tensor):
         hint = " (return the tensor, not loss.item())" if isinstance(value, float) else ""
-        raise TypeError(f"{_name(setup)}.loss_fn(model, batch) returned {type(value).__name__}; it must return a "
-                        f"scalar loss tensor{hint}.")
+        raise TypeError(
+            f"{_name(setup)}.loss_fn(model, batch) returned {type(value).__name__}; it must return a "
+            f"scalar loss tensor{hint}."
+        )
     if value.numel() != 1:
-        raise ValueError(f"{_name(setup)}.loss_fn(model, batch) returned a tensor of shape "
-                         f"{tuple(value.shape)}; reduce it to one number (e.g. .mean()).")
+        raise ValueError(
+            f"{_name(setup)}.loss_fn(model, batch) returned a tensor of shape "
+            f"{tuple(value.shape)}; reduce it to one number (e.g. .mean())."
+        )
     return value.reshape(())
 
 
 def train(setup, seed: int, epochs: int):
     from ....core.run import Run
+
     run = call(setup, "train", seed, epochs)
     if not isinstance(run, Run):
-        raise TypeError(f"{_name(setup)}.train({seed}, {epochs}) returned {type(run).__name__}; wrap "
-                        "your loop's log with labkit.Run.from_log(columns, seed=..., started_at=...).")
+        raise TypeError(
+            f"{_name(setup)}.train({seed}, {epochs}) returned {type(run).__name__}; wrap "
+            "your loop's log with labkit.Run.from_log(columns, seed=..., started_at=...)."
+        )
     if len(run) == 0:
         raise ValueError(f"{_name(setup)}.train({seed}, {epochs}) returned a Run with no steps.")
     return run
@@ -177,10 +212,12 @@ def check(setup, seed: int = 0) -> list[str]:
     opt = make_optimizer(setup, model)
     data = batches(setup, seed)
     value = loss(setup, model, data[0])
-    lines = [f"make_model({seed}): {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters",
-             f"make_optimizer: {type(opt).__name__}", (f"batches({seed}): {len(data)} batches, the first "
-             f"{describe(data[0])}"),
-             f"loss_fn: {value.item():.4g} on batch 0"]
+    lines = [
+        f"make_model({seed}): {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters",
+        f"make_optimizer: {type(opt).__name__}",
+        (f"batches({seed}): {len(data)} batches, the first {describe(data[0])}"),
+        f"loss_fn: {value.item():.4g} on batch 0",
+    ]
     if callable(getattr(setup, "val_batches", None)):
         val = batches(setup, seed, "val_batches")
         lines.append(f"val_batches({seed}): {len(val)} batches")
@@ -222,10 +259,13 @@ def load(spec: str):
     from pathlib import Path
 
     from ....errors import suggest
+
     path_text, _, name = spec.partition(":")
     path = Path(path_text)
     if path.suffix != ".py":
-        raise ValueError(f"--setup={spec!r} must name a Python file and a class, like path/to/file.py:MySetup.")
+        raise ValueError(
+            f"--setup={spec!r} must name a Python file and a class, like path/to/file.py:MySetup."
+        )
     if not path.exists():
         raise FileNotFoundError(f"--setup file {path} does not exist.")
     module_name = f"labkit_setup_{abs(hash(str(path.resolve())))}"
@@ -239,16 +279,25 @@ def load(spec: str):
         raise ValueError(f"importing {path} failed: {type(exc).__name__}: {first}") from exc
     finally:
         sys.path.remove(str(path.resolve().parent))
-    found = [k for k, v in vars(module).items() if isinstance(v, type) and v.__module__ == module_name
-             and all(callable(getattr(v, m, None)) for m in METHODS)]
+    found = [
+        k
+        for k, v in vars(module).items()
+        if isinstance(v, type)
+        and v.__module__ == module_name
+        and all(callable(getattr(v, m, None)) for m in METHODS)
+    ]
     if not name:
         if len(found) != 1:
-            raise ValueError(f"{path} has {len(found)} setup classes ({', '.join(found) or 'none'}); "
-                             f"name one, like {path}:{found[0] if found else 'MySetup'}.")
+            raise ValueError(
+                f"{path} has {len(found)} setup classes ({', '.join(found) or 'none'}); "
+                f"name one, like {path}:{found[0] if found else 'MySetup'}."
+            )
         name = found[0]
     if not hasattr(module, name):
-        raise ValueError(f"{path} has no {name!r}; its setup classes are {', '.join(found) or 'none'}."
-                         f"{suggest(name, found)}")
+        raise ValueError(
+            f"{path} has no {name!r}; its setup classes are {', '.join(found) or 'none'}."
+            f"{suggest(name, found)}"
+        )
     obj = getattr(module, name)
     if isinstance(obj, type):
         try:

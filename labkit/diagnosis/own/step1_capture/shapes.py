@@ -77,6 +77,6 @@ def causal(predict, batch) -> bool:
     if before is None:
         return False
     n = x.shape[axis]
-    return _same(before.narrow(axis, 0, n - 1), after.narrow(axis, 0, n - 1)) and \
-        not _same(before.narrow(axis, n - 1, 1), after.narrow(axis, n - 1, 1))
-
+    return _same(before.narrow(axis, 0, n - 1), after.narrow(axis, 0, n - 1)) and not _same(
+        before.narrow(axis, n - 1, 1), after.narrow(axis, n - 1, 1)
+    )

@@ -44,8 +44,10 @@ def affordable(what: str, steps: int) -> bool:
     cost = steps * _SEEN["seconds"] / _SEEN["steps"]
     if cost <= remaining:
         return True
-    _SEEN["skipped"].append(f"{what} (about {cost:.1f} s of training; {max(remaining, 0):.1f} s of "
-                            f"budget_s={own_budget._STATE['budget']:g} s were left)")
+    _SEEN["skipped"].append(
+        f"{what} (about {cost:.1f} s of training; {max(remaining, 0):.1f} s of "
+        f"budget_s={own_budget._STATE['budget']:g} s were left)"
+    )
     return False
 
 
@@ -56,6 +58,9 @@ def skipped() -> list[str]:
 def note(record) -> None:
     """Say in `record` what was skipped, if anything."""
     if _SEEN["skipped"]:
-        record.notes.append("to keep to the time budget, labkit skipped: " + "; ".join(_SEEN["skipped"])
-                            + ". The finding stands on the rest of the evidence; pass a larger budget_s "
-                            "to run them")
+        record.notes.append(
+            "to keep to the time budget, labkit skipped: "
+            + "; ".join(_SEEN["skipped"])
+            + ". The finding stands on the rest of the evidence; pass a larger budget_s "
+            "to run them"
+        )

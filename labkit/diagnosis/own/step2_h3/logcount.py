@@ -50,7 +50,9 @@ def _sliding(raw, rep, rows) -> int | None:
     as a deque(maxlen=k) or a smoothed progress bar keeps), if one is."""
     cum = cumsum(raw)
     for k in range(2, MAX_WINDOW + 1):
-        if all(same_value(rep[t], (cum[t + 1] - cum[max(0, t + 1 - k)]) / min(k, t + 1)) for t in rows):
+        if all(
+            same_value(rep[t], (cum[t + 1] - cum[max(0, t + 1 - k)]) / min(k, t + 1)) for t in rows
+        ):
             return k
     return None
 
@@ -67,9 +69,12 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
     rep = [float(v) if v is not None else math.nan for v in rep_col]
     k = _sliding(raw, rep, rows)
     if k is not None:
-        return ProbeResult(result.probe, f"agree: the logger shows the mean of the last {k} raw losses (a "
-                           f"sliding window; {len(rows)} reports compared)",
-                           {**result.details, "agree": True, "mechanism": None, "matches": f"last {k} mean"})
+        return ProbeResult(
+            result.probe,
+            f"agree: the logger shows the mean of the last {k} raw losses (a "
+            f"sliding window; {len(rows)} reports compared)",
+            {**result.details, "agree": True, "mechanism": None, "matches": f"last {k} mean"},
+        )
     sizes = [1.0] * len(raw)
     found = _counts(rep, rows, Windows(raw, per_epoch, set(rows), sizes))
     if found is None:
@@ -77,13 +82,19 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
     window, used = found
     off = [(t, n, k) for t, n, k in used if n != k]
     t, n, k = off[0]
-    where = {"log+epoch": "since the previous report in this epoch", "log": "since the previous report",
-             "epoch": "over this epoch", "run": "over the run"}[window]
-    text = (f"disagree: the logged mean has a wrong count (off by one): at {len(off)} of {len(used)} reports "
-            f"the sum of the batch losses {where} is divided by {'one less' if k < n else 'one more'} than "
-            f"their number (at step {t}: {n} losses summed, divided by {k}), so those reports read "
-            f"{n / k:.3g}x the honest mean ({(n / k - 1):+.0%}); the others are right. A report condition "
-            "such as `i % interval == 0 and i > 0` sums interval + 1 losses at the first report of each "
-            "epoch, and a counter started at 1 or 0 divides by one too many or too few")
+    where = {
+        "log+epoch": "since the previous report in this epoch",
+        "log": "since the previous report",
+        "epoch": "over this epoch",
+        "run": "over the run",
+    }[window]
+    text = (
+        f"disagree: the logged mean has a wrong count (off by one): at {len(off)} of {len(used)} reports "
+        f"the sum of the batch losses {where} is divided by {'one less' if k < n else 'one more'} than "
+        f"their number (at step {t}: {n} losses summed, divided by {k}), so those reports read "
+        f"{n / k:.3g}x the honest mean ({(n / k - 1):+.0%}); the others are right. A report condition "
+        "such as `i % interval == 0 and i > 0` sums interval + 1 losses at the first report of each "
+        "epoch, and a counter started at 1 or 0 divides by one too many or too few"
+    )
     details = {**result.details, "mechanism": "count_off_by_one", "off_by_one": off[:10]}
     return ProbeResult(result.probe, text, details)

@@ -85,14 +85,23 @@ def _ema(raw, rep, rows) -> float | None:
 
 def honest_matches(raw, rep, rows, win: Windows) -> list[str]:
     found = []
-    for name, fn in (("per-batch raw loss", lambda t: raw[t]),
-                     ("epoch running mean", lambda t: win.total("v", "epoch", t) / win.count("epoch", t)),
-                     ("epoch running mean weighted by batch size",
-                      lambda t: win.total("w", "epoch", t) / win.total("n", "epoch", t)),
-                     ("mean since the previous report", lambda t: win.total("v", "log", t) / win.count("log", t)),
-                     ("mean since the previous report in this epoch",
-                      lambda t: win.total("v", "log+epoch", t) / win.count("log+epoch", t)),
-                     ("running mean over the run", lambda t: win.total("v", "run", t) / (t + 1))):
+    for name, fn in (
+        ("per-batch raw loss", lambda t: raw[t]),
+        ("epoch running mean", lambda t: win.total("v", "epoch", t) / win.count("epoch", t)),
+        (
+            "epoch running mean weighted by batch size",
+            lambda t: win.total("w", "epoch", t) / win.total("n", "epoch", t),
+        ),
+        (
+            "mean since the previous report",
+            lambda t: win.total("v", "log", t) / win.count("log", t),
+        ),
+        (
+            "mean since the previous report in this epoch",
+            lambda t: win.total("v", "log+epoch", t) / win.count("log+epoch", t),
+        ),
+        ("running mean over the run", lambda t: win.total("v", "run", t) / (t + 1)),
+    ):
         if all(same_value(rep[t], fn(t)) for t in rows):
             found.append(name)
     if not found and _ema(raw, rep, rows) is not None:
@@ -104,12 +113,14 @@ def _extreme(raw, rep, rows, win: Windows) -> str | None:
     """The lowest (or highest) raw loss so far, over the run or the epoch: a 'best' shown."""
     for window in ("run", "epoch"):
         for name, pick in (("lowest", min), ("highest", max)):
-            if all(same_value(rep[t], pick(raw[win.start[window][t]:t + 1])) for t in rows):
+            if all(same_value(rep[t], pick(raw[win.start[window][t] : t + 1])) for t in rows):
                 if all(same_value(rep[t], raw[t]) for t in rows):
                     return None  # a loss that only falls: the raw value itself fits
-                return (f"the reported value is the {name} raw loss so far (a running "
-                        f"{'min' if pick is min else 'max'} over the {window}, a 'best' value): it "
-                        "never shows the loss going the other way, so spikes and rises are hidden")
+                return (
+                    f"the reported value is the {name} raw loss so far (a running "
+                    f"{'min' if pick is min else 'max'} over the {window}, a 'best' value): it "
+                    "never shows the loss going the other way, so spikes and rises are hidden"
+                )
     return None
 
 
@@ -146,9 +157,11 @@ def _stale(raw, rep, rows, honest_values) -> str | None:
     repeats = sum(1 for a, b in zip(rows, rows[1:]) if rep[a] == rep[b] and raw[a] != raw[b])
     earlier = sum(1 for t in rows if any(same_value(rep[t], h) for s, h in honest_values if s < t))
     if len(rows) >= 3 and (repeats >= 0.5 * (len(rows) - 1) or earlier >= 0.75 * len(rows)):
-        return ("the reported value is stale: it repeats a value computed at an earlier step "
-                f"({earlier} of {len(rows)} reports equal an earlier honest value, {repeats} repeat "
-                "the previous report)")
+        return (
+            "the reported value is stale: it repeats a value computed at an earlier step "
+            f"({earlier} of {len(rows)} reports equal an earlier honest value, {repeats} repeat "
+            "the previous report)"
+        )
     return None
 
 
@@ -164,46 +177,70 @@ def _family(raw, rep, rows, win: Windows, per_epoch: int) -> tuple[str, str] | N
             if c > 0 and all(same_value(r, c) for r in ratios):
                 fits.append((kind, window, c))
     what = {"v": "batch losses", "w": "per-sample losses (loss x batch size)"}
-    where = {"epoch": "over this epoch", "log": "since the previous report", "run": "over the whole run",
-             "log+epoch": "since the previous report", "step": "of this batch"}
+    where = {
+        "epoch": "over this epoch",
+        "log": "since the previous report",
+        "run": "over the whole run",
+        "log+epoch": "since the previous report",
+        "step": "of this batch",
+    }
     for kind, window, c in fits:
         if abs(c - 1) < 0.01:
-            return "sum", (f"a sum where a mean was meant: the reported value is the sum of the "
-                           f"{what[kind]} {where[window]}, never divided by their number")
+            return "sum", (
+                f"a sum where a mean was meant: the reported value is the sum of the "
+                f"{what[kind]} {where[window]}, never divided by their number"
+            )
     for num in ("run", "epoch", "log"):
         for den in ("epoch", "log", "run", "log+epoch"):
             if num == den or (num, den) in (("log", "log+epoch"),):
                 continue
             if all(same_value(rep[t], win.total("v", num, t) / win.count(den, t)) for t in rows):
                 if num == "run":
-                    return "never_reset", ("an accumulator never reset: the sum runs over the whole run "
-                                           f"but is divided by the number of batches since the "
-                                           f"{'epoch' if den == 'epoch' else 'previous report'} began")
+                    return "never_reset", (
+                        "an accumulator never reset: the sum runs over the whole run "
+                        f"but is divided by the number of batches since the "
+                        f"{'epoch' if den == 'epoch' else 'previous report'} began"
+                    )
                 if den == "run":
-                    return "never_reset", ("a count never reset: the sum restarts each "
-                                           f"{'epoch' if num == 'epoch' else 'report'} but the count "
-                                           "runs over the whole run")
+                    return "never_reset", (
+                        "a count never reset: the sum restarts each "
+                        f"{'epoch' if num == 'epoch' else 'report'} but the count "
+                        "runs over the whole run"
+                    )
                 return "windows", "the sum and the count are reset at different times"
     for kind, window, c in fits:
         if kind == "w" and all(same_value(win.total("n", window, t), c) for t in rows):
             continue  # divided by the number of samples: an honest mean
-        true = {"epoch": f"the {per_epoch} batches of an epoch", "run": "the number of batches so far",
-                "log": "the number of batches since the previous report",
-                "log+epoch": "the number of batches since the previous report", "step": "1"}[window]
-        return "divisor", (f"a constant divisor: the sum of the {what[kind]} {where[window]} is "
-                           f"divided by {c:.4g} at every report instead of {true}")
+        true = {
+            "epoch": f"the {per_epoch} batches of an epoch",
+            "run": "the number of batches so far",
+            "log": "the number of batches since the previous report",
+            "log+epoch": "the number of batches since the previous report",
+            "step": "1",
+        }[window]
+        return "divisor", (
+            f"a constant divisor: the sum of the {what[kind]} {where[window]} is "
+            f"divided by {c:.4g} at every report instead of {true}"
+        )
     return None
 
 
-def check_logger(run, *, per_epoch: int, sizes_by_position: list[float] | None = None,
-                 after_step: list | None = None) -> ProbeResult:
+def check_logger(
+    run,
+    *,
+    per_epoch: int,
+    sizes_by_position: list[float] | None = None,
+    after_step: list | None = None,
+) -> ProbeResult:
     """Compare the reported values of the learner's run with honest recomputations."""
     raw = [float(v) for v in run.table["loss_raw"]]
     rep_col = run.table.get("loss_reported") or [None] * len(raw)
     rows = [t for t, v in enumerate(rep_col) if v is not None]
     rep = [float(v) if v is not None else math.nan for v in rep_col]
-    sizes = [float((sizes_by_position or [1.0])[t % per_epoch % len(sizes_by_position or [1.0])])
-             for t in range(len(raw))]
+    sizes = [
+        float((sizes_by_position or [1.0])[t % per_epoch % len(sizes_by_position or [1.0])])
+        for t in range(len(raw))
+    ]
     details = {"agree": True, "steps_compared": len(rows), "mechanism": None, "matches": None}
     if not rows:
         return ProbeResult("raw vs reported", "nothing to compare: no value was reported", details)
@@ -213,18 +250,25 @@ def check_logger(run, *, per_epoch: int, sizes_by_position: list[float] | None =
     found = honest_matches(raw, rep, rows, win)
     if found:
         details["matches"] = found[0]
-        return ProbeResult("raw vs reported", f"agree: the logger shows the {found[0]} "
-                           f"({len(rows)} reports compared)", details)
+        return ProbeResult(
+            "raw vs reported",
+            f"agree: the logger shows the {found[0]} ({len(rows)} reports compared)",
+            details,
+        )
     details["agree"] = False
     if after_step and len(after_step) == len(raw) and all(after_step[t] is not None for t in rows):
         win_after = Windows([float(v) for v in after_step], per_epoch, set(rows), sizes)
         moved = honest_matches([float(v) for v in after_step], rep, rows, win_after)
         if moved:
             details["mechanism"] = "after_step"
-            return ProbeResult("raw vs reported", "disagree: the reported value is the loss recomputed "
-                               f"after the step (the {moved[0]} of the after-step losses): the model had "
-                               "already learned from the batch, so the curve looks better than the "
-                               "training is", details)
+            return ProbeResult(
+                "raw vs reported",
+                "disagree: the reported value is the loss recomputed "
+                f"after the step (the {moved[0]} of the after-step losses): the model had "
+                "already learned from the batch, so the curve looks better than the "
+                "training is",
+                details,
+            )
     extreme = _extreme(raw, rep, rows, win)
     if extreme:
         details["mechanism"] = "running_extreme"
@@ -232,12 +276,18 @@ def check_logger(run, *, per_epoch: int, sizes_by_position: list[float] | None =
     beta = _ema_from_zero(raw, rep, rows)
     if beta is not None:
         details["mechanism"] = "ema_from_zero"
-        return ProbeResult("raw vs reported", f"disagree: the reported value is an exponential moving "
-                           f"average (beta {beta:g}) started at 0 and shown without bias correction: the "
-                           f"early reports are pulled toward 0 (the first is {rep[rows[0]]:.3g} for a raw "
-                           f"loss of {raw[rows[0]]:.3g}), so the curve starts far too low", details)
+        return ProbeResult(
+            "raw vs reported",
+            f"disagree: the reported value is an exponential moving "
+            f"average (beta {beta:g}) started at 0 and shown without bias correction: the "
+            f"early reports are pulled toward 0 (the first is {rep[rows[0]]:.3g} for a raw "
+            f"loss of {raw[rows[0]]:.3g}), so the curve starts far too low",
+            details,
+        )
     honest_values = [(t, raw[t]) for t in range(len(raw))]
-    honest_values += [(t, win.total("v", "epoch", t) / win.count("epoch", t)) for t in range(len(raw))]
+    honest_values += [
+        (t, win.total("v", "epoch", t) / win.count("epoch", t)) for t in range(len(raw))
+    ]
     stale = _stale(raw, rep, rows, honest_values)
     if stale:
         details["mechanism"] = "stale"
@@ -250,11 +300,19 @@ def check_logger(run, *, per_epoch: int, sizes_by_position: list[float] | None =
     r = _correlation([rep[t] for t in rows], [raw[t] for t in rows])
     if r is not None and r < -0.7 and all(0 <= rep[t] <= 1 for t in rows):
         details["mechanism"] = "metric"
-        return ProbeResult("raw vs reported", "disagree: the reported value is another metric: it stays "
-                           f"within [0, 1] and rises as the raw loss falls (correlation {r:.2f}), like "
-                           "an accuracy logged under the name of the loss", details)
+        return ProbeResult(
+            "raw vs reported",
+            "disagree: the reported value is another metric: it stays "
+            f"within [0, 1] and rises as the raw loss falls (correlation {r:.2f}), like "
+            "an accuracy logged under the name of the loss",
+            details,
+        )
     details["mechanism"] = "other_tensor"
-    return ProbeResult("raw vs reported", "disagree: the reported value matches no honest summary of "
-                       f"the loss passed to backward() (largest gap to the raw loss {gap:.3g}): it is "
-                       "computed from another tensor: another forward pass, the model in eval mode, or another "
-                       "batch (a validation batch?)", details)
+    return ProbeResult(
+        "raw vs reported",
+        "disagree: the reported value matches no honest summary of "
+        f"the loss passed to backward() (largest gap to the raw loss {gap:.3g}): it is "
+        "computed from another tensor: another forward pass, the model in eval mode, or another "
+        "batch (a validation batch?)",
+        details,
+    )

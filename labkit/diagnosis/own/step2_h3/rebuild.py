@@ -28,7 +28,7 @@ def _first(raw, per_epoch, window):
 
 def _extreme(raw, per_epoch, window, pick):
     s = _starts(len(raw), per_epoch, window)
-    return [pick(raw[s[t]:t + 1]) for t in range(len(raw))]
+    return [pick(raw[s[t] : t + 1]) for t in range(len(raw))]
 
 
 def _integer(raw, per_epoch):
@@ -44,31 +44,57 @@ def _previous_epoch(raw, per_epoch):
     out, shown = [], math.nan
     for t in range(len(raw)):
         if t % per_epoch == 0 and t:
-            shown = sum(raw[t - per_epoch:t]) / per_epoch
+            shown = sum(raw[t - per_epoch : t]) / per_epoch
         out.append(shown)
     return out
 
 
 CANDIDATES = {
-    "first_value": (("the first raw loss of the run, never refreshed (a snapshot taken once, such as "
-                    "the initial model's loss)"), lambda r, e: _first(r, e, "run")),
-    "first_of_epoch": (("the first batch's loss of each epoch, never refreshed within it: a stale value "
-                       "from an earlier step"), lambda r, e: _first(r, e, "epoch")),
-    "running_max": ("the highest raw loss so far (a running max)", lambda r, e: _extreme(r, e, "run", max)),
-    "running_max_epoch": ("the highest raw loss so far in the epoch (a running max)",
-                          lambda r, e: _extreme(r, e, "epoch", max)),
-    "running_min": ("the lowest raw loss so far (a running min, a 'best' value)",
-                    lambda r, e: _extreme(r, e, "run", min)),
-    "int_total": (("an epoch total kept in an integer: every add truncates the total to an int (a loss "
-                  "under 1.0 adds 0), then it is divided by the count"), lambda r, e: _integer(r, e)),
-    "previous_epoch": ("the previous epoch's mean, shown all through the next epoch: a stale copy",
-                       lambda r, e: _previous_epoch(r, e)),
+    "first_value": (
+        (
+            "the first raw loss of the run, never refreshed (a snapshot taken once, such as "
+            "the initial model's loss)"
+        ),
+        lambda r, e: _first(r, e, "run"),
+    ),
+    "first_of_epoch": (
+        (
+            "the first batch's loss of each epoch, never refreshed within it: a stale value "
+            "from an earlier step"
+        ),
+        lambda r, e: _first(r, e, "epoch"),
+    ),
+    "running_max": (
+        "the highest raw loss so far (a running max)",
+        lambda r, e: _extreme(r, e, "run", max),
+    ),
+    "running_max_epoch": (
+        "the highest raw loss so far in the epoch (a running max)",
+        lambda r, e: _extreme(r, e, "epoch", max),
+    ),
+    "running_min": (
+        "the lowest raw loss so far (a running min, a 'best' value)",
+        lambda r, e: _extreme(r, e, "run", min),
+    ),
+    "int_total": (
+        (
+            "an epoch total kept in an integer: every add truncates the total to an int (a loss "
+            "under 1.0 adds 0), then it is divided by the count"
+        ),
+        lambda r, e: _integer(r, e),
+    ),
+    "previous_epoch": (
+        "the previous epoch's mean, shown all through the next epoch: a stale copy",
+        lambda r, e: _previous_epoch(r, e),
+    ),
 }
 APART = {  # (a, b) -> the run that would tell the two apart
-    frozenset({"first_value", "running_max"}): "a run whose loss rises above its first value (a higher LR, "
-                                               "or shuffled labels)",
-    frozenset({"first_of_epoch", "running_max_epoch"}): "a run whose loss rises within an epoch above "
-                                                        "the epoch's first batch",
+    frozenset(
+        {"first_value", "running_max"}
+    ): "a run whose loss rises above its first value (a higher LR, or shuffled labels)",
+    frozenset(
+        {"first_of_epoch", "running_max_epoch"}
+    ): "a run whose loss rises within an epoch above the epoch's first batch",
 }
 
 
@@ -80,11 +106,13 @@ def _same(a: float, b: float) -> bool:
 
 def reproducing(raw, rep, rows, per_epoch: int) -> list[str]:
     """The candidates that rebuild every report in `rows` exactly, none of them an honest summary."""
-    honest = [sum(raw[t - t % per_epoch:t + 1]) / (t % per_epoch + 1) for t in range(len(raw))]
+    honest = [sum(raw[t - t % per_epoch : t + 1]) / (t % per_epoch + 1) for t in range(len(raw))]
     out = []
     for key, (_, build) in CANDIDATES.items():
         series = build(raw, per_epoch)
-        if all(_same(series[t], rep[t]) for t in rows) and not all(_same(series[t], honest[t]) for t in rows):
+        if all(_same(series[t], rep[t]) for t in rows) and not all(
+            _same(series[t], honest[t]) for t in rows
+        ):
             out.append(key)
     return out
 
@@ -101,8 +129,12 @@ def explain(run, per_epoch: int) -> tuple[str, str] | None:
     if not found:
         return None
     if len(found) == 1:
-        return found[0], f"the reported value is {CANDIDATES[found[0]][0]}: it reproduces every report exactly"
+        return found[
+            0
+        ], f"the reported value is {CANDIDATES[found[0]][0]}: it reproduces every report exactly"
     both = " or ".join(CANDIDATES[k][0] for k in found[:2])
     apart = APART.get(frozenset(found[:2]), "a run where the two readings differ")
-    return "|".join(found[:2]), (f"the reported value is {both}: on this run both reproduce every report "
-                                 f"exactly, and {apart} would tell them apart")
+    return "|".join(found[:2]), (
+        f"the reported value is {both}: on this run both reproduce every report "
+        f"exactly, and {apart} would tell them apart"
+    )

@@ -38,8 +38,15 @@ def _inputs_matrix(batches: list) -> tuple[torch.Tensor, list[bool]]:
 
 def input_checks(batches: list) -> dict:
     X, kept = _inputs_matrix(batches)  # (N, D)
-    out = {"rows": len(X), "features": X.shape[1], "nonfinite_rows": 0, "constant": False,
-           "identical_share": None, "white_ratio": None, "dtype": str(X.dtype).replace("torch.", "")}
+    out = {
+        "rows": len(X),
+        "features": X.shape[1],
+        "nonfinite_rows": 0,
+        "constant": False,
+        "identical_share": None,
+        "white_ratio": None,
+        "dtype": str(X.dtype).replace("torch.", ""),
+    }
     if X.is_floating_point():
         bad = ~torch.isfinite(X)
         out["nonfinite_rows"] = int(bad.any(1).sum())
@@ -54,8 +61,13 @@ def input_checks(batches: list) -> dict:
     if rows.is_floating_point() and len(rows) > 1:
         r = rows.double()
         out["constant"] |= bool((r.std(0) <= 1e-6 * (1 + r.mean(0).abs())).all())
-    labels = torch.cat([proto.labels_of(b).reshape(len(proto.labels_of(b)), -1) for b, k in
-                        zip(batches, kept) if k])
+    labels = torch.cat(
+        [
+            proto.labels_of(b).reshape(len(proto.labels_of(b)), -1)
+            for b, k in zip(batches, kept)
+            if k
+        ]
+    )
     _, label_counts = torch.unique(labels, dim=0, return_counts=True)
     out["labels_constant"] = len(label_counts) == 1 and len(labels) > 1
     if X.is_floating_point() and not out["constant"]:
@@ -87,10 +99,12 @@ def scale_shift(train: list, held_out: list) -> str | None:
     k = int(z.argmax())
     if float(z[k]) < 10:
         return None
-    return (f"the held-out inputs are on another scale than the training inputs (feature {k} "
-            f"averages {float(b[:, k].mean()):.4g} there and {float(a[:, k].mean()):.4g} in training, "
-            f"{float(z[k]):.0f} training standard deviations apart): a preprocessing step such as "
-            "standardisation was applied to one split only")
+    return (
+        f"the held-out inputs are on another scale than the training inputs (feature {k} "
+        f"averages {float(b[:, k].mean()):.4g} there and {float(a[:, k].mean()):.4g} in training, "
+        f"{float(z[k]):.0f} training standard deviations apart): a preprocessing step such as "
+        "standardisation was applied to one split only"
+    )
 
 
 def _white_ratio(X: torch.Tensor) -> float | None:
@@ -107,8 +121,13 @@ def _white_ratio(X: torch.Tensor) -> float | None:
 def flows(result) -> bool:
     """Gradients reach the parameters and the steps move them (a plain loop's result)."""
     grads = [g for g in result.grad_norms if g is not None]
-    return bool(grads) and len(grads) == len(result.grad_norms) and min(grads) > 0 \
-        and all(math.isfinite(g) for g in grads) and max(result.update_norms) > 0
+    return (
+        bool(grads)
+        and len(grads) == len(result.grad_norms)
+        and min(grads) > 0
+        and all(math.isfinite(g) for g in grads)
+        and max(result.update_norms) > 0
+    )
 
 
 def label_signal(real: list, shuffled: list) -> dict:
@@ -126,9 +145,15 @@ def label_signal(real: list, shuffled: list) -> dict:
     gaps = [s - r for r, s in zip(means_r, means_s)]
     floor = 0.02 * abs(start)
     out.update(gaps=gaps, spread=spread, floor=floor)
-    if all(above("signal.gap_over_spread", g, max(3 * spread, floor), seed=i) for i, g in enumerate(gaps)):
+    if all(
+        above("signal.gap_over_spread", g, max(3 * spread, floor), seed=i)
+        for i, g in enumerate(gaps)
+    ):
         out["verdict"] = "signal"
-    elif all(not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i) for i, g in enumerate(gaps)):
+    elif all(
+        not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i)
+        for i, g in enumerate(gaps)
+    ):
         out["verdict"] = "none"
     return out
 
@@ -150,7 +175,9 @@ def describe_signal(sig: dict) -> str:
     if "gaps" not in sig:
         return f"label-shuffle control: unclear ({sig.get('why', 'no result')})"
     r, s = sig["real"], sig["shuffled"]
-    return (f"label-shuffle control (plain loop, mean training loss): real labels {r[0]:.3f} / "
-            f"{r[1]:.3f}, shuffled {s[0]:.3f} / {s[1]:.3f} on seeds 0 / 1; gap "
-            f"{sig['gaps'][0]:+.3f} / {sig['gaps'][1]:+.3f} against a seed-to-seed spread of "
-            f"{sig['spread']:.3f}")
+    return (
+        f"label-shuffle control (plain loop, mean training loss): real labels {r[0]:.3f} / "
+        f"{r[1]:.3f}, shuffled {s[0]:.3f} / {s[1]:.3f} on seeds 0 / 1; gap "
+        f"{sig['gaps'][0]:+.3f} / {sig['gaps'][1]:+.3f} against a seed-to-seed spread of "
+        f"{sig['spread']:.3f}"
+    )

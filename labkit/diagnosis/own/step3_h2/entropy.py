@@ -32,8 +32,13 @@ def token_entropy(batches) -> float | None:
             x, y = proto.inputs_of(b), proto.labels_of(b)
         except (TypeError, ValueError, KeyError):
             return None
-        if not (torch.is_tensor(x) and torch.is_tensor(y)) or x.shape != y.shape or x.is_floating_point() \
-                or y.is_floating_point() or x.dim() < 2:
+        if (
+            not (torch.is_tensor(x) and torch.is_tensor(y))
+            or x.shape != y.shape
+            or x.is_floating_point()
+            or y.is_floating_point()
+            or x.dim() < 2
+        ):
             return None
         keep = y.flatten() >= 0
         pairs.append(torch.stack([x.flatten()[keep], y.flatten()[keep]], 1))
@@ -53,9 +58,13 @@ def _against(last, floor: float) -> str:
     if last is None:
         return "without a final loss"
     if last < 0.75 * floor:
-        return (f"below it ({last:.3g}): it was memorising the 64 samples, which takes more than the "
-                "probe's steps when the targets are random")
-    return f"at that level ({last:.3g}), not at 0" if last < 1.25 * floor else f"above it ({last:.3g})"
+        return (
+            f"below it ({last:.3g}): it was memorising the 64 samples, which takes more than the "
+            "probe's steps when the targets are random"
+        )
+    return (
+        f"at that level ({last:.3g}), not at 0" if last < 1.25 * floor else f"above it ({last:.3g})"
+    )
 
 
 def explain_stall(record, batches, seed_signal: dict | None) -> None:
@@ -66,12 +75,16 @@ def explain_stall(record, batches, seed_signal: dict | None) -> None:
     first, last = row["data"].get("loss_first"), row["data"].get("loss_last")
     floor = token_entropy(batches)
     shown = f"{first:.3g} -> {last:.3g}" if first is not None and last is not None else "stalled"
-    text = (f"does not reach ~0 on 64 samples ({shown}), and a healthy run need not: the targets are "
-            "partly random. ")
+    text = (
+        f"does not reach ~0 on 64 samples ({shown}), and a healthy run need not: the targets are "
+        "partly random. "
+    )
     if floor is not None:
-        text += (f"In your data the next token given the current one has an entropy of about "
-                 f"{floor:.3g} nats (a floor for a model that sees one token of context; more context "
-                 f"lowers it), and the probe ended {_against(last, floor)}. ")
+        text += (
+            f"In your data the next token given the current one has an entropy of about "
+            f"{floor:.3g} nats (a floor for a model that sees one token of context; more context "
+            f"lowers it), and the probe ended {_against(last, floor)}. "
+        )
     if seed_signal and seed_signal.get("verdict") == "signal":
         text += "The label-shuffle control shows the labels carry signal (real beat shuffled), "
     text += "so the stall is the data's entropy floor, not a defect"
@@ -79,8 +92,12 @@ def explain_stall(record, batches, seed_signal: dict | None) -> None:
     row["data"]["entropy_floor"] = floor
 
 
-MODEL_KEYS = {"dead_units": "units that never activate", "flow_blocked": "a layer whose gradient is blocked",
-              "vanishing": "a layer whose gradient vanishes", "frozen": "frozen parameters"}
+MODEL_KEYS = {
+    "dead_units": "units that never activate",
+    "flow_blocked": "a layer whose gradient is blocked",
+    "vanishing": "a layer whose gradient vanishes",
+    "frozen": "frozen parameters",
+}
 
 
 def explain_model_stall(record, finding) -> None:
@@ -90,8 +107,10 @@ def explain_model_stall(record, finding) -> None:
         return
     first, last = row["data"].get("loss_first"), row["data"].get("loss_last")
     norm = row["data"].get("median_grad_norm")
-    row["text"] = (f"stalls ({first:.3g} -> {last:.3g}"
-                   + (f", median gradient norm {norm:.3g}" if norm is not None else "")
-                   + f"), and the norms are not healthy: the total hides {MODEL_KEYS[finding.key]} (see the "
-                   "conviction), so the model as set up cannot fit 64 samples; this is not a sign that the "
-                   "data carries no signal")
+    row["text"] = (
+        f"stalls ({first:.3g} -> {last:.3g}"
+        + (f", median gradient norm {norm:.3g}" if norm is not None else "")
+        + f"), and the norms are not healthy: the total hides {MODEL_KEYS[finding.key]} (see the "
+        "conviction), so the model as set up cannot fit 64 samples; this is not a sign that the "
+        "data carries no signal"
+    )

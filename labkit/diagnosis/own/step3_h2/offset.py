@@ -55,6 +55,7 @@ def targets_scored(setup, model, batch) -> torch.Tensor | None:
         if torch.is_tensor(out):
             return leaf
         return type(out)(leaf if o is t else o for o in out)
+
     handle = model.register_forward_hook(swap)
     try:
         with warnings.catch_warnings():
@@ -113,21 +114,38 @@ def offset_rule(evs) -> OwnFinding | None:
     if len({(m["axis"], m["offset"]) for m in found}) != 1 or found[0]["offset"] == 1:
         return None
     m, ev = found[0], evs[0]
-    k, first = m["offset"], "sequence-first (time, batch)" if m["axis"] == 0 else "batch-first (batch, time)"
-    where = (f"measured through your loss call, the output at position t is scored against input token t{k:+d} "
-             f"(at {m['share']:.0%} of the {m['scored']} scored positions of the first batch, read as {first})")
+    k, first = (
+        m["offset"],
+        "sequence-first (time, batch)" if m["axis"] == 0 else "batch-first (batch, time)",
+    )
+    where = (
+        f"measured through your loss call, the output at position t is scored against input token t{k:+d} "
+        f"(at {m['share']:.0%} of the {m['scored']} scored positions of the first batch, read as {first})"
+    )
     if k >= 2:
-        return OwnFinding("H2", "double_shift", f"the targets are shifted twice: {where}, {k} tokens ahead "
-                          "where a causal LM predicts the next one; the batches were already shifted and the "
-                          "loss shifts them again (or the other way round): shift exactly once")
+        return OwnFinding(
+            "H2",
+            "double_shift",
+            f"the targets are shifted twice: {where}, {k} tokens ahead "
+            "where a causal LM predicts the next one; the batches were already shifted and the "
+            "loss shifts them again (or the other way round): shift exactly once",
+        )
     sees = causal(lambda b: _output(ev, b), ev.batches[0])
     if not sees:
         return None
-    what = ("the shift by one is missing" if k == 0 else "the shift is applied to the inputs instead of the "
-            f"targets: the targets lag the inputs by {-k}")
-    return OwnFinding("H2", "labels_are_inputs", f"{what}: {where}, a token the causal model already sees "
-                      "(its outputs before the last position do not change when the last input token does, "
-                      "measured), so it learns to copy its input; shift by one, position t against token t+1")
+    what = (
+        "the shift by one is missing"
+        if k == 0
+        else "the shift is applied to the inputs instead of the "
+        f"targets: the targets lag the inputs by {-k}"
+    )
+    return OwnFinding(
+        "H2",
+        "labels_are_inputs",
+        f"{what}: {where}, a token the causal model already sees "
+        "(its outputs before the last position do not change when the last input token does, "
+        "measured), so it learns to copy its input; shift by one, position t against token t+1",
+    )
 
 
 @torch.no_grad()

@@ -57,8 +57,12 @@ def _inputs_and_labels(batch):
         x = batch.get("x", batch.get("inputs", batch.get("input")))
     else:
         return None
-    if not (torch.is_tensor(x) and torch.is_tensor(y)) or y.dim() != 1 or y.is_floating_point() or \
-            len(y) != len(x):  # e.g. a token grid's labels, one per position: not one row per example
+    if (
+        not (torch.is_tensor(x) and torch.is_tensor(y))
+        or y.dim() != 1
+        or y.is_floating_point()
+        or len(y) != len(x)
+    ):  # e.g. a token grid's labels, one per position: not one row per example
         return None
     return x, y
 
@@ -67,7 +71,9 @@ def _wrong(setup, model, batch, classes: int) -> float | None:
     """The loss on `batch` made certain, with every label moved to another class."""
     y = _inputs_and_labels(batch)[1]
     try:
-        return float(setup.loss_fn(_Sharper(model, SCALE), proto.with_labels(batch, (y + 1) % classes)))
+        return float(
+            setup.loss_fn(_Sharper(model, SCALE), proto.with_labels(batch, (y + 1) % classes))
+        )
     except Exception:  # a loss_fn that refuses other labels: no answer, the floor stands alone
         return None
 
@@ -115,9 +121,13 @@ def loss_floor(setup, seed: int, batches) -> OwnFinding | None:
     # contrastive term) costs ~1000x the margin for a certain wrong answer: no saturation.
     if wrong is not None and not wrong < BOUNDED:
         return None
-    return OwnFinding("H1", "loss_floor", f"the loss has a floor above 0: on the {int(mask.sum())} of "
-                      f"64 samples the model predicts right, made certain (outputs x{SCALE:g}), your "
-                      f"loss is still {sure:.3g} where a loss on logits gives ~0. "
-                      "It is computed on something other than the logits (a softmax or sigmoid "
-                      "applied before a loss such as cross_entropy that applies its own), or offset or "
-                      "scaled; fix the loss and the same loop can reach ~0")
+    return OwnFinding(
+        "H1",
+        "loss_floor",
+        f"the loss has a floor above 0: on the {int(mask.sum())} of "
+        f"64 samples the model predicts right, made certain (outputs x{SCALE:g}), your "
+        f"loss is still {sure:.3g} where a loss on logits gives ~0. "
+        "It is computed on something other than the logits (a softmax or sigmoid "
+        "applied before a loss such as cross_entropy that applies its own), or offset or "
+        "scaled; fix the loss and the same loop can reach ~0",
+    )

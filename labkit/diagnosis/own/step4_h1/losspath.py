@@ -35,9 +35,32 @@ from ...finding import OwnFinding
 from ..step1_capture import inner
 from . import targets
 
-FLAT = {"round", "floor", "ceil", "trunc", "sign", "argmax", "argmin", "gt", "ge", "lt", "le",
-        "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__", "heaviside",
-        "long", "int", "bool", "frac"}
+FLAT = {
+    "round",
+    "floor",
+    "ceil",
+    "trunc",
+    "sign",
+    "argmax",
+    "argmin",
+    "gt",
+    "ge",
+    "lt",
+    "le",
+    "eq",
+    "ne",
+    "__gt__",
+    "__ge__",
+    "__lt__",
+    "__le__",
+    "__eq__",
+    "__ne__",
+    "heaviside",
+    "long",
+    "int",
+    "bool",
+    "frac",
+}
 INTEGER = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
 LOSSES = ("cross_entropy", "nll_loss")  # the calls whose targets the floor and copy checks read
 
@@ -85,8 +108,9 @@ class _Audit(TorchFunctionMode):
                 self.meets.append((func, name, args, kwargs))
             if name in ("softmax", "log_softmax") and args and args[0] is pred[0]:
                 self.batch_softmax += targets.over_batch(name, pred[0], args, kwargs)
-            if name in FLAT or (name == "to" and any(a in INTEGER for a in list(args[1:]) +
-                                                    list(kwargs.values()))):
+            if name in FLAT or (
+                name == "to" and any(a in INTEGER for a in list(args[1:]) + list(kwargs.values()))
+            ):
                 self.flat_ops.append(f"torch.{name}" if name != "to" else ".to(an integer dtype)")
             for t in _tensors(out):
                 self.pred[id(t)] = t
@@ -101,23 +125,36 @@ class _Audit(TorchFunctionMode):
         except RuntimeError:
             return
         if shape.numel() > max(p.numel(), y.numel()) and name not in ("getitem", "__getitem__"):
-            self.broadcasts.append(f"{name} combines the prediction {tuple(p.shape)} with the labels "
-                                   f"{tuple(y.shape)}, which broadcast to {tuple(shape)}")
+            self.broadcasts.append(
+                f"{name} combines the prediction {tuple(p.shape)} with the labels "
+                f"{tuple(y.shape)}, which broadcast to {tuple(shape)}"
+            )
 
     def _probabilities(self, name, p, args) -> None:
         if not (args and args[0] is p and p.is_floating_point() and p.numel() > 1):
             return
         v = p.detach().float()
         if name == "binary_cross_entropy_with_logits" and v.min() >= 0 and v.max() <= 1:
-            self.probabilities.append("binary_cross_entropy_with_logits gets values that all lie in "
-                                      "[0, 1]: a sigmoid was already applied, and the loss applies its "
-                                      "own sigmoid again")
-        elif name in ("cross_entropy", "nll_loss") and v.dim() >= 2 and v.min() >= 0 and \
-                torch.allclose(v.sum(1), torch.ones(()), atol=1e-3):
-            what = ("cross_entropy applies its own log-softmax again" if name == "cross_entropy"
-                    else "nll_loss expects log-probabilities")
-            self.probabilities.append(f"{name} gets rows that are non-negative and sum to 1: a softmax "
-                                      f"was already applied, and {what}")
+            self.probabilities.append(
+                "binary_cross_entropy_with_logits gets values that all lie in "
+                "[0, 1]: a sigmoid was already applied, and the loss applies its "
+                "own sigmoid again"
+            )
+        elif (
+            name in ("cross_entropy", "nll_loss")
+            and v.dim() >= 2
+            and v.min() >= 0
+            and torch.allclose(v.sum(1), torch.ones(()), atol=1e-3)
+        ):
+            what = (
+                "cross_entropy applies its own log-softmax again"
+                if name == "cross_entropy"
+                else "nll_loss expects log-probabilities"
+            )
+            self.probabilities.append(
+                f"{name} gets rows that are non-negative and sum to 1: a softmax "
+                f"was already applied, and {what}"
+            )
 
 
 def audit(setup, seed: int, batches) -> dict:
@@ -148,9 +185,16 @@ def audit(setup, seed: int, batches) -> dict:
             floor = targets.floor(func, name, args, kwargs, target)
             if targets.same_tokens(target, batch, kwargs):
                 copies = targets.causal(lambda b: _first_prediction(setup, model, b, seed), batch)
-    return {"broadcasts": mode.broadcasts, "flat_ops": sorted(set(mode.flat_ops)),
-            "probabilities": mode.probabilities, "zero_grads": zero, "unpaired": unpaired,
-            "floor": floor, "copies": copies, "batch_softmax": mode.batch_softmax}
+    return {
+        "broadcasts": mode.broadcasts,
+        "flat_ops": sorted(set(mode.flat_ops)),
+        "probabilities": mode.probabilities,
+        "zero_grads": zero,
+        "unpaired": unpaired,
+        "floor": floor,
+        "copies": copies,
+        "batch_softmax": mode.batch_softmax,
+    }
 
 
 def _follow(setup, model, batch):
@@ -164,6 +208,7 @@ def _follow(setup, model, batch):
         mode.inside -= 1
         if not mode.inside:
             mode.mark_output(output)
+
     handles = [model.register_forward_pre_hook(enter), model.register_forward_hook(leave)]
     try:
         with mode, warnings.catch_warnings():
@@ -185,7 +230,11 @@ def _first_prediction(setup, model, batch, seed):
 
 def _same_output(model, batch, n: int) -> bool:
     try:
-        out = model(batch[0]) if isinstance(batch, (tuple, list)) and torch.is_tensor(batch[0]) else None
+        out = (
+            model(batch[0])
+            if isinstance(batch, (tuple, list)) and torch.is_tensor(batch[0])
+            else None
+        )
     except Exception:  # a model called otherwise by loss_fn: not measured here
         return False
     return torch.is_tensor(out) and len(out) == n and torch.allclose(out, out[:1].expand_as(out))
@@ -228,25 +277,45 @@ def loss_path(evs) -> OwnFinding | None:
     also = []
     if all(f["zero_grads"] and f["flat_ops"] for f in found):
         ops = ", ".join(a["flat_ops"])
-        key, text = "no_gradient", (f"the loss passes the model's output through {ops}, which is "
-                                    "piecewise constant: its gradient is 0 almost everywhere, so "
-                                    "backward() gives every parameter a zero gradient and nothing "
-                                    "learns")
+        key, text = (
+            "no_gradient",
+            (
+                f"the loss passes the model's output through {ops}, which is "
+                "piecewise constant: its gradient is 0 almost everywhere, so "
+                "backward() gives every parameter a zero gradient and nothing "
+                "learns"
+            ),
+        )
         also = a["broadcasts"][:1]
     elif all(f["probabilities"] for f in found):
-        key, text = "probabilities", (f"{a['probabilities'][0]}; the loss is computed on "
-                                      "probabilities instead of logits, so it has a floor above 0 "
-                                      "and weak gradients")
+        key, text = (
+            "probabilities",
+            (
+                f"{a['probabilities'][0]}; the loss is computed on "
+                "probabilities instead of logits, so it has a floor above 0 "
+                "and weak gradients"
+            ),
+        )
     elif all(f["broadcasts"] for f in found):
-        key, text = "broadcast", (f"a shape mismatch in the loss: {a['broadcasts'][0]}, so every "
-                                  "prediction is compared with every label in the batch and the "
-                                  "labels stop mattering; make the shapes equal (squeeze or view)")
+        key, text = (
+            "broadcast",
+            (
+                f"a shape mismatch in the loss: {a['broadcasts'][0]}, so every "
+                "prediction is compared with every label in the batch and the "
+                "labels stop mattering; make the shapes equal (squeeze or view)"
+            ),
+        )
     elif all(f["unpaired"] is not None for f in found):
-        key, text = "unpaired", (f"the loss does not pair each prediction with its own label: with the "
-                                 f"labels permuted within the batch it is unchanged ({a['unpaired']:.4g}), "
-                                 "so it compares batch-level aggregates (a mean or sum taken before the "
-                                 "error is squared or compared) and the model cannot learn which output "
-                                 "belongs to which input")
+        key, text = (
+            "unpaired",
+            (
+                f"the loss does not pair each prediction with its own label: with the "
+                f"labels permuted within the batch it is unchanged ({a['unpaired']:.4g}), "
+                "so it compares batch-level aggregates (a mean or sum taken before the "
+                "error is squared or compared) and the model cannot learn which output "
+                "belongs to which input"
+            ),
+        )
     else:
         return targets.finding(found)
     if also:

@@ -32,7 +32,9 @@ from ...finding import OwnFinding
 from ..margins import above, below
 
 BELOW = 0.1  # the learner's loss below -BELOW x the reference loss at init: below the floor of 0
-RISES = 2.0  # the reference loss ends this many times above its start while yours trains: it runs away
+RISES = (
+    2.0  # the reference loss ends this many times above its start while yours trains: it runs away
+)
 SAME = 1e-3  # ratios that agree to this (relative): one constant relation
 BATCHES = 4  # batches read at init
 
@@ -41,6 +43,7 @@ BATCHES = 4  # batches read at init
 def relation(ev) -> list[dict]:
     """On the first batches at init: the learner's loss, the reference loss, the batch's rows
     and label elements, and the input of the first nll_loss call on the prediction, if any."""
+
     def make():
         torch.manual_seed(ev.seed)
         model = proto.make_model(ev.setup, ev.seed)
@@ -62,11 +65,24 @@ def relation(ev) -> list[dict]:
             if ref is None or not torch.is_tensor(yours) or yours.numel() != 1:
                 return []
             y = proto.labels_of(batch)
-            kind = ("mean squared error" if y.is_floating_point() else "cross-entropy"
-                    if refloss._tensor(outs[0]).dim() > y.dim() else "binary cross-entropy")
-            out.append({"yours": float(yours), "ref": float(ref), "rows": len(y), "kind": kind,
-                        "elements": int((y != -100).sum()) if not y.is_floating_point() else y.numel()})
+            kind = (
+                "mean squared error"
+                if y.is_floating_point()
+                else "cross-entropy"
+                if refloss._tensor(outs[0]).dim() > y.dim()
+                else "binary cross-entropy"
+            )
+            out.append(
+                {
+                    "yours": float(yours),
+                    "ref": float(ref),
+                    "rows": len(y),
+                    "kind": kind,
+                    "elements": int((y != -100).sum()) if not y.is_floating_point() else y.numel(),
+                }
+            )
         return out
+
     return ev.once("loss_relation", make)
 
 
@@ -81,12 +97,14 @@ def _ratio(rel: list[dict]) -> float | None:
 def _first_call(ev) -> tuple | None:
     """(name, input) of the first cross_entropy / nll_loss call on the prediction, or None."""
     from .losspath import _follow
+
     def make():
         torch.manual_seed(ev.seed)
         model = copy.deepcopy(proto.make_model(ev.setup, ev.seed))
         with torch.no_grad():
             mode, _ = _follow(ev.setup, model, ev.batches[0])
         return (mode.meets[0][1], mode.meets[0][2][0].detach().float()) if mode.meets else None
+
     return ev.once("bounded_call", make)
 
 
@@ -111,12 +129,23 @@ def _below_floor(ev) -> dict | None:
         return None
     call = _first_call(ev)
     if call is None:  # not a loss labkit knows the floor of: it must run away from the reference
-        ref = [float(v) for v in refloss.run(ev.setup, ev.seed, ev.steps, "scored", ev.batches).table["loss_raw"]]
-        tail = ref[-max(1, len(ref) // 5):]
+        ref = [
+            float(v)
+            for v in refloss.run(ev.setup, ev.seed, ev.steps, "scored", ev.batches).table[
+                "loss_raw"
+            ]
+        ]
+        tail = ref[-max(1, len(ref) // 5) :]
         end = sum(tail) / len(tail) if all(map(math.isfinite, tail)) else math.inf
         if not above("range.reference_rises", end / ref[0], RISES, seed=ev.seed, log=True):
             return None
-    return {"low": low, "start": start, "call": call and call[0], "ratio": _ratio(rel), "nll": _nll_on_logits(ev)}
+    return {
+        "low": low,
+        "start": start,
+        "call": call and call[0],
+        "ratio": _ratio(rel),
+        "nll": _nll_on_logits(ev),
+    }
 
 
 def range_rule(evs) -> OwnFinding | None:
@@ -127,19 +156,42 @@ def range_rule(evs) -> OwnFinding | None:
     f = found[0]
     kind = relation(evs[0])[0]["kind"]
     if f["nll"] is not None:
-        key, what = "nll_logits", (f"nll_loss is fed raw logits where log-probabilities belong (the exp of "
-                                   f"its input rows sums to {f['nll']} on average, not 1): nll_loss only picks "
-                                   "-input[label], so on logits it has no floor and falls without bound as the "
-                                   "label's logit grows; take log_softmax first, or call cross_entropy")
-    elif f["ratio"] is not None and f["ratio"] < 0 and all(x["ratio"] is not None and x["ratio"] < 0 for x in found):
-        key, what = "loss_sign", (f"the loss's sign is flipped: at init it is exactly {f['ratio']:.3g} x the "
-                                  f"{kind} on the same outputs and labels, a log-likelihood minimised without "
-                                  "its minus sign, so minimising it makes the right answers less likely")
+        key, what = (
+            "nll_logits",
+            (
+                f"nll_loss is fed raw logits where log-probabilities belong (the exp of "
+                f"its input rows sums to {f['nll']} on average, not 1): nll_loss only picks "
+                "-input[label], so on logits it has no floor and falls without bound as the "
+                "label's logit grows; take log_softmax first, or call cross_entropy"
+            ),
+        )
+    elif (
+        f["ratio"] is not None
+        and f["ratio"] < 0
+        and all(x["ratio"] is not None and x["ratio"] < 0 for x in found)
+    ):
+        key, what = (
+            "loss_sign",
+            (
+                f"the loss's sign is flipped: at init it is exactly {f['ratio']:.3g} x the "
+                f"{kind} on the same outputs and labels, a log-likelihood minimised without "
+                "its minus sign, so minimising it makes the right answers less likely"
+            ),
+        )
     else:
-        key, what = "below_floor", (f"the loss is built wrong: it is a {kind} in shape, which is never below "
-                                    "0, yet it falls below 0 and keeps falling")
-    return OwnFinding("H1", key, f"{what} (your loss reaches {f['low']:.3g}, below the floor of 0 that a "
-                      f"{kind} has; the reference {kind} at init is {f['start']:.3g})")
+        key, what = (
+            "below_floor",
+            (
+                f"the loss is built wrong: it is a {kind} in shape, which is never below "
+                "0, yet it falls below 0 and keeps falling"
+            ),
+        )
+    return OwnFinding(
+        "H1",
+        key,
+        f"{what} (your loss reaches {f['low']:.3g}, below the floor of 0 that a "
+        f"{kind} has; the reference {kind} at init is {f['start']:.3g})",
+    )
 
 
 def summed(evs, finding: OwnFinding) -> OwnFinding:
@@ -150,14 +202,26 @@ def summed(evs, finding: OwnFinding) -> OwnFinding:
         ratio = _ratio(rel)
         if ratio is None or not rel:
             return finding
-        n = next((k for k in ("rows", "elements") if all(
-            abs(r["yours"] / r["ref"] - r[k]) <= SAME * r[k] for r in rel if r["ref"] > 1e-6)), None)
+        n = next(
+            (
+                k
+                for k in ("rows", "elements")
+                if all(
+                    abs(r["yours"] / r["ref"] - r[k]) <= SAME * r[k] for r in rel if r["ref"] > 1e-6
+                )
+            ),
+            None,
+        )
         if n is None or rel[0][n] < 2:
             return finding
         counts.append(rel[0][n])
     what = "examples" if counts[0] == len(proto.labels_of(evs[0].batches[0])) else "label elements"
-    return OwnFinding("H1", "loss_summed", f"the loss is summed over the batch, not averaged (a reduction of "
-                      f"'sum', or .sum() where .mean() belongs): batch after batch it is exactly {counts[0]}x "
-                      f"the mean loss on the same outputs and labels, one term for each of the {counts[0]} "
-                      f"{what}, so under an LR tuned for a mean every step is {counts[0]} times too large; "
-                      f"reduction='mean' is the one change closest to the cause (also worked: {finding.mechanism})")
+    return OwnFinding(
+        "H1",
+        "loss_summed",
+        f"the loss is summed over the batch, not averaged (a reduction of "
+        f"'sum', or .sum() where .mean() belongs): batch after batch it is exactly {counts[0]}x "
+        f"the mean loss on the same outputs and labels, one term for each of the {counts[0]} "
+        f"{what}, so under an LR tuned for a mean every step is {counts[0]} times too large; "
+        f"reduction='mean' is the one change closest to the cause (also worked: {finding.mechanism})",
+    )

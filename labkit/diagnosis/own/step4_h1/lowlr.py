@@ -67,11 +67,19 @@ def low_lr_rule(ev, f) -> OwnFinding | None:
         return None
     largest = _largest_relative(ev)
     at_base = _relative(plain)
-    sizes = (f"; the largest relative update per step of any parameter is {largest:.1e} of its norm"
-             if largest is not None else "") + (f", against {at_base:.1e} at the base LR" if at_base else "")
-    return OwnFinding("H1", "lr_never_rises", f"the learning rate is too small all along: your schedule holds it "
-                      f"at {lrs[0]:.2g} at the first step and {peak:.2g} at most, {base / peak:.0f}x below the "
-                      f"optimizer's base LR {base:g} (a warm-up far longer than the run, or a start factor that "
-                      f"never ramps up within it), so {why}{sizes}; the same loop at the base LR, no schedule, "
-                      f"reaches {plain.level():.3g}", arm="own",
-                      variable=("learning-rate schedule", "yours", f"none: the base LR {base:g}"))
+    sizes = (
+        f"; the largest relative update per step of any parameter is {largest:.1e} of its norm"
+        if largest is not None
+        else ""
+    ) + (f", against {at_base:.1e} at the base LR" if at_base else "")
+    return OwnFinding(
+        "H1",
+        "lr_never_rises",
+        f"the learning rate is too small all along: your schedule holds it "
+        f"at {lrs[0]:.2g} at the first step and {peak:.2g} at most, {base / peak:.0f}x below the "
+        f"optimizer's base LR {base:g} (a warm-up far longer than the run, or a start factor that "
+        f"never ramps up within it), so {why}{sizes}; the same loop at the base LR, no schedule, "
+        f"reaches {plain.level():.3g}",
+        arm="own",
+        variable=("learning-rate schedule", "yours", f"none: the base LR {base:g}"),
+    )

@@ -34,6 +34,7 @@ def _owner(name: str) -> str:
 
 def layer_norms(ev) -> list[dict]:
     """One row per layer (the module that owns the parameters) that the optimizer trains."""
+
     def make():
         rp = ev.replay
         names = param_names(rp.models.values())
@@ -41,12 +42,20 @@ def layer_norms(ev) -> list[dict]:
         layers: dict[str, dict] = {}
         for p in rp.watched():
             acc = rp.per_param.get(id(p))
-            if not p.requires_grad or id(p) not in held or not acc or not acc[2] or id(p) not in names \
-                    or names[id(p)][1] not in rp.called:  # a module that never ran is not stalled
+            if (
+                not p.requires_grad
+                or id(p) not in held
+                or not acc
+                or not acc[2]
+                or id(p) not in names
+                or names[id(p)][1] not in rp.called
+            ):  # a module that never ran is not stalled
                 continue
             name = names[id(p)][0]
-            row = layers.setdefault(_owner(name), {"layer": _owner(name), "w2": 0.0, "g2": 0.0, "u2": 0.0,
-                                                   "numel": 0, "params": []})
+            row = layers.setdefault(
+                _owner(name),
+                {"layer": _owner(name), "w2": 0.0, "g2": 0.0, "u2": 0.0, "numel": 0, "params": []},
+            )
             row["w2"] += float(p.detach().float().pow(2).sum())
             row["g2"] += (acc[0] / acc[2]) ** 2
             row["u2"] += (acc[1] / acc[2]) ** 2
@@ -59,28 +68,40 @@ def layer_norms(ev) -> list[dict]:
             if w > 0 and math.isfinite(w) and math.isfinite(u) and math.isfinite(g):
                 out.append({**row, "weight": w, "grad": g, "update": u, "rel_update": u / w})
         return out
+
     return ev.once("layer_norms", make)
 
 
 def stalled_layers(ev) -> list[dict]:
     """The layers whose relative update is below RATIO x the median of the other layers."""
-    rows = [r for r in layer_norms(ev) if r["matrix"]]  # layers of weights, not a lone scale or norm
+    rows = [
+        r for r in layer_norms(ev) if r["matrix"]
+    ]  # layers of weights, not a lone scale or norm
     if len(rows) < MIN_LAYERS or ev.facts["nonfinite_at"] is not None:
         return []
     out = []
     for row in rows:
         others = sorted(r["rel_update"] for r in rows if r is not row)
         median = others[len(others) // 2]
-        if median > 0 and below(f"norms.rel_update:{row.get('name')}", row["rel_update"], RATIO * median):
-            out.append({**row, "median_others": median,
-                        "kind": "blocked" if row["grad"] == 0 or row["update"] == 0 else "vanishing"})
+        if median > 0 and below(
+            f"norms.rel_update:{row.get('name')}", row["rel_update"], RATIO * median
+        ):
+            out.append(
+                {
+                    **row,
+                    "median_others": median,
+                    "kind": "blocked" if row["grad"] == 0 or row["update"] == 0 else "vanishing",
+                }
+            )
     return out
 
 
 def _fmt(row) -> str:
-    return (f"layer {row['layer']} ({', '.join(row['params'])}; {row['numel']} elements): relative update "
-            f"{row['rel_update']:.1e} per step against a median of {row['median_others']:.1e} for the other "
-            f"layers, mean gradient norm {row['grad']:.1e}")
+    return (
+        f"layer {row['layer']} ({', '.join(row['params'])}; {row['numel']} elements): relative update "
+        f"{row['rel_update']:.1e} per step against a median of {row['median_others']:.1e} for the other "
+        f"layers, mean gradient norm {row['grad']:.1e}"
+    )
 
 
 def _dead_inputs(model, setup, batch) -> dict[str, tuple[int, int, str]]:
@@ -89,6 +110,7 @@ def _dead_inputs(model, setup, batch) -> dict[str, tuple[int, int, str]]:
     seen, order, handles = {}, [], []
     for name, mod in model.named_modules():
         if any(True for _ in mod.parameters(recurse=False)):
+
             def pre(m, args, name=name):
                 x = args[0] if args and torch.is_tensor(args[0]) else None
                 if name not in seen:
@@ -99,6 +121,7 @@ def _dead_inputs(model, setup, batch) -> dict[str, tuple[int, int, str]]:
                         seen[name] = (int(silent.sum()), silent.numel())
                     else:
                         seen[name] = None
+
             handles.append(mod.register_forward_pre_hook(pre))
     try:
         with torch.no_grad():
@@ -108,12 +131,16 @@ def _dead_inputs(model, setup, batch) -> dict[str, tuple[int, int, str]]:
     finally:
         for h in handles:
             h.remove()
-    return {name: (*seen[name], order[i - 1]) for i, name in enumerate(order)
-            if i and seen.get(name) and seen[name][0] >= DEAD * seen[name][1]}
+    return {
+        name: (*seen[name], order[i - 1])
+        for i, name in enumerate(order)
+        if i and seen.get(name) and seen[name][0] >= DEAD * seen[name][1]
+    }
 
 
 def dead_units(ev) -> dict:
     """Layers whose inputs are dead both at init and at the end of the learner's run."""
+
     def make():
         if not ev.replay.models or ev.facts["nonfinite_at"] is not None:
             return {}
@@ -122,6 +149,7 @@ def dead_units(ev) -> dict:
         start = _dead_inputs(proto.make_model(ev.setup, ev.seed), ev.setup, batch)
         end = _dead_inputs(next(iter(ev.replay.models.values())), ev.setup, batch)
         return {k: end[k] for k in start if k in end}
+
     return ev.once("dead_units", make)
 
 
@@ -135,14 +163,25 @@ def _dead_finding(evs) -> OwnFinding | None:
     for name in layers[:3]:
         dead, units, before = found[0][name]
         row = norms.get(before)
-        moved = (f"; {before}'s relative update per step is {row['rel_update']:.1e}, mean gradient norm "
-                 f"{row['grad']:.1e}" if row else "")
-        parts.append(f"{dead} of the {units} units that feed {name} (the outputs of {before}) are exactly 0 "
-                     f"for every example, at init and still at the end of your run{moved}")
-    return OwnFinding("H1", "dead_units", "gradient flow is blocked by units that never activate: "
-                      + "; ".join(parts) + ". A ReLU whose input stays below 0 (a bias or an init far "
-                      "off, inputs on another scale) passes no gradient back, so the layers before it "
-                      "never learn and the layers after it see a constant")
+        moved = (
+            f"; {before}'s relative update per step is {row['rel_update']:.1e}, mean gradient norm "
+            f"{row['grad']:.1e}"
+            if row
+            else ""
+        )
+        parts.append(
+            f"{dead} of the {units} units that feed {name} (the outputs of {before}) are exactly 0 "
+            f"for every example, at init and still at the end of your run{moved}"
+        )
+    return OwnFinding(
+        "H1",
+        "dead_units",
+        "gradient flow is blocked by units that never activate: "
+        + "; ".join(parts)
+        + ". A ReLU whose input stays below 0 (a bias or an init far "
+        "off, inputs on another scale) passes no gradient back, so the layers before it "
+        "never learn and the layers after it see a constant",
+    )
 
 
 def norms_rule(evs) -> OwnFinding | None:
@@ -158,15 +197,21 @@ def norms_rule(evs) -> OwnFinding | None:
     blocked = all(r["kind"] == "blocked" for r in rows)
     if blocked and all(ev.facts.get("blocked") for ev in evs):
         return None  # no gradient at all (None): the loop's own rule names the cut (flow.h1_rules)
-    how = ("gets no gradient: its units never activate (a ReLU whose input stays below 0, from the init "
-           "or a bias driven negative) or the path to it is cut" if blocked else
-           "gets a gradient orders of magnitude smaller than the other layers': it vanishes on the way "
-           "back (saturating activations, many layers, no normalisation), so plain SGD barely moves it")
+    how = (
+        "gets no gradient: its units never activate (a ReLU whose input stays below 0, from the init "
+        "or a bias driven negative) or the path to it is cut"
+        if blocked
+        else "gets a gradient orders of magnitude smaller than the other layers': it vanishes on the way "
+        "back (saturating activations, many layers, no normalisation), so plain SGD barely moves it"
+    )
     what = "gradient flow is blocked" if blocked else "vanishing gradient"
-    return OwnFinding("H1", "flow_blocked" if blocked else "vanishing",
-                      f"{what} at layer{'s' if len(rows) > 1 else ''} {', '.join(r['layer'] for r in rows[:4])}"
-                      f"{' and more' if len(rows) > 4 else ''}: the layer {how}. "
-                      + "; ".join(_fmt(r) for r in rows[:4]))
+    return OwnFinding(
+        "H1",
+        "flow_blocked" if blocked else "vanishing",
+        f"{what} at layer{'s' if len(rows) > 1 else ''} {', '.join(r['layer'] for r in rows[:4])}"
+        f"{' and more' if len(rows) > 4 else ''}: the layer {how}. "
+        + "; ".join(_fmt(r) for r in rows[:4]),
+    )
 
 
 def describe(ev) -> str:
@@ -174,5 +219,8 @@ def describe(ev) -> str:
     rows = sorted(layer_norms(ev), key=lambda r: r["rel_update"])
     if not rows:
         return "no per-layer norms: no optimizer step was seen"
-    return "relative update per step by layer (smallest first): " + ", ".join(
-        f"{r['layer']} {r['rel_update']:.1e}" for r in rows[:8]) + (" ..." if len(rows) > 8 else "")
+    return (
+        "relative update per step by layer (smallest first): "
+        + ", ".join(f"{r['layer']} {r['rel_update']:.1e}" for r in rows[:8])
+        + (" ..." if len(rows) > 8 else "")
+    )

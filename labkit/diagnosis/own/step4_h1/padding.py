@@ -31,9 +31,15 @@ def _pad_id(batches) -> tuple[int, float, float] | None:
     ys = [proto.labels_of(b) for b in batches[:16]]
     if not all(torch.is_tensor(x) and x.dim() == 2 and not x.is_floating_point() for x in xs):
         return None
-    if not all(torch.is_tensor(y) and not y.is_floating_point() and y.shape == x.shape for x, y in zip(xs, ys)):
+    if not all(
+        torch.is_tensor(y) and not y.is_floating_point() and y.shape == x.shape
+        for x, y in zip(xs, ys)
+    ):
         return None  # token targets, one per input position
-    x, y = torch.cat([t for t in xs if t.shape[1] == xs[0].shape[1]]), torch.cat([t.flatten() for t in ys])
+    x, y = (
+        torch.cat([t for t in xs if t.shape[1] == xs[0].shape[1]]),
+        torch.cat([t.flatten() for t in ys]),
+    )
     if x.shape[1] < 3:
         return None
     last = x[:, -1]
@@ -89,7 +95,9 @@ def _counted(ev, pad: int):
         return None
     per_pos = g.flatten(2).norm(dim=-1) if g.dim() > 2 else g.abs()
     kept = None
-    if out.dim() == 3 and tuple(out.shape[:2]) == tuple(x.shape) and not torch.equal(x, y):  # y aligned
+    if (
+        out.dim() == 3 and tuple(out.shape[:2]) == tuple(x.shape) and not torch.equal(x, y)
+    ):  # y aligned
         with torch.no_grad():
             kept = F.cross_entropy(out.detach().flatten(0, 1), y.flatten(), ignore_index=pad).item()
     return per_pos[both].mean().item(), per_pos[real].mean().item(), loss, kept
@@ -101,16 +109,25 @@ def padding_rule(evs) -> OwnFinding | None:
         return None
     pad, runs, share = found
     measured = [_counted(ev, pad) for ev in evs]
-    if any(m is None or not m[1] > 0 or below("padding.counted", m[0], COUNTED * m[1], seed=i)
-            for i, m in enumerate(measured)):
+    if any(
+        m is None or not m[1] > 0 or below("padding.counted", m[0], COUNTED * m[1], seed=i)
+        for i, m in enumerate(measured)
+    ):
         return None
     at_pad, at_real, loss, kept = measured[0]
-    line = "" if kept is None else (f" Your loss on a batch is {loss:.3g}; with the pad id ignored it is "
-                                    f"{kept:.3g}.")
-    return OwnFinding("H1", "padding_in_loss", f"the loss counts padding: token {pad} ends "
-                      f"{runs:.0%} of the input rows in runs (right padding) and is {share:.0%} of the "
-                      f"targets, and the loss's gradient at positions that are padding is not 0 "
-                      f"({at_pad:.2g} per position against {at_real:.2g} at real tokens): the pad "
-                      "targets are in the mean, easy to predict, so the loss reads low while the real "
-                      f"tokens get a diluted gradient. Ignore them: ignore_index={pad} in cross_entropy "
-                      "(or labels set to -100 where the attention mask is 0)." + line)
+    line = (
+        ""
+        if kept is None
+        else (f" Your loss on a batch is {loss:.3g}; with the pad id ignored it is {kept:.3g}.")
+    )
+    return OwnFinding(
+        "H1",
+        "padding_in_loss",
+        f"the loss counts padding: token {pad} ends "
+        f"{runs:.0%} of the input rows in runs (right padding) and is {share:.0%} of the "
+        f"targets, and the loss's gradient at positions that are padding is not 0 "
+        f"({at_pad:.2g} per position against {at_real:.2g} at real tokens): the pad "
+        "targets are in the mean, easy to predict, so the loss reads low while the real "
+        f"tokens get a diluted gradient. Ignore them: ignore_index={pad} in cross_entropy "
+        "(or labels set to -100 where the attention mask is 0)." + line,
+    )

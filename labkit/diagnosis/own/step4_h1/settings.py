@@ -24,8 +24,16 @@ from ..baseline import advise, fails, learns
 from ...finding import OwnFinding
 from ..margins import above
 
-SKIP = {"params", "lr", "initial_lr", "foreach", "fused", "capturable", "differentiable",
-        "decoupled_weight_decay"}
+SKIP = {
+    "params",
+    "lr",
+    "initial_lr",
+    "foreach",
+    "fused",
+    "capturable",
+    "differentiable",
+    "decoupled_weight_decay",
+}
 
 
 def defaults_of(optimizer) -> dict:
@@ -34,8 +42,9 @@ def defaults_of(optimizer) -> dict:
         sig = inspect.signature(type(optimizer).__init__)
     except (TypeError, ValueError):
         return {}
-    return {k: p.default for k, p in sig.parameters.items()
-            if p.default is not inspect.Parameter.empty}
+    return {
+        k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty
+    }
 
 
 def changed_settings(optimizer) -> dict:
@@ -43,8 +52,12 @@ def changed_settings(optimizer) -> dict:
     defaults, group = defaults_of(optimizer), optimizer.param_groups[0]
     out = {}
     for key, value in group.items():
-        if key == "lr" and isinstance(defaults.get(key), float) and isinstance(value, (int, float)) \
-                and 0 < value < defaults[key] / 100:  # orders of magnitude below: a typo's size
+        if (
+            key == "lr"
+            and isinstance(defaults.get(key), float)
+            and isinstance(value, (int, float))
+            and 0 < value < defaults[key] / 100
+        ):  # orders of magnitude below: a typo's size
             out[key] = (value, defaults[key])
         if key in SKIP or key not in defaults or defaults[key] is None:
             continue
@@ -76,16 +89,22 @@ def settings_rule(ev) -> OwnFinding | None:
         # yours trains about as well as the reference
         return None
     todo = [k for k in changed if f"default:{k}" not in ev._arms]
-    if todo and not own_skips.affordable(f"the optimizer's settings reset one at a time ({', '.join(sorted(todo))})",
-                                         len(todo) * ev.steps):
+    if todo and not own_skips.affordable(
+        f"the optimizer's settings reset one at a time ({', '.join(sorted(todo))})",
+        len(todo) * ev.steps,
+    ):
         return None
     best = None
     for key in sorted(changed):
         arm = ev.arm(f"default:{key}")
         gain = own.level() - arm.level()
-        if math.isfinite(arm.level()) and above(f"settings.reset_gain:{key}", gain, 0.5 * (own.level() - ref.level()),
-                                                 seed=ev.seed) and (
-                best is None or gain > best[1]):
+        if (
+            math.isfinite(arm.level())
+            and above(
+                f"settings.reset_gain:{key}", gain, 0.5 * (own.level() - ref.level()), seed=ev.seed
+            )
+            and (best is None or gain > best[1])
+        ):
             best = (key, gain, arm.level())
     if best is None:
         return None
@@ -93,14 +112,25 @@ def settings_rule(ev) -> OwnFinding | None:
     value, default = changed[key]
     why = fails(ev)
     if why is None:
-        advise(ev, f"advice, not a defect: {learns(ev)}; in a plain loop (one step per batch) your "
-                   f"optimizer reaches {own.level():.3g}, and with {key} reset to its default ({default!r}) "
-                   f"{level:.3g}: faster, not a fix")
+        advise(
+            ev,
+            f"advice, not a defect: {learns(ev)}; in a plain loop (one step per batch) your "
+            f"optimizer reaches {own.level():.3g}, and with {key} reset to its default ({default!r}) "
+            f"{level:.3g}: faster, not a fix",
+        )
         return None
-    what = (f"the learning rate lr={value!r} is too low ({default / value:.0f}x below the default) "
-            "and" if key == "lr" else f"the optimizer's {key}={value!r}")
-    return OwnFinding("H1", f"setting:{key}", f"{what} stops learning ({why}): with "
-                      f"{key} reset to its default ({default!r}) and nothing else changed, the same plain "
-                      f"loop reaches {level:.3g} instead of {own.level():.3g} (a reference Adam(lr=1e-3) "
-                      f"reaches {ref.level():.3g})", arm=f"default:{key}",
-                      variable=(key, repr(value), repr(default)))
+    what = (
+        f"the learning rate lr={value!r} is too low ({default / value:.0f}x below the default) and"
+        if key == "lr"
+        else f"the optimizer's {key}={value!r}"
+    )
+    return OwnFinding(
+        "H1",
+        f"setting:{key}",
+        f"{what} stops learning ({why}): with "
+        f"{key} reset to its default ({default!r}) and nothing else changed, the same plain "
+        f"loop reaches {level:.3g} instead of {own.level():.3g} (a reference Adam(lr=1e-3) "
+        f"reaches {ref.level():.3g})",
+        arm=f"default:{key}",
+        variable=(key, repr(value), repr(default)),
+    )

@@ -14,9 +14,13 @@ from ...finding import OwnFinding
 from ..baseline import WINDOW, advise, fails, learns, smoothed
 from ..margins import above, below
 
-UNSETTLED = 2.0  # the smoothed loss climbs back to this multiple of its best so far: it never settles
+UNSETTLED = (
+    2.0  # the smoothed loss climbs back to this multiple of its best so far: it never settles
+)
 DIPPED = 0.5  # ... after its best fell below this share of its start: it learned, then lost it
-LOWER_LR = 0.2  # at LR/10 the same plain loop ends below this share of its level at the learner's LR
+LOWER_LR = (
+    0.2  # at LR/10 the same plain loop ends below this share of its level at the learner's LR
+)
 
 
 def rebound(losses: list[float], window: int = WINDOW) -> float:
@@ -48,21 +52,33 @@ def unsettled(ev, f, own) -> OwnFinding | None:
     if not means or not all(map(math.isfinite, means)) or means[0] <= 0:
         return None
     climbs = rebound(own.losses)
-    if not below("unsettled.dipped", min(means) / means[0], DIPPED, seed=ev.seed, log=True) or \
-            not above("unsettled.rebound", climbs, UNSETTLED, seed=ev.seed, log=True):
+    if not below(
+        "unsettled.dipped", min(means) / means[0], DIPPED, seed=ev.seed, log=True
+    ) or not above("unsettled.rebound", climbs, UNSETTLED, seed=ev.seed, log=True):
         return None
     low = ev.arm("lr/10")
-    if not math.isfinite(low.level()) or not below("unsettled.lr/10_over_lr", low.level() / level, LOWER_LR,
-                                                   seed=ev.seed, log=True):
+    if not math.isfinite(low.level()) or not below(
+        "unsettled.lr/10_over_lr", low.level() / level, LOWER_LR, seed=ev.seed, log=True
+    ):
         return None
-    if fails(ev) is None:  # a plain loop is unstable at your LR; your own loop (accumulating) is not
-        advise(ev, f"advice, not a defect: {learns(ev)}, while a plain loop with your optimizer at LR "
-                   f"{lr:g} never settles and at LR/10 reaches {low.level():.3g}")
+    if (
+        fails(ev) is None
+    ):  # a plain loop is unstable at your LR; your own loop (accumulating) is not
+        advise(
+            ev,
+            f"advice, not a defect: {learns(ev)}, while a plain loop with your optimizer at LR "
+            f"{lr:g} never settles and at LR/10 reaches {low.level():.3g}",
+        )
         return None
-    return OwnFinding("H1", "unsettled", f"the LR is too high for this model: at LR {lr:g} the loss never "
-                      f"settles (a plain loop's loss, averaged over {WINDOW} steps, falls to "
-                      f"{min(means):.3g} from {means[0]:.3g}, then climbs back to x{climbs:.3g} its best so far "
-                      f"and ends at {level:.3g}), while at LR/10 the same loop reaches {low.level():.3g}; the "
-                      "LR sits at the edge of stability, where whether the run diverges outright depends on "
-                      "the init, the batch order and the CPU",
-                      arm="lr/10", variable=("lr", f"{lr:g}", f"{lr / 10:g}"))
+    return OwnFinding(
+        "H1",
+        "unsettled",
+        f"the LR is too high for this model: at LR {lr:g} the loss never "
+        f"settles (a plain loop's loss, averaged over {WINDOW} steps, falls to "
+        f"{min(means):.3g} from {means[0]:.3g}, then climbs back to x{climbs:.3g} its best so far "
+        f"and ends at {level:.3g}), while at LR/10 the same loop reaches {low.level():.3g}; the "
+        "LR sits at the edge of stability, where whether the run diverges outright depends on "
+        "the init, the batch order and the CPU",
+        arm="lr/10",
+        variable=("lr", f"{lr:g}", f"{lr / 10:g}"),
+    )

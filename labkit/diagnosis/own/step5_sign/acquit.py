@@ -22,30 +22,42 @@ def _lr(ev) -> str | None:
 def checked(evs, plain_level: float) -> str:
     """The acquittal's line (see above)."""
     ev = evs[0]
-    done = ["the logger is honest (every report rebuilt from the raw losses)",
-            "the inputs are finite and varied",
-            "the labels carry signal (real beat shuffled by more than the seed spread)",
-            "every parameter gets gradients and updates"]
+    done = [
+        "the logger is honest (every report rebuilt from the raw losses)",
+        "the inputs are finite and varied",
+        "the labels carry signal (real beat shuffled by more than the seed spread)",
+        "every parameter gets gradients and updates",
+    ]
     missing = []
     rel = ev.results.get("loss_relation")
     if rel:
-        done.append(f"your loss stays within the range of a {rel[0]['kind']} (never below 0), read beside "
-                    "labkit's reference loss on the same outputs")
+        done.append(
+            f"your loss stays within the range of a {rel[0]['kind']} (never below 0), read beside "
+            "labkit's reference loss on the same outputs"
+        )
     else:
-        missing.append("the loss's range (no reference loss applies to this output and these labels)")
+        missing.append(
+            "the loss's range (no reference loss applies to this output and these labels)"
+        )
     m = ev.results.get("offset")
     if m is not None:
-        done.append(f"each output is scored against input token t{m['offset']:+d} (measured through your "
-                    "loss call)")
+        done.append(
+            f"each output is scored against input token t{m['offset']:+d} (measured through your "
+            "loss call)"
+        )
     lr = _lr(ev)
     if lr:
         done.append(lr)
     own = ev.facts["own_level"]
     if math.isfinite(own) and math.isfinite(plain_level) and own < plain_level:
-        done.append("your loop learns at least as well as a plain loop with the same model, data, loss "
-                    "and optimizer")
+        done.append(
+            "your loop learns at least as well as a plain loop with the same model, data, loss "
+            "and optimizer"
+        )
     else:
-        done.append("your loop learns like a plain loop with the same model, data, loss and optimizer")
+        done.append(
+            "your loop learns like a plain loop with the same model, data, loss and optimizer"
+        )
     line = "no defect found: " + ", ".join(done)
     if missing:
         line += "; not checked: " + ", ".join(missing)

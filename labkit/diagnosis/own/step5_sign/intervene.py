@@ -27,11 +27,18 @@ from ..step1_capture import setup as proto
 from ..step6_decide.evidence import epochs_for
 from ..step1_capture.loops import known_arm, plain_loop, shuffled_labels
 
-BASES = {"own": "run", "rebuilt": "own", "ref": "own", "lr/10": "own", "lr/100": "own", "unfrozen": "ref"}
+BASES = {
+    "own": "run",
+    "rebuilt": "own",
+    "ref": "own",
+    "lr/10": "own",
+    "lr/100": "own",
+    "unfrozen": "ref",
+}
 
 
 def _window(values, step: int) -> float:
-    part = [v for v in values[max(0, step - 9):step + 1] if v is not None]
+    part = [v for v in values[max(0, step - 9) : step + 1] if v is not None]
     return sum(part) / len(part) if part and all(map(math.isfinite, part)) else math.inf
 
 
@@ -54,9 +61,12 @@ def _logger_run(ev, seed):
     run = proto.train(ev.setup, seed, epochs)
     raw = [float(v) for v in run.table["loss_raw"]]
     per = len(raw) // epochs if len(raw) % epochs == 0 else n_batches
-    return Run.from_log({"step": list(range(len(raw))), "loss_raw": raw,
-                         "loss_reported": _epoch_mean(raw, per)}, seed=seed, started_at=started,
-                        config={"task": "your loop, honest logger"})
+    return Run.from_log(
+        {"step": list(range(len(raw))), "loss_raw": raw, "loss_reported": _epoch_mean(raw, per)},
+        seed=seed,
+        started_at=started,
+        config={"task": "your loop, honest logger"},
+    )
 
 
 def _plan_logger(evs):
@@ -90,8 +100,10 @@ def _plan_arm(finding, evs):
     if not (math.isfinite(after) and after < before):
         return None
     target = after + 0.5 * (before - after)
-    return f"loss < {_num(target)} by step {step}", lambda seed: plain_loop(
-        ev.setup, seed, ev.steps, arm, batches=_batches(evs, seed)).run
+    return (
+        f"loss < {_num(target)} by step {step}",
+        lambda seed: plain_loop(ev.setup, seed, ev.steps, arm, batches=_batches(evs, seed)).run,
+    )
 
 
 def _batches(evs, seed):
@@ -105,32 +117,57 @@ def _plan_shuffled(evs):
     if not all(map(math.isfinite, real)):
         return None
     margin = max(0.1 * abs(real[0]), 3 * abs(real[0] - real[1]))
-    return f"loss > {_num(real[0] - margin)} by step {step}", lambda seed: plain_loop(
-        ev.setup, seed, ev.steps, arm, batches=shuffled_labels(_batches(evs, seed), seed)).run
+    return (
+        f"loss > {_num(real[0] - margin)} by step {step}",
+        lambda seed: (
+            plain_loop(
+                ev.setup, seed, ev.steps, arm, batches=shuffled_labels(_batches(evs, seed), seed)
+            ).run
+        ),
+    )
 
 
 def _cleaned(batches):
-    return [proto.with_inputs(b, torch.nan_to_num(proto.inputs_of(b), nan=0.0, posinf=0.0, neginf=0.0))
-            for b in batches]
+    return [
+        proto.with_inputs(b, torch.nan_to_num(proto.inputs_of(b), nan=0.0, posinf=0.0, neginf=0.0))
+        for b in batches
+    ]
 
 
 def _plan_cleaned(evs):
     ev = evs[0]
     with torch.no_grad():
-        start = float(proto.loss(ev.setup, proto.make_model(ev.setup, ev.seed), _cleaned(ev.batches)[0]))
+        start = float(
+            proto.loss(ev.setup, proto.make_model(ev.setup, ev.seed), _cleaned(ev.batches)[0])
+        )
     if not math.isfinite(start):
         return None
-    return f"loss < {_num(1.5 * abs(start))} by step {ev.steps - 1}", lambda seed: plain_loop(
-        ev.setup, seed, ev.steps, "ref", batches=_cleaned(_batches(evs, seed))).run
+    return (
+        f"loss < {_num(1.5 * abs(start))} by step {ev.steps - 1}",
+        lambda seed: (
+            plain_loop(ev.setup, seed, ev.steps, "ref", batches=_cleaned(_batches(evs, seed))).run
+        ),
+    )
 
 
 def _held_out_run(ev, batches, seed):
     started = time.time()
     k = max(1, len(batches) // 5)
-    res = plain_loop(ev.setup, seed, ev.steps, ev.best_arm(), batches=batches[:-k] or batches,
-                     held_out=batches[-k:], checkpoints=10)
-    return Run.from_log({"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
-                        seed=seed, started_at=started, config={"task": "held-out slice of training"})
+    res = plain_loop(
+        ev.setup,
+        seed,
+        ev.steps,
+        ev.best_arm(),
+        batches=batches[:-k] or batches,
+        held_out=batches[-k:],
+        checkpoints=10,
+    )
+    return Run.from_log(
+        {"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
+        seed=seed,
+        started_at=started,
+        config={"task": "held-out slice of training"},
+    )
 
 
 def _plan_held_out(evs):
@@ -141,8 +178,10 @@ def _plan_held_out(evs):
     first, last = trial.table["loss_raw"][0], trial.table["loss_raw"][-1]
     if not (math.isfinite(last) and last < first):
         return None
-    return (f"loss < {_num(last + 0.5 * (first - last))} by step {trial.table['step'][-1]}",
-            lambda seed: _held_out_run(ev, _batches(evs, seed), seed))
+    return (
+        f"loss < {_num(last + 0.5 * (first - last))} by step {trial.table['step'][-1]}",
+        lambda seed: _held_out_run(ev, _batches(evs, seed), seed),
+    )
 
 
 def plan(finding, evs):

@@ -47,8 +47,11 @@ def _optimizer_change(before, after, seed: int) -> str | None:
     a, b = _optimizer(before, seed, before), _optimizer(after, seed, before)
     if a[0] != b[0]:
         return f"the optimizer is {b[0]} instead of {a[0]}"
-    diff = [f"{k} {a[1].get(k)!r} -> {b[1].get(k)!r}" for k in sorted(set(a[1]) | set(b[1]))
-            if repr(a[1].get(k)) != repr(b[1].get(k))]
+    diff = [
+        f"{k} {a[1].get(k)!r} -> {b[1].get(k)!r}"
+        for k in sorted(set(a[1]) | set(b[1]))
+        if repr(a[1].get(k)) != repr(b[1].get(k))
+    ]
     if diff:
         return "its settings differ: " + ", ".join(diff[:4])
     if a[2] != b[2] or a[3] != b[3]:

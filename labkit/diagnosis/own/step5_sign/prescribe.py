@@ -29,74 +29,148 @@ from .refloss import level
 
 LOOP, OPT, MODEL, DATA, LOSS = "train", "make_optimizer", "make_model", "batches", "loss_fn"
 OWN = "your loop"  # the fixed run is the fixed setup's own train()
-_LOGGER = ({LOOP}, ("report the honest running mean of the raw losses: the sum of loss.item() over "
-           "this epoch's batches so far divided by their count, reset when each epoch starts"))
+_LOGGER = (
+    {LOOP},
+    (
+        "report the honest running mean of the raw losses: the sum of loss.item() over "
+        "this epoch's batches so far divided by their count, reset when each epoch starts"
+    ),
+)
 _LOSS_SENTENCE = {
     "no_gradient": "take the loss on the model's raw output (its logits or values), not on an "
-                   "argmax, round or comparison of it, so that it has a gradient",
+    "argmax, round or comparison of it, so that it has a gradient",
     "probabilities": "pass the logits to the loss as they are: drop the softmax/sigmoid taken "
-                     "before a loss that applies its own",
+    "before a loss that applies its own",
     "broadcast": "make the prediction and the target the same shape before the loss (squeeze "
-                 "the output's last dim, or view the target as the output)",
+    "the output's last dim, or view the target as the output)",
     "unpaired": "compare each prediction with its own label, then reduce: take the mean of the "
-                "per-example errors, not the error of the batch means",
+    "per-example errors, not the error of the batch means",
     "floor_near_chance": "use the loss's default target: drop the label_smoothing (or set it "
-                         "to 0.1 at most) so the right class is rewarded",
+    "to 0.1 at most) so the right class is rewarded",
     "softmax_over_batch": "normalise over the classes: softmax/log_softmax with dim=1 (or -1), "
-                          "not dim=0",
+    "not dim=0",
     "loss_floor": "compute the loss on the logits, with no softmax, offset or scale before it",
     "nll_logits": "give nll_loss log-probabilities: log_softmax of the logits first (or call "
-                  "cross_entropy on the logits)",
+    "cross_entropy on the logits)",
     "loss_sign": "put the minus sign back: minimise the negative log-likelihood, not the "
-                 "log-likelihood",
+    "log-likelihood",
     "below_floor": "compute the loss as the textbook loss of the outputs and labels (it is never "
-                   "below 0)",
+    "below 0)",
     "loss_summed": "average the loss over the batch: reduction='mean' (or .mean() in place of "
-                   ".sum())",
+    ".sum())",
     "loss_rebuilt": "backpropagate the loss tensor itself: no .item(), torch.tensor(...) or "
-                    "detach() between the model's output and backward()",
+    "detach() between the model's output and backward()",
 }
 CHANGES = {
-    **dict.fromkeys(("stale", "divisor", "sum", "never_reset", "after_step", "other_tensor", "ema_from_zero", "running_extreme", *REBUILT), _LOGGER),
+    **dict.fromkeys(
+        (
+            "stale",
+            "divisor",
+            "sum",
+            "never_reset",
+            "after_step",
+            "other_tensor",
+            "ema_from_zero",
+            "running_extreme",
+            *REBUILT,
+        ),
+        _LOGGER,
+    ),
     **{k: ({LOSS}, s) for k, s in _LOSS_SENTENCE.items()},
-    "labels_are_inputs": ({DATA, LOSS}, ("shift the targets by one: logits[:, :-1] against "
-                          "labels[:, 1:], so position t predicts token t+1")),
-    "double_shift": ({DATA, LOSS}, ("shift the targets exactly once: either the batches carry "
-                     "labels[:, 1:] against inputs[:, :-1], or the loss shifts, not both")),
-    "input_nonfinite": ({DATA}, ("replace or drop the non-finite input values in batches() "
-                        "(torch.nan_to_num, or the training mean)")),
-    "repeated_rows": ({DATA}, ("make batches(seed) return each example once per epoch: advance the "
-                      "batch index and copy any reused buffer")),
+    "labels_are_inputs": (
+        {DATA, LOSS},
+        (
+            "shift the targets by one: logits[:, :-1] against "
+            "labels[:, 1:], so position t predicts token t+1"
+        ),
+    ),
+    "double_shift": (
+        {DATA, LOSS},
+        (
+            "shift the targets exactly once: either the batches carry "
+            "labels[:, 1:] against inputs[:, :-1], or the loss shifts, not both"
+        ),
+    ),
+    "input_nonfinite": (
+        {DATA},
+        (
+            "replace or drop the non-finite input values in batches() "
+            "(torch.nan_to_num, or the training mean)"
+        ),
+    ),
+    "repeated_rows": (
+        {DATA},
+        (
+            "make batches(seed) return each example once per epoch: advance the "
+            "batch index and copy any reused buffer"
+        ),
+    ),
     "constant_inputs": ({DATA}, "build each input from its own example's features"),
     "constant_labels": ({DATA}, "read each example's own label, not one value for all"),
-    "labels_decorrelated": ({DATA}, ("keep each label with its own input when the data is "
-                            "shuffled, split or joined")),
+    "labels_decorrelated": (
+        {DATA},
+        ("keep each label with its own input when the data is shuffled, split or joined"),
+    ),
     "noise_inputs": ({DATA}, "feed the real features, not noise of the same shape"),
     "feature_scale": ({DATA}, "standardise every input feature with the training statistics"),
-    "held_out_mismatch": ({"val_batches"}, ("build the held-out batches with the same features, "
-                          "scaling and labels as the training batches")),
+    "held_out_mismatch": (
+        {"val_batches"},
+        (
+            "build the held-out batches with the same features, "
+            "scaling and labels as the training batches"
+        ),
+    ),
     "no_step": ({LOOP}, "call optimizer.step() after every backward()"),
-    "forward_no_graph": ({LOOP, MODEL}, ("run the training forward with autograd on: no "
-                         "torch.no_grad() or inference_mode around it")),
-    "grads_cleared": ({LOOP}, ("call optimizer.zero_grad() before backward(), not between "
-                      "backward() and step()")),
+    "forward_no_graph": (
+        {LOOP, MODEL},
+        (
+            "run the training forward with autograd on: no "
+            "torch.no_grad() or inference_mode around it"
+        ),
+    ),
+    "grads_cleared": (
+        {LOOP},
+        ("call optimizer.zero_grad() before backward(), not between backward() and step()"),
+    ),
     "clip_zero": ({LOOP}, "clip to a positive max_norm (1.0 is usual), not 0"),
     "grad_accumulates": ({LOOP}, "call optimizer.zero_grad() once per step, before backward()"),
-    "lr_collapse": ({LOOP}, ("step the scheduler at the interval it was built for (once per "
-                    "epoch for a per-epoch schedule)")),
-    "lr_never_rises": ({LOOP}, ("let the LR reach its base value within the run: a warm-up shorter "
-                       "than the run (a few percent of its steps), or no schedule")),
-    "fp16_overflow": ({LOOP, MODEL, LOSS}, ("keep the loss and the softmax in float32 (autocast's "
-                      "default for them), or scale with a GradScaler")),
+    "lr_collapse": (
+        {LOOP},
+        (
+            "step the scheduler at the interval it was built for (once per "
+            "epoch for a per-epoch schedule)"
+        ),
+    ),
+    "lr_never_rises": (
+        {LOOP},
+        (
+            "let the LR reach its base value within the run: a warm-up shorter "
+            "than the run (a few percent of its steps), or no schedule"
+        ),
+    ),
+    "fp16_overflow": (
+        {LOOP, MODEL, LOSS},
+        (
+            "keep the loss and the softmax in float32 (autocast's "
+            "default for them), or scale with a GradScaler"
+        ),
+    ),
     "other_params": ({OPT}, "build the optimizer on the model it trains: model.parameters()"),
     "replaced": ({OPT}, "build the optimizer after the model's last change"),
     "not_in_optimizer": ({OPT}, "pass every trainable parameter to the optimizer"),
     "lr_zero": ({OPT, LOOP}, "give the optimizer a learning rate above 0 at every step"),
     "lr_tiny": ({OPT}, "raise the learning rate to a usual value for the optimizer"),
-    "divergence": ({OPT, LOOP}, ("lower the learning rate (by 10x, as the plain loop that "
-                   "descends did)")),
-    "flow_blocked": ({MODEL}, ("remove the detach() (or no_grad) inside the model's forward so "
-                     "every layer that runs gets a gradient")),
+    "divergence": (
+        {OPT, LOOP},
+        ("lower the learning rate (by 10x, as the plain loop that descends did)"),
+    ),
+    "flow_blocked": (
+        {MODEL},
+        (
+            "remove the detach() (or no_grad) inside the model's forward so "
+            "every layer that runs gets a gradient"
+        ),
+    ),
     "frozen": ({MODEL, OPT}, "leave requires_grad=True on the layers that should train"),
 }
 
@@ -120,8 +194,11 @@ def _loop_forecast(evs, key: str):
         held = [e.held_out() for e in evs]
         scores = [h.evals[-1][1] for h in held] if held[0] is not None else []
         if scores and all(map(math.isfinite, scores)):  # what memorising costs: the held-out loss
-            return (f"loss < {_fmt(0.8 * min(scores))} by step {held[0].evals[-1][0]}", None,
-                    f"held-out:{ev.best_arm()}")
+            return (
+                f"loss < {_fmt(0.8 * min(scores))} by step {held[0].evals[-1][0]}",
+                None,
+                f"held-out:{ev.best_arm()}",
+            )
         over = max(base) + max(0.05 * abs(start), 2 * abs(base[0] - base[1]))
         return f"loss > {_fmt(over)} by step {step}", None, OWN
     plain = ev.arm(ev.best_arm())
@@ -134,7 +211,11 @@ def _loop_forecast(evs, key: str):
     if math.isfinite(goal) and goal < worst:
         return f"loss < {_fmt(goal + 0.5 * (worst - goal))} by step {step}", None, OWN
     if worst <= 0:
-        return None, f"your loop already ends at {_fmt(worst)}: no lower loss tells a fix apart", OWN
+        return (
+            None,
+            f"your loop already ends at {_fmt(worst)}: no lower loss tells a fix apart",
+            OWN,
+        )
     return f"loss < {_fmt(0.8 * worst)} by step {step}", None, OWN
 
 
@@ -144,26 +225,43 @@ def prescribe(finding, evs, labkit_plan=None) -> dict:
     must meet too."""
     parts = finding.key.split("|")  # two candidate loggers: one change, if both live in the logger
     same = len({id(CHANGES.get(k)) for k in parts}) == 1 and parts[0] in CHANGES
-    touches, change = CHANGES.get(parts[0] if same else finding.key, ({LOOP, OPT, MODEL, DATA, LOSS},
-                                                f"undo what the mechanism names: {finding.mechanism}"))
+    touches, change = CHANGES.get(
+        parts[0] if same else finding.key,
+        ({LOOP, OPT, MODEL, DATA, LOSS}, f"undo what the mechanism names: {finding.mechanism}"),
+    )
     judged_by, forecast, why = OWN, None, None
     if finding.key in RESCALED or finding.system == "H3":
         if labkit_plan is not None:
             forecast = labkit_plan[0]  # on the reference loss when labkit swapped the loss
             judged_by = "reference" if labkit_plan[2][0] == "loss_fn" else judged_by
         else:
-            why = ("the fix changes what the loss or the logger measures, and labkit found no "
-                   "reference that learned better than yours, so no threshold compares the runs")
+            why = (
+                "the fix changes what the loss or the logger measures, and labkit found no "
+                "reference that learned better than yours, so no threshold compares the runs"
+            )
     else:
         forecast, why, judged_by = _loop_forecast(evs, finding.key)
-    return {"key": finding.key, "change": change, "touches": sorted(touches), "forecast": forecast,
-            "why": why, "judged_by": judged_by, "seeds": [e.seed for e in evs],
-            "steps": evs[0].steps, "epochs": evs[0].epochs}
+    return {
+        "key": finding.key,
+        "change": change,
+        "touches": sorted(touches),
+        "forecast": forecast,
+        "why": why,
+        "judged_by": judged_by,
+        "seeds": [e.seed for e in evs],
+        "steps": evs[0].steps,
+        "epochs": evs[0].epochs,
+    }
 
 
 def text(p: dict) -> str:
-    forecast = (f"FORECAST for the fixed run on seeds {p['seeds'][0]} and {p['seeds'][1]}: "
-                f"{p['forecast']}" if p["forecast"] else f"no forecast: {p['why']}")
+    forecast = (
+        f"FORECAST for the fixed run on seeds {p['seeds'][0]} and {p['seeds'][1]}: {p['forecast']}"
+        if p["forecast"]
+        else f"no forecast: {p['why']}"
+    )
     where = " or ".join(f"{m}()" for m in p["touches"])
-    return (f"PRESCRIBED: {p['change']} (one change, in {where}); {forecast}; then "
-            "record.intervene(fixed_setup)")
+    return (
+        f"PRESCRIBED: {p['change']} (one change, in {where}); {forecast}; then "
+        "record.intervene(fixed_setup)"
+    )

@@ -48,8 +48,12 @@ def reference(out, batch) -> torch.Tensor | None:
     out = out.float()
     if not y.is_floating_point():
         ids = y[y != -100]  # cross_entropy's default ignore_index
-        if (out.dim() == y.dim() + 1 and out.shape[:-1] == y.shape and out.shape[-1] > 1
-                and (ids.numel() == 0 or 0 <= int(ids.min()) <= int(ids.max()) < out.shape[-1])):
+        if (
+            out.dim() == y.dim() + 1
+            and out.shape[:-1] == y.shape
+            and out.shape[-1] > 1
+            and (ids.numel() == 0 or 0 <= int(ids.min()) <= int(ids.max()) < out.shape[-1])
+        ):
             if y.dim() == 2 and y.shape[1] > 1 and x.shape == y.shape and torch.equal(x, y):
                 return F.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), y[:, 1:].reshape(-1))
             return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
@@ -112,7 +116,10 @@ def run(setup, seed: int, steps: int, mode: str, batches: list) -> Run:
 def level(run_, step: int) -> float:
     """The loss a forecast reads at `step`: the mean over the ten steps ending there."""
     from ...record.prediction import Prediction
-    return Prediction(f"loss < 0 by step {step}").judge(run_.table["step"], run_.column("loss_raw"))[1]
+
+    return Prediction(f"loss < 0 by step {step}").judge(
+        run_.table["step"], run_.column("loss_raw")
+    )[1]
 
 
 def plan(evs):
@@ -134,6 +141,9 @@ def plan(evs):
         return None
     target = after + 0.5 * (worst - after)
     from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
-    return (f"loss < {_num(target)} by step {step}",
-            lambda seed: run(ev.setup, seed, ev.steps, "reference", by_seed[seed]),
-            ("loss_fn", "yours", "the reference loss on the same model output and labels"))
+
+    return (
+        f"loss < {_num(target)} by step {step}",
+        lambda seed: run(ev.setup, seed, ev.steps, "reference", by_seed[seed]),
+        ("loss_fn", "yours", "the reference loss on the same model output and labels"),
+    )

@@ -36,15 +36,22 @@ def prescribe_rows(record, finding, evs, labkit_plan=None) -> dict:
     p = prescribe(finding, evs, labkit_plan)
     record.rows["conviction"]["data"]["prescription"] = p
     if labkit_plan is not None:
-        record.notes.append(f"the fix in your code: {p['change']}; record.intervene(fixed_setup) "
-                            f"judges it against {p['forecast'] or 'no forecast: ' + p['why']}")
+        record.notes.append(
+            f"the fix in your code: {p['change']}; record.intervene(fixed_setup) "
+            f"judges it against {p['forecast'] or 'no forecast: ' + p['why']}"
+        )
         return p
     record.set_row("intervention", text(p), status="UNKNOWN", prescription=p)
-    record.set_row("confirmation", f"the fixed run on seed {p['seeds'][1]}, against the same sealed "
-                   "forecast", status="UNKNOWN")
-    record.notes.append("labkit cannot make this change in your code: make the one change the "
-                        "intervention row prescribes, then pass your fixed setup to "
-                        "record.intervene(fixed_setup)")
+    record.set_row(
+        "confirmation",
+        f"the fixed run on seed {p['seeds'][1]}, against the same sealed forecast",
+        status="UNKNOWN",
+    )
+    record.notes.append(
+        "labkit cannot make this change in your code: make the one change the "
+        "intervention row prescribes, then pass your fixed setup to "
+        "record.intervene(fixed_setup)"
+    )
     return p
 
 
@@ -55,29 +62,41 @@ def _refuse(message: str):
 def _checked(record, fixed_setup, triage):
     conv = record.rows["conviction"]["data"]
     if conv.get("system") in (None, "NONE"):
-        _refuse(f"there is no conviction to test: the record says "
-                f"{record.rows['conviction']['text'] or 'nothing'}.")
+        _refuse(
+            f"there is no conviction to test: the record says "
+            f"{record.rows['conviction']['text'] or 'nothing'}."
+        )
     p = conv.get("prescription")
     if p is None:
-        _refuse("this conviction holds no prescription (it was made by hand, not by "
-                "labkit.diagnose), so there is no forecast for a fix of yours to meet.")
+        _refuse(
+            "this conviction holds no prescription (it was made by hand, not by "
+            "labkit.diagnose), so there is no forecast for a fix of yours to meet."
+        )
     if record.rows["intervention"]["data"].get("fixed_by") and not record.missing():
-        _refuse(f"your fix already signed this conviction ({record.verdict()}); nothing is left "
-                "to test.")
+        _refuse(
+            f"your fix already signed this conviction ({record.verdict()}); nothing is left "
+            "to test."
+        )
     if fixed_setup is None or isinstance(fixed_setup, type):
         what = "None" if fixed_setup is None else f"the class {fixed_setup.__name__}"
-        raise TypeError(f"fixed_setup is {what}; pass an instance of your fixed setup, e.g. "
-                        f"Fixed() for class Fixed({type(triage.setup).__name__}) with the one "
-                        f"method the prescription names ({', '.join(p['touches'])}) changed.")
+        raise TypeError(
+            f"fixed_setup is {what}; pass an instance of your fixed setup, e.g. "
+            f"Fixed() for class Fixed({type(triage.setup).__name__}) with the one "
+            f"method the prescription names ({', '.join(p['touches'])}) changed."
+        )
     if fixed_setup in (triage.setup, getattr(triage.setup, "setup", None)):
-        raise ValueError("fixed_setup is the setup that was diagnosed, unchanged; pass a new setup "
-                         "with the one change made, e.g. class Fixed(MySetup) overriding the one "
-                         f"method the prescription names ({', '.join(p['touches'])}).")
+        raise ValueError(
+            "fixed_setup is the setup that was diagnosed, unchanged; pass a new setup "
+            "with the one change made, e.g. class Fixed(MySetup) overriding the one "
+            f"method the prescription names ({', '.join(p['touches'])})."
+        )
     missing = [m for m in proto.METHODS if not callable(getattr(fixed_setup, m, None))]
     if missing:
-        raise TypeError(f"fixed_setup={fixed_setup!r:.60} is not a setup: it lacks "
-                        f"{', '.join(m + '()' for m in missing)}; pass the diagnosed setup with the one "
-                        f"change made, e.g. an instance of class Fixed({type(triage.setup).__name__}).")
+        raise TypeError(
+            f"fixed_setup={fixed_setup!r:.60} is not a setup: it lacks "
+            f"{', '.join(m + '()' for m in missing)}; pass the diagnosed setup with the one "
+            f"change made, e.g. an instance of class Fixed({type(triage.setup).__name__})."
+        )
     if p["forecast"] is None:
         _refuse(f"labkit has no forecast to judge a fix of this mechanism by: {p['why']}.")
     return triage, p
@@ -88,16 +107,22 @@ def _one_change(triage, fixed_setup, p) -> str:
     allowed = set(p["touches"])
     where = " or ".join(f"{m}()" for m in p["touches"])
     if len(found) > 1:
-        _refuse(f"the fix changes {len(found)} things: {describe(found)}. An intervention changes "
-                f"one, or nobody can tell which change did it; keep the one in {where} and undo "
-                "the others.")
+        _refuse(
+            f"the fix changes {len(found)} things: {describe(found)}. An intervention changes "
+            f"one, or nobody can tell which change did it; keep the one in {where} and undo "
+            "the others."
+        )
     if found and not set(found) <= allowed:
-        _refuse(f"the fix changes {describe(found)}, but the mechanism convicted lives in {where}; "
-                f"the prescribed change is: {p['change']}.")
+        _refuse(
+            f"the fix changes {describe(found)}, but the mechanism convicted lives in {where}; "
+            f"the prescribed change is: {p['change']}."
+        )
     if not found and "train" not in allowed:
-        _refuse(f"the fixed setup changes nothing labkit can see: the same data and init hashes, "
-                f"optimizer and loss, and the same code; the prescribed change, in {where}, is: "
-                f"{p['change']}.")
+        _refuse(
+            f"the fixed setup changes nothing labkit can see: the same data and init hashes, "
+            f"optimizer and loss, and the same code; the prescribed change, in {where}, is: "
+            f"{p['change']}."
+        )
     return next(iter(found), "train")
 
 
@@ -106,17 +131,28 @@ def _run(p: dict, setup, seed: int):
         return own_refloss.run(setup, seed, p["steps"], "scored", proto.batches(setup, seed))
     if p["judged_by"].startswith("held-out:"):  # a plain loop on the fixed batches, scored held out
         started, arm = time.time(), p["judged_by"].split(":", 1)[1]
-        res = plain_loop(setup, seed, p["steps"], arm, batches=proto.batches(setup, seed),
-                         held_out=proto.batches(setup, seed, "val_batches"))
-        return Run.from_log({"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
-                            seed=seed, started_at=started, config={"task": "held-out loss of the fix"})
+        res = plain_loop(
+            setup,
+            seed,
+            p["steps"],
+            arm,
+            batches=proto.batches(setup, seed),
+            held_out=proto.batches(setup, seed, "val_batches"),
+        )
+        return Run.from_log(
+            {"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
+            seed=seed,
+            started_at=started,
+            config={"task": "held-out loss of the fix"},
+        )
     run = proto.train(setup, seed, p["epochs"])
     if not p["forecast"].startswith("loss_reported"):
         return run
     kept = [i for i, v in enumerate(run.table["loss_reported"]) if v is not None]  # the reports
     columns = {k: [run.table[k][i] for i in kept] for k in ("step", "loss_raw", "loss_reported")}
-    return Run.from_log(columns, seed=seed, started_at=run.timing["started_at"],
-                        config={"task": "your reports"})
+    return Run.from_log(
+        columns, seed=seed, started_at=run.timing["started_at"], config={"task": "your reports"}
+    )
 
 
 def intervene(record, fixed_setup, triage, budget_s: float | None = None) -> str:
@@ -125,6 +161,7 @@ def intervene(record, fixed_setup, triage, budget_s: float | None = None) -> str
     or TriageRefused with the reason (see the module docstring)."""
     from ..step1_capture.bounded import bounded
     from ..step1_capture.budget import DEFAULT_BUDGET_S, budget
+
     seconds = getattr(record, "budget_s", DEFAULT_BUDGET_S) if budget_s is None else budget_s
     with budget(seconds):
         triage, p = _checked(record, fixed_setup, triage)
@@ -138,7 +175,9 @@ def _judge(record, fixed_setup, triage, p) -> str:
     name = type(fixed_setup).__name__
     if not record.missing():
         earlier = record.rows["intervention"]["text"]
-        record.notes.append(f"labkit's own intervention had signed it ({earlier}); your fix replaces it")
+        record.notes.append(
+            f"labkit's own intervention had signed it ({earlier}); your fix replaces it"
+        )
     record.plan_intervention({method: "as diagnosed"}, {method: f"{name}.{method}"}, p["forecast"])
     record.rows["intervention"]["data"].update(prescription=p, fixed_by=f"{name}.{method}")
     first, second = p["seeds"]
@@ -147,8 +186,12 @@ def _judge(record, fixed_setup, triage, p) -> str:
     for row, seed in (("intervention", first), ("confirmation", second)):
         d = record.rows[row]["data"]
         if not d.get("met"):
-            _refuse(f"the forecast was not met on seed {seed}: the fixed run reads {d['observed']:.4g}, "
-                    f"and the forecast was {p['forecast']!r}; the conviction stays unsigned. Either "
-                    "the fix is not the one the mechanism needs, or the mechanism is not the cause.")
-    record.notes.append(f"signed by your fix ({name}.{method}), judged on seeds {first} and {second}")
+            _refuse(
+                f"the forecast was not met on seed {seed}: the fixed run reads {d['observed']:.4g}, "
+                f"and the forecast was {p['forecast']!r}; the conviction stays unsigned. Either "
+                "the fix is not the one the mechanism needs, or the mechanism is not the cause."
+            )
+    record.notes.append(
+        f"signed by your fix ({name}.{method}), judged on seeds {first} and {second}"
+    )
     return record.verdict()

@@ -72,17 +72,21 @@ class SeedEvidence(OncePerSeed):
         return self.once("hashes", self._hashes)
 
     def _hashes(self) -> tuple[str, str]:
-        data = {f"{i}.{k}": v for i, b in enumerate(self.batches)
-                for k, v in (b.items() if isinstance(b, dict) else enumerate(b))
-                if hasattr(v, "shape")}
+        data = {
+            f"{i}.{k}": v
+            for i, b in enumerate(self.batches)
+            for k, v in (b.items() if isinstance(b, dict) else enumerate(b))
+            if hasattr(v, "shape")
+        }
         return hash_tensors(data), hash_module(proto.make_model(self.setup, self.seed))
 
     # ---- plain loops ----------------------------------------------------------------
     def arm(self, name: str) -> LoopResult:
         if name not in self._arms:  # the reference arms score the held-out batches as they train
             started, val = time.perf_counter(), self.val() if name in ("own", "ref") else None
-            self._arms[name] = plain_loop(self.setup, self.seed, self.steps, name, batches=self.batches,
-                                          held_out=val)
+            self._arms[name] = plain_loop(
+                self.setup, self.seed, self.steps, name, batches=self.batches, held_out=val
+            )
             own_skips.measured(self.steps, time.perf_counter() - started)
         return self._arms[name]
 
@@ -103,8 +107,13 @@ class SeedEvidence(OncePerSeed):
         name = name or self.best_arm()
         key = f"shuffled:{name}"
         if key not in self._arms:
-            self._arms[key] = plain_loop(self.setup, self.seed, self.steps, name,
-                                         batches=shuffled_labels(self.batches, self.seed))
+            self._arms[key] = plain_loop(
+                self.setup,
+                self.seed,
+                self.steps,
+                name,
+                batches=shuffled_labels(self.batches, self.seed),
+            )
         return self._arms[key]
 
     @property

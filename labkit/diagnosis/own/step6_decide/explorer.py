@@ -27,8 +27,16 @@ from ...probes import overfit_probe
 from ...stepwise import Stepwise, two_seeds
 from ...record.triage import UNKNOWN, TriageRecord
 
-STEPS = ("check", "baseline", "raw_vs_reported", "overfit", "label_shuffle", "suggest", "intervention",
-         "confirmation")
+STEPS = (
+    "check",
+    "baseline",
+    "raw_vs_reported",
+    "overfit",
+    "label_shuffle",
+    "suggest",
+    "intervention",
+    "confirmation",
+)
 OVERFIT_STEPS, OVERFIT_LR = 100, 1e-2  # Adam on 64 examples: memorised in 100 steps when it can be
 
 
@@ -44,7 +52,9 @@ class SetupExplorer(Stepwise):
         seeds = two_seeds(seeds)
         self.setup, self.seeds = adapt(setup), seeds  # a carried state, a loop without torch.optim
         self.record = TriageRecord(f"setup {type(setup).__name__}")
-        self.record.finding_key = None  # the mechanism's key once suggested ('unsettled', 'unknown', ...)
+        self.record.finding_key = (
+            None  # the mechanism's key once suggested ('unsettled', 'unknown', ...)
+        )
         self.record.margins = []  # the threshold comparisons of `diagnose_setup` (own.margins)
         # what record.intervene(fixed_setup) judges a fix against: this triage's evidence
         self.record.intervener = functools.partial(intervene, self.record, triage=self)
@@ -71,14 +81,21 @@ class SetupExplorer(Stepwise):
     def _step_baseline(self) -> str:
         ev = self.evs[0]
         data_hash, init_hash = ev.hashes()
-        self.record.set_row("hashes", f"{ev.seed} / {data_hash} / {init_hash}", seed=ev.seed,
-                            data_hash=data_hash, init_hash=init_hash)
+        self.record.set_row(
+            "hashes",
+            f"{ev.seed} / {data_hash} / {init_hash}",
+            seed=ev.seed,
+            data_hash=data_hash,
+            init_hash=init_hash,
+        )
         loss, steps = ev.run.table["loss_raw"], ev.replay.steps
         grads = [s["grad_norm"] for s in steps]
-        text = (f"your loop, {len(loss)} steps ({ev.epochs} epochs of {ev.n_batches} batches): loss "
-                f"{_fmt(loss[0])} -> {_fmt(loss[-1])}; seen by the replay: {len(steps)} optimizer steps, "
-                f"grad_norm {_fmt(grads[0] if grads else None)} -> {_fmt(grads[-1] if grads else None)}, "
-                f"lr {_fmt(ev.facts['lr_first'])} -> {_fmt(ev.facts['lr_last'])}")
+        text = (
+            f"your loop, {len(loss)} steps ({ev.epochs} epochs of {ev.n_batches} batches): loss "
+            f"{_fmt(loss[0])} -> {_fmt(loss[-1])}; seen by the replay: {len(steps)} optimizer steps, "
+            f"grad_norm {_fmt(grads[0] if grads else None)} -> {_fmt(grads[-1] if grads else None)}, "
+            f"lr {_fmt(ev.facts['lr_first'])} -> {_fmt(ev.facts['lr_last'])}"
+        )
         self.record.set_row("baseline", text, steps=len(loss), loss=[loss[0], loss[-1]])
         return text
 
@@ -98,10 +115,15 @@ class SetupExplorer(Stepwise):
         torch.manual_seed(ev.seed)
         model = proto.make_model(self.setup, ev.seed)
         proto.make_optimizer(self.setup, model)  # it may change the model, as the loop sees it
-        result = overfit_probe(model, proto.take(ev.batches, 64), forward=lambda m, b: m,
-                               loss_fn=lambda m, b: self.setup.loss_fn(m, b), steps=OVERFIT_STEPS,
-                               make_optimizer=lambda ps: torch.optim.Adam(ps, lr=OVERFIT_LR),
-                               stop_when_reached=True)
+        result = overfit_probe(
+            model,
+            proto.take(ev.batches, 64),
+            forward=lambda m, b: m,
+            loss_fn=lambda m, b: self.setup.loss_fn(m, b),
+            steps=OVERFIT_STEPS,
+            make_optimizer=lambda ps: torch.optim.Adam(ps, lr=OVERFIT_LR),
+            stop_when_reached=True,
+        )
         self.record.record_probe("overfit", result)
         self._overfit_reached = result.details["reached"]
         return result.verdict + " (a pass does not clear the data: see the label-shuffle control)"
@@ -118,11 +140,19 @@ class SetupExplorer(Stepwise):
             text = f"not run: the evidence was decided before it ({self.finding.system})"
             self.record.set_row("label_shuffle", text, status="n/a")
             return text
-        words = {"signal": "the labels carry signal", "none": "no signal: real and shuffled train alike",
-                 "unclear": "unclear"}[sig["verdict"]]
+        words = {
+            "signal": "the labels carry signal",
+            "none": "no signal: real and shuffled train alike",
+            "unclear": "unclear",
+        }[sig["verdict"]]
         text = f"{words}; {describe_signal(sig)}"
-        self.record.set_row("label_shuffle", text, verdict=sig["verdict"], gaps=sig.get("gaps"),
-                            spread=sig.get("spread"))
+        self.record.set_row(
+            "label_shuffle",
+            text,
+            verdict=sig["verdict"],
+            gaps=sig.get("gaps"),
+            spread=sig.get("spread"),
+        )
         return text
 
     def _failed_gate(self):
@@ -130,7 +160,10 @@ class SetupExplorer(Stepwise):
         (a language model's next token) stall it honestly, so only a measured loss floor on
         both seeds changes the finding."""
         from ..step4_h1.floor import STEPS, loss_floor
-        if not own_skips.affordable("the loss-floor check behind the failed overfit gate", 2 * STEPS):
+
+        if not own_skips.affordable(
+            "the loss-floor check behind the failed overfit gate", 2 * STEPS
+        ):
             return self.finding
         found = [loss_floor(self.setup, ev.seed, ev.batches) for ev in self.evs]
         return found[0] if all(f is not None for f in found) else self.finding
@@ -176,4 +209,3 @@ def diagnose_setup(setup, seeds=(0, 1)) -> TriageRecord:
         record = SetupExplorer(setup, seeds=seeds).run_all()
     record.margins = log
     return record
-

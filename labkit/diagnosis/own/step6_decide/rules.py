@@ -1,28 +1,28 @@
 """The setup triage's decision, H3 -> H2 -> H1, over two seeds that must agree.
 
-  H3  the learner's reported values against honest recomputations of the raw losses
-      (`logcount`: a sliding-window mean is honest; a count off by one is named), named by the
-      candidate loggers that rebuild the reports exactly (`rebuild`)
-  H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
-  H1  frozen parameters that stop the model learning (`frozen`), layers whose units
-      never fire or whose relative update is orders of magnitude below the others'
-      (`norms`): both fool the label-shuffle control below, as a model that cannot learn
-  H1  the loss path, read here because a broken loss fools the control below; a loss below
-      the floor of the loss it is (`lossrange`: a sign flipped, nll_loss on logits)
-      (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
-      predictions not paired with their labels, a floor near chance such as label smoothing
-      0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
-      padding counted in a sequence loss (`padding`); token targets scored at an offset other
-      than the next token's, measured through the loss call (`offset`: a double shift)
-  H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
-      from noise, one feature's scale swamping the others); held-out batches whose loss
-      never improves while the training loss falls
-  H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
-      optimizer setting at a time back to its default (`settings`); behind a divergence or a
-      setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
-  --  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
-      no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
-      but not on the mechanism get a third seed (`seeds`).
+H3  the learner's reported values against honest recomputations of the raw losses
+    (`logcount`: a sliding-window mean is honest; a count off by one is named), named by the
+    candidate loggers that rebuild the reports exactly (`rebuild`)
+H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
+H1  frozen parameters that stop the model learning (`frozen`), layers whose units
+    never fire or whose relative update is orders of magnitude below the others'
+    (`norms`): both fool the label-shuffle control below, as a model that cannot learn
+H1  the loss path, read here because a broken loss fools the control below; a loss below
+    the floor of the loss it is (`lossrange`: a sign flipped, nll_loss on logits)
+    (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
+    predictions not paired with their labels, a floor near chance such as label smoothing
+    0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
+    padding counted in a sequence loss (`padding`); token targets scored at an offset other
+    than the next token's, measured through the loss call (`offset`: a double shift)
+H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
+    from noise, one feature's scale swamping the others); held-out batches whose loss
+    never improves while the training loss falls
+H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
+    optimizer setting at a time back to its default (`settings`); behind a divergence or a
+    setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
+--  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
+    no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
+    but not on the mechanism get a third seed (`seeds`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ import math
 
 from ..step1_capture import setup as proto
 from ..step5_sign.acquit import checked
-from ..step3_h2.data import (REPEATED, WHITE, describe_signal, held_out_verdict, label_signal, scale_shift)
+from ..step3_h2.data import (
+    REPEATED,
+    WHITE,
+    describe_signal,
+    held_out_verdict,
+    label_signal,
+    scale_shift,
+)
 from .evidence import SeedEvidence
 from ...finding import OwnFinding
 from ..step2_h3.logger import check_logger
@@ -53,12 +60,19 @@ OWN_LEARNS = 0.75  # the own arm's last fifth below this share of its first loss
 LR_KEYS = ("divergence", "unsettled")  # optimizer findings a summed loss can stand behind
 
 
-
 def logger_check(ev: SeedEvidence):
     steps = ev.replay.steps
     after = [s["loss_after"] for s in steps] if len(steps) == len(ev.run) else None
-    return ev.once("logger", lambda: recount(ev.run, ev.rows_per_epoch, check_logger(
-        ev.run, per_epoch=ev.rows_per_epoch, sizes_by_position=ev.sizes, after_step=after)))
+    return ev.once(
+        "logger",
+        lambda: recount(
+            ev.run,
+            ev.rows_per_epoch,
+            check_logger(
+                ev.run, per_epoch=ev.rows_per_epoch, sizes_by_position=ev.sizes, after_step=after
+            ),
+        ),
+    )
 
 
 def _unknown(what: str) -> OwnFinding:
@@ -73,12 +87,19 @@ def _h3_one(ev: SeedEvidence) -> OwnFinding | None:
     rebuilt = explain(ev.run, ev.rows_per_epoch)  # the candidate loggers that reproduce the reports
     if rebuilt is not None:
         key, text = rebuilt
-    return OwnFinding("H3", key, text, arm="logger",
-                      variable=("logger", "your reported value", "the running mean of loss_raw"))
+    return OwnFinding(
+        "H3",
+        key,
+        text,
+        arm="logger",
+        variable=("logger", "your reported value", "the running mean of loss_raw"),
+    )
 
 
 def _h3(evs) -> OwnFinding | None:
-    return settle(evs, [_h3_one(ev) for ev in evs], _h3_one, "H3", "the logger disagrees with the raw loss")
+    return settle(
+        evs, [_h3_one(ev) for ev in evs], _h3_one, "H3", "the logger disagrees with the raw loss"
+    )
 
 
 def _h2(evs) -> OwnFinding | None:
@@ -86,32 +107,55 @@ def _h2(evs) -> OwnFinding | None:
     labels."""
     inputs = evs[0].inputs
     if inputs["nonfinite_rows"]:
-        reaches = [not math.isfinite(ev.facts["own_level"]) or ev.facts["nonfinite_at"] is not None
-                   for ev in evs]
+        reaches = [
+            not math.isfinite(ev.facts["own_level"]) or ev.facts["nonfinite_at"] is not None
+            for ev in evs
+        ]
         if all(reaches):
-            return OwnFinding("H2", "input_nonfinite", f"the inputs hold non-finite values (NaN/inf in "
-                              f"{inputs['nonfinite_rows']} of {inputs['rows']} rows, features "
-                              f"{inputs.get('nonfinite_features')}): they reach the loss and make it NaN",
-                              arm="cleaned", variable=("inputs", "with NaN/inf", "torch.nan_to_num(inputs)"),
-                              expect="finite")
+            return OwnFinding(
+                "H2",
+                "input_nonfinite",
+                f"the inputs hold non-finite values (NaN/inf in "
+                f"{inputs['nonfinite_rows']} of {inputs['rows']} rows, features "
+                f"{inputs.get('nonfinite_features')}): they reach the loss and make it NaN",
+                arm="cleaned",
+                variable=("inputs", "with NaN/inf", "torch.nan_to_num(inputs)"),
+                expect="finite",
+            )
     if inputs["constant"]:
-        return OwnFinding("H2", "constant_inputs", f"the inputs are constant: "
-                          f"{inputs['identical_share']:.1%} of the {inputs['rows']} input rows are "
-                          "identical, so they carry no information about the labels", arm="shuffled",
-                          variable=("labels", "as given", "permuted across the epoch"), expect="same")
+        return OwnFinding(
+            "H2",
+            "constant_inputs",
+            f"the inputs are constant: "
+            f"{inputs['identical_share']:.1%} of the {inputs['rows']} input rows are "
+            "identical, so they carry no information about the labels",
+            arm="shuffled",
+            variable=("labels", "as given", "permuted across the epoch"),
+            expect="same",
+        )
     distinct, rows = inputs.get("distinct_rows"), inputs["rows"]
     if distinct and rows >= 128 and distinct <= REPEATED * rows and not inputs["constant"]:
-        return OwnFinding("H2", "repeated_rows", f"the epoch repeats the same examples: only "
-                          f"{distinct} distinct input rows among the {rows} the batches hold "
-                          f"({distinct / rows:.1%}), so the batches hold the same input rows over and "
-                          "over (one batch repeated, a batch index that never advances, or a reused "
-                          "buffer appended by reference) and the model memorises them instead of "
-                          "learning the task")
+        return OwnFinding(
+            "H2",
+            "repeated_rows",
+            f"the epoch repeats the same examples: only "
+            f"{distinct} distinct input rows among the {rows} the batches hold "
+            f"({distinct / rows:.1%}), so the batches hold the same input rows over and "
+            "over (one batch repeated, a batch index that never advances, or a reused "
+            "buffer appended by reference) and the model memorises them instead of "
+            "learning the task",
+        )
     if inputs.get("labels_constant"):
-        return OwnFinding("H2", "constant_labels", f"the labels are constant: all {inputs['rows']} "
-                          "examples carry the same label, so there is nothing to learn but that one "
-                          "class", arm="shuffled", variable=("labels", "as given", "permuted across the epoch"),
-                          expect="same")
+        return OwnFinding(
+            "H2",
+            "constant_labels",
+            f"the labels are constant: all {inputs['rows']} "
+            "examples carry the same label, so there is nothing to learn but that one "
+            "class",
+            arm="shuffled",
+            variable=("labels", "as given", "permuted across the epoch"),
+            expect="same",
+        )
     return None
 
 
@@ -119,10 +163,14 @@ def _label_signal(evs) -> dict:
     """The label-shuffle control on the learner's own optimizer first when it clearly learns
     (its real labels beating shuffled ones settles the question, with no reference arm to
     train); on the plain arm that learns best (`best_arm`) otherwise."""
+
     def on(arm):
         return label_signal([ev.arm(arm) for ev in evs], [ev.shuffled(arm) for ev in evs])
+
     sig, own = None, evs[0].arm("own")
-    if math.isfinite(own.mean) and below("signal.own_learns", own.level(), OWN_LEARNS * abs(own.losses[0])):
+    if math.isfinite(own.mean) and below(
+        "signal.own_learns", own.level(), OWN_LEARNS * abs(own.losses[0])
+    ):
         sig = on("own")
         if sig["verdict"] == "signal":
             return sig
@@ -138,35 +186,62 @@ def _h2_signal(evs) -> OwnFinding | None:
     if sig["verdict"] == "none":
         white = inputs.get("white_ratio")
         if white is not None and below("inputs.white_ratio", white, WHITE):
-            return OwnFinding("H2", "noise_inputs", f"the inputs are drowned in noise: real and shuffled "
-                              f"labels train alike, and the inputs' feature correlations are no stronger "
-                              f"than pure noise of this shape gives (top eigenvalue {white:.2f}x the "
-                              "noise edge)", arm="shuffled",
-                              variable=("labels", "as given", "permuted across the epoch"), expect="same")
+            return OwnFinding(
+                "H2",
+                "noise_inputs",
+                f"the inputs are drowned in noise: real and shuffled "
+                f"labels train alike, and the inputs' feature correlations are no stronger "
+                f"than pure noise of this shape gives (top eigenvalue {white:.2f}x the "
+                "noise edge)",
+                arm="shuffled",
+                variable=("labels", "as given", "permuted across the epoch"),
+                expect="same",
+            )
         ratio = inputs.get("scale_ratio")
         if ratio is not None and not below("inputs.scale_ratio", ratio, SCALE_RATIO, log=True):
-            return OwnFinding("H2", "feature_scale", f"one input feature swamps the others: feature "
-                              f"{inputs['scale_feature']} varies {ratio:.2g} times more than the median "
-                              "feature (another unit, or left out of the normalisation), and a plain loop "
-                              "then trains alike on real and on shuffled labels", arm="shuffled",
-                              variable=("labels", "as given", "permuted across the epoch"), expect="same")
-        return OwnFinding("H2", "labels_decorrelated", "the labels are decorrelated from the inputs: a "
-                          "plain loop trains alike on real and on shuffled labels (no signal), while the "
-                          "inputs themselves are structured", arm="shuffled",
-                          variable=("labels", "as given", "permuted across the epoch"), expect="same")
+            return OwnFinding(
+                "H2",
+                "feature_scale",
+                f"one input feature swamps the others: feature "
+                f"{inputs['scale_feature']} varies {ratio:.2g} times more than the median "
+                "feature (another unit, or left out of the normalisation), and a plain loop "
+                "then trains alike on real and on shuffled labels",
+                arm="shuffled",
+                variable=("labels", "as given", "permuted across the epoch"),
+                expect="same",
+            )
+        return OwnFinding(
+            "H2",
+            "labels_decorrelated",
+            "the labels are decorrelated from the inputs: a "
+            "plain loop trains alike on real and on shuffled labels (no signal), while the "
+            "inputs themselves are structured",
+            arm="shuffled",
+            variable=("labels", "as given", "permuted across the epoch"),
+            expect="same",
+        )
     held = [ev.held_out() for ev in evs]
     if held[0] is not None:
         verdicts = [held_out_verdict(h) for h in held]
         if all(v["verdict"] == "mismatch" for v in verdicts):
             v, ev = verdicts[0], evs[0]
             shift = scale_shift(ev.batches, proto.batches(ev.setup, ev.seed, "val_batches"))
-            return OwnFinding("H2", "held_out_mismatch", (f"{shift}; " if shift else "") +
-                              f"the held-out batches do not follow the training "
-                              f"mapping: the training loss falls {v['train'][0]:.3g} -> {v['train'][1]:.3g} "
-                              f"while the held-out loss never improves on its value at init "
-                              f"({v['held_out'][0]:.3g}, best {v['held_out'][1]:.3g})", arm="held_out_train",
-                              variable=("held-out batches", "val_batches", ("a held-out slice of the "
-                                        "training batches")), expect="lower")
+            return OwnFinding(
+                "H2",
+                "held_out_mismatch",
+                (f"{shift}; " if shift else "")
+                + f"the held-out batches do not follow the training "
+                f"mapping: the training loss falls {v['train'][0]:.3g} -> {v['train'][1]:.3g} "
+                f"while the held-out loss never improves on its value at init "
+                f"({v['held_out'][0]:.3g}, best {v['held_out'][1]:.3g})",
+                arm="held_out_train",
+                variable=(
+                    "held-out batches",
+                    "val_batches",
+                    ("a held-out slice of the training batches"),
+                ),
+                expect="lower",
+            )
     return None
 
 
@@ -177,7 +252,11 @@ def _h1(evs) -> OwnFinding | None:
         rule = settings_rule
         found = [rule(ev) for ev in evs]
     finding = settle(evs, found, rule, "H1", "the replay finds a mechanism")
-    if finding is not None and finding.system == "H1" and (finding.key in LR_KEYS or finding.key.startswith("setting:")):
+    if (
+        finding is not None
+        and finding.system == "H1"
+        and (finding.key in LR_KEYS or finding.key.startswith("setting:"))
+    ):
         return summed(evs, finding)  # a summed loss is closer to the cause than the LR or a setting
     return finding
 
@@ -187,22 +266,34 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     plain = [ev.arm("own").level() for ev in evs]
     start = evs[0].run.table["loss_raw"][0]
     margin = max(0.05 * abs(start), 3 * abs(plain[0] - plain[1]))
-    if all(above("healthy.own_above_plain", o, p + margin, seed=ev.seed)
-            for o, p, ev in zip(own, plain, evs)):
-        return _unknown(f"your loop ends at a loss of {own[0]:.3g} / {own[1]:.3g} where a plain loop with "
-                        f"the same model, data, loss and optimizer reaches {plain[0]:.3g} / {plain[1]:.3g}, "
-                        "but the replay measured no mechanism; compare your loop with the plain one line "
-                        "by line")
-    stuck = all(above("healthy.stuck", o, 0.9 * abs(start), seed=ev.seed) for o, ev in zip(own, evs))
+    if all(
+        above("healthy.own_above_plain", o, p + margin, seed=ev.seed)
+        for o, p, ev in zip(own, plain, evs)
+    ):
+        return _unknown(
+            f"your loop ends at a loss of {own[0]:.3g} / {own[1]:.3g} where a plain loop with "
+            f"the same model, data, loss and optimizer reaches {plain[0]:.3g} / {plain[1]:.3g}, "
+            "but the replay measured no mechanism; compare your loop with the plain one line "
+            "by line"
+        )
+    stuck = all(
+        above("healthy.stuck", o, 0.9 * abs(start), seed=ev.seed) for o, ev in zip(own, evs)
+    )
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
-    if stuck and all(below("healthy.ref_learns", r, 0.8 * abs(start), seed=ev.seed) for r, ev in zip(refs, evs)):
-        return _unknown(f"your run does not learn (loss {start:.3g} -> {own[0]:.3g} / {own[1]:.3g}) while "
-                        f"a plain loop with a reference optimizer, Adam(lr=1e-3), reaches {refs[0]:.3g} / "
-                        f"{refs[1]:.3g}; the replay measured no single cause, so check the optimizer's "
-                        "settings one at a time")
+    if stuck and all(
+        below("healthy.ref_learns", r, 0.8 * abs(start), seed=ev.seed) for r, ev in zip(refs, evs)
+    ):
+        return _unknown(
+            f"your run does not learn (loss {start:.3g} -> {own[0]:.3g} / {own[1]:.3g}) while "
+            f"a plain loop with a reference optimizer, Adam(lr=1e-3), reaches {refs[0]:.3g} / "
+            f"{refs[1]:.3g}; the replay measured no single cause, so check the optimizer's "
+            "settings one at a time"
+        )
     sig = evs[0].results.get("signal", {})
     if sig.get("verdict") != "signal":
-        return _unknown(f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}")
+        return _unknown(
+            f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}"
+        )
     return OwnFinding("NONE", "healthy", checked(evs, plain[0]))
 
 
@@ -212,8 +303,18 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
     The loss path (`losspath`) is read before the label-shuffle control: a loss that
     compares every prediction with every label makes real and shuffled labels train alike,
     which would otherwise read as data without signal."""
-    for rule in (_h3, _h2, frozen_rule, norms_rule, loss_path, offset_rule, range_rule, padding_rule,
-                 _h2_signal, _h1):
+    for rule in (
+        _h3,
+        _h2,
+        frozen_rule,
+        norms_rule,
+        loss_path,
+        offset_rule,
+        range_rule,
+        padding_rule,
+        _h2_signal,
+        _h1,
+    ):
         found = rule(evs)
         if found is not None:
             return _noted(found, evs)
@@ -223,8 +324,11 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
 def _noted(found: OwnFinding, evs) -> OwnFinding:
     """The frozen parameters (a deliberate freeze convicts nothing) and the per-layer relative
     updates, reported whatever the verdict."""
-    for note in (evs[0].results.get("frozen_note"), *evs[0].results.get("advice", ()),
-                 describe_layers(evs[0]) if "own" in evs[0].results else None):
+    for note in (
+        evs[0].results.get("frozen_note"),
+        *evs[0].results.get("advice", ()),
+        describe_layers(evs[0]) if "own" in evs[0].results else None,
+    ):
         if note and note not in found.notes:
             found.notes.append(note)
     return found

@@ -27,11 +27,18 @@ def third(evs) -> SeedEvidence:
 def _both(system: str, findings: list, seeds: list) -> OwnFinding:
     first = findings[0]
     text = "; ".join(f"seed {s}: {f.mechanism}" for s, f in zip(seeds, findings))
-    one = all(f.arm == first.arm and f.variable == first.variable for f in findings)  # one change tests both
-    return OwnFinding(system, "|".join(sorted({f.key for f in findings})),
-                      f"{system} on every seed, with two candidate mistakes (the seeds fit different "
-                      f"ones; check both): {text}", arm=first.arm if one else None,
-                      variable=first.variable if one else None, expect=first.expect)
+    one = all(
+        f.arm == first.arm and f.variable == first.variable for f in findings
+    )  # one change tests both
+    return OwnFinding(
+        system,
+        "|".join(sorted({f.key for f in findings})),
+        f"{system} on every seed, with two candidate mistakes (the seeds fit different "
+        f"ones; check both): {text}",
+        arm=first.arm if one else None,
+        variable=first.variable if one else None,
+        expect=first.expect,
+    )
 
 
 def settle(evs, found: list, rule, system: str, what: str) -> OwnFinding | None:
@@ -52,18 +59,26 @@ def settle(evs, found: list, rule, system: str, what: str) -> OwnFinding | None:
         if keys.count(f.key) >= 2:
             on = [str(t) for t, g in got if g.key == f.key]
             off = [str(t) for t in allseeds if str(t) not in on]
-            f.notes.append(f"seen on seeds {', '.join(on)}; not on seed {', '.join(off)}" if off
-                           else f"seen on seeds {', '.join(on)}")
+            f.notes.append(
+                f"seen on seeds {', '.join(on)}; not on seed {', '.join(off)}"
+                if off
+                else f"seen on seeds {', '.join(on)}"
+            )
             f.mechanism += f" (seeds {', '.join(on)} of {', '.join(map(str, allseeds))})"
             return f
     unstable = [(s, f) for s, f in got if f.key in UNSTABLE]
     if unstable:
         s, f = unstable[0]
-        f.mechanism += (f" (on seed {s} only of {', '.join(map(str, allseeds))}: at these settings the run "
-                        "is unstable, and whether it blows up depends on the init and the batch order)")
+        f.mechanism += (
+            f" (on seed {s} only of {', '.join(map(str, allseeds))}: at these settings the run "
+            "is unstable, and whether it blows up depends on the init and the batch order)"
+        )
         return f
     if len(got) >= 2:
         return _both(system, [f for _, f in got], [s for s, _ in got])
     named = "; ".join(f"seed {s}: {f.key if f else 'nothing'}" for s, f in zip(allseeds, alls))
-    return OwnFinding("UNKNOWN", "unknown", f"{what} on one seed of three only ({named}); a conviction "
-                      "needs two seeds to agree")
+    return OwnFinding(
+        "UNKNOWN",
+        "unknown",
+        f"{what} on one seed of three only ({named}); a conviction needs two seeds to agree",
+    )

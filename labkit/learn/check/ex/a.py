@@ -37,8 +37,10 @@ def ex_a_review(prediction, healthy, detached) -> str:
     """After the runs: the sealed prediction against what the detached run measured."""
     loss = detached.table["loss_raw"]
     moved = all(u is not None and u > 0 for u in detached.table["update_norm/head"])
-    truth = {"null_groups": sorted(null_groups(detached)),
-             "head_learns": moved and loss[0] - sum(loss[-20:]) / 20 > 0.1}
+    truth = {
+        "null_groups": sorted(null_groups(detached)),
+        "head_learns": moved and loss[0] - sum(loss[-20:]) / 20 > 0.1,
+    }
     return _predict.review("ex_a", prediction, truth, [healthy, detached])
 
 
@@ -50,8 +52,14 @@ def ex_a_mechanism(text) -> str:
 
 def first_below(run, level: float = LEVEL):
     """The first step whose raw loss is below `level`, or None."""
-    return next((s for s, v in zip(run.table["step"], run.table["loss_raw"])
-                 if math.isfinite(v) and v < level), None)
+    return next(
+        (
+            s
+            for s, v in zip(run.table["step"], run.table["loss_raw"])
+            if math.isfinite(v) and v < level
+        ),
+        None,
+    )
 
 
 @answer_check
@@ -59,17 +67,22 @@ def ex_a_steps_to(answer, healthy, detached) -> str:
     """{'healthy': step, 'detached': step}: the first step whose raw loss is below LEVEL."""
     truth = {"healthy": first_below(healthy), "detached": first_below(detached)}
     if not isinstance(answer, dict) or set(answer) != set(truth):
-        raise CheckFailed("Answer with a dict {'healthy': step, 'detached': step}; got "
-                          f"{answer!r}.")
+        raise CheckFailed(
+            f"Answer with a dict {{'healthy': step, 'detached': step}}; got {answer!r}."
+        )
     for name, step in answer.items():
         if isinstance(step, bool) or not isinstance(step, int):
             raise CheckFailed(f"answer[{name!r}] must be a step number (an int); got {step!r}.")
         if step != truth[name]:
-            raise CheckFailed(f"Step {step} is not where the {name} run's raw loss first drops "
-                              f"below {LEVEL}: scan its run.table['loss_raw'] from step 0 and stop "
-                              "at the first value below it.")
-    return (f"ok: below {LEVEL} at step {truth['healthy']} (healthy) and {truth['detached']} "
-            f"(detached), {truth['detached'] / max(truth['healthy'], 1):.1f} times later")
+            raise CheckFailed(
+                f"Step {step} is not where the {name} run's raw loss first drops "
+                f"below {LEVEL}: scan its run.table['loss_raw'] from step 0 and stop "
+                "at the first value below it."
+            )
+    return (
+        f"ok: below {LEVEL} at step {truth['healthy']} (healthy) and {truth['detached']} "
+        f"(detached), {truth['detached'] / max(truth['healthy'], 1):.1f} times later"
+    )
 
 
 @answer_check(points=2)  # transfer to a deeper model: the exercise's hardest step
@@ -77,13 +90,17 @@ def ex_a_transfer(groups, reason, deeper) -> str:
     """Before the deeper-detach run: its null-gradient groups, and why."""
     truth = null_groups(deeper)
     if not truth:
-        raise CheckFailed("Every grad_norm column of this run holds numbers, so it is not the "
-                          "deeper-detach run: pass the run trained with the deeper forward.")
+        raise CheckFailed(
+            "Every grad_norm column of this run holds numbers, so it is not the "
+            "deeper-detach run: pass the run trained with the deeper forward."
+        )
     given = layer_groups(groups, deeper)
     score_rubric(reason, TRANSFER_REASON, "your reason")
     if given != truth:
-        raise CheckFailed(f"The deeper run has {len(truth)} group(s) with grad None at every step, "
-                          f"and your list has {len(given)}, or other names: find where its forward "
-                          "calls detach() and follow the backward pass from the loss to it.")
+        raise CheckFailed(
+            f"The deeper run has {len(truth)} group(s) with grad None at every step, "
+            f"and your list has {len(given)}, or other names: find where its forward "
+            "calls detach() and follow the backward pass from the loss to it."
+        )
     verb = "gets" if len(truth) == 1 else "get"
     return f"ok: {', '.join(sorted(truth))} {verb} None; every group after the detach still learns"

@@ -19,9 +19,14 @@ from .rubrics.b import MECHANISM, TRANSFER_REASON
 GROUPS = ("backbone.0", "backbone.2", "head")
 GRAD_STATES = ("finite", "none", "zero")  # "finite": a nonzero number
 VARIANTS = ("backbone_only", "head_only")  # which part the optimizer was given
-FORMS = {"frozen_backbone_only": ("groups", GROUPS), "frozen_head_only": ("groups", GROUPS),
-         "left_out_grad": ("choice", GRAD_STATES), "zero_grad_clears": ("bool",),
-         "worse": ("choice", VARIANTS), "why": ("text",)}
+FORMS = {
+    "frozen_backbone_only": ("groups", GROUPS),
+    "frozen_head_only": ("groups", GROUPS),
+    "left_out_grad": ("choice", GRAD_STATES),
+    "zero_grad_clears": ("bool",),
+    "worse": ("choice", VARIANTS),
+    "why": ("text",),
+}
 
 
 def frozen_groups(run) -> set:
@@ -53,10 +58,13 @@ def ex_b_review(prediction, runs: dict) -> str:
     bo, ho = runs["backbone_only"], runs["head_only"]
     left_out = sorted(frozen_groups(bo))
     head = bo.table["grad_norm/head"]
-    truth = {"frozen_backbone_only": left_out, "frozen_head_only": sorted(frozen_groups(ho)),
-             "left_out_grad": _grad_state(bo, left_out[0]) if left_out else "finite",
-             "zero_grad_clears": not (head[-1] > 3 * head[0]),
-             "worse": max(VARIANTS, key=lambda v: _last20(runs[v]))}
+    truth = {
+        "frozen_backbone_only": left_out,
+        "frozen_head_only": sorted(frozen_groups(ho)),
+        "left_out_grad": _grad_state(bo, left_out[0]) if left_out else "finite",
+        "zero_grad_clears": not (head[-1] > 3 * head[0]),
+        "worse": max(VARIANTS, key=lambda v: _last20(runs[v])),
+    }
     return _predict.review("ex_b", prediction, truth, list(runs.values()))
 
 
@@ -77,15 +85,21 @@ def ex_b_growth(value, run, healthy) -> str:
     """In the backbone_only run: grad_norm/head at the last step over its step-0 value."""
     truth = growth(run)
     if truth < 10:
-        raise CheckFailed("The head's gradient norm of this run does not grow tenfold, so it is "
-                          "not the backbone_only run: pass runs['backbone_only'].")
+        raise CheckFailed(
+            "The head's gradient norm of this run does not grow tenfold, so it is "
+            "not the backbone_only run: pass runs['backbone_only']."
+        )
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise CheckFailed(f"Answer with a number (a ratio); got {value!r}.")
     if abs(value - truth) > 0.01 * truth:
-        raise CheckFailed("Divide the left-out head's gradient norm at the last step by its value "
-                          "at step 0, both from the backbone_only run's table.")
-    return (f"ok: x{truth:.0f} in {len(run)} steps, against x{growth(healthy):.2f} in the healthy "
-            "run: close to one fresh gradient added per step")
+        raise CheckFailed(
+            "Divide the left-out head's gradient norm at the last step by its value "
+            "at step 0, both from the backbone_only run's table."
+        )
+    return (
+        f"ok: x{truth:.0f} in {len(run)} steps, against x{growth(healthy):.2f} in the healthy "
+        "run: close to one fresh gradient added per step"
+    )
 
 
 @answer_check
@@ -94,8 +108,10 @@ def ex_b_transfer(frozen, piles_up, reason, run) -> str:
     left-out gradient piles up (True/False), and why."""
     truth = frozen_groups(run)
     if not truth:
-        raise CheckFailed("Every group of this run moves at some step: pass the run whose "
-                          "optimizer was built without backbone.2.")
+        raise CheckFailed(
+            "Every group of this run moves at some step: pass the run whose "
+            "optimizer was built without backbone.2."
+        )
     given = layer_groups(frozen, run)
     need_bool(piles_up)
     score_rubric(reason, TRANSFER_REASON, "your reason")
@@ -103,9 +119,13 @@ def ex_b_transfer(frozen, piles_up, reason, run) -> str:
     grads = run.table[f"grad_norm/{left}"]
     grows = grads[-1] > 3 * grads[0]
     if given != truth:
-        raise CheckFailed("Your list is not the set of groups whose update_norm is 0 at every "
-                          "step of this run: read the optimizer it was built with, group by group.")
+        raise CheckFailed(
+            "Your list is not the set of groups whose update_norm is 0 at every "
+            "step of this run: read the optimizer it was built with, group by group."
+        )
     if piles_up != grows:
-        raise CheckFailed(f"Read grad_norm/{left} of this run at its first and its last step, then "
-                          "ask again whether anything clears that gradient between steps.")
+        raise CheckFailed(
+            f"Read grad_norm/{left} of this run at its first and its last step, then "
+            "ask again whether anything clears that gradient between steps."
+        )
     return f"ok: {left} never moves, and its gradient {'piles up' if grows else 'does not pile up'}"

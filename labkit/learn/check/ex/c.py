@@ -35,18 +35,31 @@ def roles_of(runs: dict) -> dict:
     m = {lr: _measured(run) for lr, run in runs.items()}
     went_down = [lr for lr in runs if m[lr]["stray"] >= STUCK and m[lr]["drop"] >= STUCK]
     best = min(went_down, key=lambda lr: m[lr]["end"], default=None)
-    return {lr: "too small" if m[lr]["stray"] < STUCK else "best" if lr == best
-            else "slow" if lr in went_down else "too large" for lr in runs}
+    return {
+        lr: "too small"
+        if m[lr]["stray"] < STUCK
+        else "best"
+        if lr == best
+        else "slow"
+        if lr in went_down
+        else "too large"
+        for lr in runs
+    }
 
 
 @answer_check
 def ex_c_predict(prediction) -> str:
     """Before the sweep: {'roles': {lr: role for every lr in LRS}, 'why': str}."""
     roles = prediction.get("roles") if isinstance(prediction, dict) else None
-    if isinstance(roles, dict) and set(roles) == set(LRS) and list(roles.values()).count(
-            "best") != 1:
-        raise CheckFailed("Name exactly one LR 'best': a forecast that hedges cannot be wrong, "
-                          "so it cannot teach you anything.")
+    if (
+        isinstance(roles, dict)
+        and set(roles) == set(LRS)
+        and list(roles.values()).count("best") != 1
+    ):
+        raise CheckFailed(
+            "Name exactly one LR 'best': a forecast that hedges cannot be wrong, "
+            "so it cannot teach you anything."
+        )
     return _predict.seal("ex_c", prediction, FORMS)
 
 
@@ -60,15 +73,19 @@ def ex_c_review(prediction, runs: dict) -> str:
 def ex_c_update_ratio(ratios: dict, runs: dict) -> str:
     """Plain SGD moves the weights by lr * gradient, so update_norm / grad_norm is the LR."""
     if not isinstance(ratios, dict) or set(ratios) != set(runs):
-        raise CheckFailed("Answer with a dict {lr: update_norm / grad_norm at step 0} for every "
-                          f"run; got {ratios!r}.")
+        raise CheckFailed(
+            "Answer with a dict {lr: update_norm / grad_norm at step 0} for every "
+            f"run; got {ratios!r}."
+        )
     for lr, ratio in ratios.items():
         row = runs[lr].table
         truth = row["update_norm"][0] / row["grad_norm"][0]
         if not (isinstance(ratio, (int, float)) and math.isclose(ratio, truth, rel_tol=1e-3)):
-            raise CheckFailed(f"At lr={lr:g} your ratio is {ratio!r}, which is not update_norm / "
-                              "grad_norm at step 0: divide the two norms taken from row 0 of "
-                              "run.table.")
+            raise CheckFailed(
+                f"At lr={lr:g} your ratio is {ratio!r}, which is not update_norm / "
+                "grad_norm at step 0: divide the two norms taken from row 0 of "
+                "run.table."
+            )
     return "ok: " + ", ".join(f"lr={lr:g}: {r / lr:.3f} x lr" for lr, r in ratios.items())
 
 
@@ -79,8 +96,10 @@ def ex_c_uphill_lr(value, g_sq: float, g_h_g: float) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise CheckFailed(f"Answer with a number (an LR); got {value!r}.")
     if not math.isclose(value, truth, rel_tol=0.05):
-        raise CheckFailed("Set the change -lr ||g||^2 + lr^2/2 g^T H g to zero and solve for lr, "
-                          "using the two measured numbers printed above.")
+        raise CheckFailed(
+            "Set the change -lr ||g||^2 + lr^2/2 g^T H g to zero and solve for lr, "
+            "using the two measured numbers printed above."
+        )
     return f"ok: above lr = {truth:.0f} one step goes uphill in the quadratic picture"
 
 
@@ -98,9 +117,16 @@ def ex_c_transfer(answer, reason, sweep) -> str:
     score_rubric(reason, TRANSFER_REASON, "your reason")
     arms = sweep.details["arms"]
     x10, x1 = arms[10.0], arms[1.0]
-    truth = ("blows up" if x10["nonfinite"] or x10["drop"] < -0.5
-             else "falls faster" if x10["drop"] > 1.5 * x1["drop"] else "about the same")
+    truth = (
+        "blows up"
+        if x10["nonfinite"] or x10["drop"] < -0.5
+        else "falls faster"
+        if x10["drop"] > 1.5 * x1["drop"]
+        else "about the same"
+    )
     if answer != truth:
-        raise CheckFailed(f"Not {answer!r}: read the x10 arm's losses in sweep.details['arms'] "
-                          "and compare them with the x1 arm's.")
+        raise CheckFailed(
+            f"Not {answer!r}: read the x10 arm's losses in sweep.details['arms'] "
+            "and compare them with the x1 arm's."
+        )
     return f"ok: x10 {truth}: lr {x10['lr']:g} is past what this region's curvature allows"

@@ -28,8 +28,11 @@ def _three(run) -> dict:
 
 def three_at(run, i: int) -> dict:
     step = run.evals["step"][i]
-    return {"online": run.table["loss_reported"][run.table["step"].index(step)],
-            "train_eval": run.evals["train_eval_loss"][i], "val": run.evals["val_loss"][i]}
+    return {
+        "online": run.table["loss_reported"][run.table["step"].index(step)],
+        "train_eval": run.evals["train_eval_loss"][i],
+        "val": run.evals["val_loss"][i],
+    }
 
 
 def _chain(names: list, near: list) -> list:
@@ -44,8 +47,10 @@ def _parse(ordering) -> list:
     parts = re.split(r"\s*([<>≈~=])\s*", str(ordering).strip())
     names, ops = [NAMES.get(p.lower().removesuffix("_loss")) for p in parts[::2]], parts[1::2]
     if sorted(map(str, names)) != ["online", "train_eval", "val"] or {"<", ">"} <= set(ops):
-        raise CheckFailed("Write each of online, train_eval and val once, joined by '>' and "
-                          f"'≈', e.g. 'val > online ≈ train_eval'; got {ordering!r}.")
+        raise CheckFailed(
+            "Write each of online, train_eval and val once, joined by '>' and "
+            f"'≈', e.g. 'val > online ≈ train_eval'; got {ordering!r}."
+        )
     if "<" in ops:
         names, ops = names[::-1], ops[::-1]
     return _chain(names, [op in "≈~=" for op in ops])
@@ -55,8 +60,9 @@ def ordering_of(run) -> str:
     """The measured order of the three losses at the last evaluation, as text."""
     losses = _three(run)
     names = sorted(losses, key=losses.get, reverse=True)
-    groups = _chain(names, [losses[a] - losses[b] <= CLOSE * losses[a]
-                            for a, b in zip(names, names[1:])])
+    groups = _chain(
+        names, [losses[a] - losses[b] <= CLOSE * losses[a] for a, b in zip(names, names[1:])]
+    )
     return " > ".join(" ≈ ".join(sorted(g)) for g in groups)
 
 
@@ -66,9 +72,14 @@ def cause_of(run, control) -> str:
     return "split" if te - v > CLOSE * te else "dropout" if timing < 0.5 * gap else "timing"
 
 
-FORMS = {"dropout_run": ("check", _parse), "control_run": ("check", _parse),
-         "cause": ("choice", CAUSES), "dropout_under_no_grad": ("bool",),
-         "graph_under_eval": ("bool",), "why": ("text",)}
+FORMS = {
+    "dropout_run": ("check", _parse),
+    "control_run": ("check", _parse),
+    "cause": ("choice", CAUSES),
+    "dropout_under_no_grad": ("bool",),
+    "graph_under_eval": ("bool",),
+    "why": ("text",),
+}
 
 
 @answer_check
@@ -80,13 +91,21 @@ def ex_d_predict(prediction) -> str:
 @answer_check
 def ex_d_review(prediction, run, control, seen: dict) -> str:
     """After the runs and the four-way table `seen`: the prediction against the measurements."""
-    truth = {"dropout_run": ordering_of(run), "control_run": ordering_of(control),
-             "cause": cause_of(run, control),
-             "dropout_under_no_grad": seen["train", "no_grad"]["dropout active"],
-             "graph_under_eval": seen["eval", "grad on"]["graph recorded"]}
+    truth = {
+        "dropout_run": ordering_of(run),
+        "control_run": ordering_of(control),
+        "cause": cause_of(run, control),
+        "dropout_under_no_grad": seen["train", "no_grad"]["dropout active"],
+        "graph_under_eval": seen["eval", "grad on"]["graph recorded"],
+    }
     same_order = lambda said, actual: _parse(said) == _parse(actual)  # noqa: E731
-    return _predict.review("ex_d", prediction, truth, [run, control],
-                           same={"dropout_run": same_order, "control_run": same_order})
+    return _predict.review(
+        "ex_d",
+        prediction,
+        truth,
+        [run, control],
+        same={"dropout_run": same_order, "control_run": same_order},
+    )
 
 
 @answer_check
@@ -103,11 +122,15 @@ def ex_d_first_gap(value, control) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise CheckFailed(f"Answer with a number; got {value!r}.")
     if abs(value - truth) > 0.0005:
-        raise CheckFailed("Take the control's loss_reported at the step of its first evaluation "
-                          "and subtract its first train_eval_loss, in that order.")
+        raise CheckFailed(
+            "Take the control's loss_reported at the step of its first evaluation "
+            "and subtract its first train_eval_loss, in that order."
+        )
     last = _three(control)
-    return (f"ok: {truth:.3f} at epoch 1 against {last['online'] - last['train_eval']:.3f} at the "
-            "end: the epoch mean lags most while the loss falls fast")
+    return (
+        f"ok: {truth:.3f} at epoch 1 against {last['online'] - last['train_eval']:.3f} at the "
+        "end: the epoch mean lags most while the loss falls fast"
+    )
 
 
 @answer_check
@@ -116,10 +139,15 @@ def ex_d_transfer(answer, reason, new_run, run) -> str:
     need_one_of(answer, GAP_VS_HALF)
     score_rubric(reason, TRANSFER_REASON, "your reason")
     new, old = (_three(r)["online"] - _three(r)["train_eval"] for r in (new_run, run))
-    truth = ("about the same" if abs(new - old) <= 0.2 * old
-             else "smaller" if new < old else "larger")
+    truth = (
+        "about the same" if abs(new - old) <= 0.2 * old else "smaller" if new < old else "larger"
+    )
     if answer != truth:
-        raise CheckFailed(f"Not {answer!r}: compute online - train_eval at the last evaluation of "
-                          "both runs and compare the two gaps.")
-    return (f"ok: the gap is {new:.3f} at dropout {new_run.config['dropout']:g} against "
-            f"{old:.3f} at dropout {run.config['dropout']:g}")
+        raise CheckFailed(
+            f"Not {answer!r}: compute online - train_eval at the last evaluation of "
+            "both runs and compare the two gaps."
+        )
+    return (
+        f"ok: the gap is {new:.3f} at dropout {new_run.config['dropout']:g} against "
+        f"{old:.3f} at dropout {run.config['dropout']:g}"
+    )

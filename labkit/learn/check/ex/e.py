@@ -18,9 +18,13 @@ from .._words import score_rubric
 from .rubrics.e import MECHANISM, TRANSFER_REASON
 
 RUNS = ("correct", "double_shift", "padding_in_loss", "all_masked_labels", "prompt_in_loss")
-FORMS = {"nan_run": ("choice", RUNS), "two_ahead_run": ("choice", RUNS),
-         "inflated_runs": ("groups", RUNS), "lowest_train_loss": ("choice", RUNS),
-         "why": ("text",)}
+FORMS = {
+    "nan_run": ("choice", RUNS),
+    "two_ahead_run": ("choice", RUNS),
+    "inflated_runs": ("groups", RUNS),
+    "lowest_train_loss": ("choice", RUNS),
+    "why": ("text",),
+}
 DIRECTIONS = ("higher", "about the same", "lower")  # ex_e_transfer's answer space
 
 
@@ -40,11 +44,12 @@ def truth_of(runs: dict, batches: dict) -> dict:
     """What the five runs and their first batches show, field by field of FORMS."""
     tokens = {n: sum(r.table["valid_tokens"]) / len(r) for n, r in runs.items()}
     finite = [n for n, r in runs.items() if all(map(math.isfinite, r.table["loss_raw"]))]
-    return {"nan_run": next(n for n, r in runs.items()
-                            if not math.isfinite(r.table["loss_raw"][0])),
-            "two_ahead_run": next(n for n, b in batches.items() if _two_ahead(b)),
-            "inflated_runs": sorted(n for n in runs if tokens[n] > 1.05 * tokens["correct"]),
-            "lowest_train_loss": min(finite, key=lambda n: _last20(runs[n]))}
+    return {
+        "nan_run": next(n for n, r in runs.items() if not math.isfinite(r.table["loss_raw"][0])),
+        "two_ahead_run": next(n for n, b in batches.items() if _two_ahead(b)),
+        "inflated_runs": sorted(n for n in runs if tokens[n] > 1.05 * tokens["correct"]),
+        "lowest_train_loss": min(finite, key=lambda n: _last20(runs[n])),
+    }
 
 
 @answer_check
@@ -72,15 +77,21 @@ def ex_e_two_ahead_floor(value, split: dict, succ) -> str:
         raise CheckFailed(f"Answer with a finite number of nats; got {value!r}.")
     truth, one = floor(split, succ, ahead=2), floor(split, succ, ahead=1)
     if abs(value - one) < 0.01:
-        raise CheckFailed("That is the floor one token ahead; the double-shifted run is scored on "
-                          "the token after that, so ask the same function for two tokens ahead.")
+        raise CheckFailed(
+            "That is the floor one token ahead; the double-shifted run is scored on "
+            "the token after that, so ask the same function for two tokens ahead."
+        )
     if abs(value - truth) > 0.01:
-        raise CheckFailed(f"{value:.3f} nats is not that floor: average the entropy of the "
-                          "two-step distribution over the split's supervised targets, as "
-                          "labkit.learn.lm_floor.floor does with ahead=2.")
-    return (f"ok: {truth:.3f} nats two ahead against {one:.3f} one ahead (ln 4 - ln 2 would "
-            f"say {math.log(2):.3f} apart; duplicate successors, EOS and the first response "
-            "token make it less)")
+        raise CheckFailed(
+            f"{value:.3f} nats is not that floor: average the entropy of the "
+            "two-step distribution over the split's supervised targets, as "
+            "labkit.learn.lm_floor.floor does with ahead=2."
+        )
+    return (
+        f"ok: {truth:.3f} nats two ahead against {one:.3f} one ahead (ln 4 - ln 2 would "
+        f"say {math.log(2):.3f} apart; duplicate successors, EOS and the first response "
+        "token make it less)"
+    )
 
 
 def _eval_at(run, step: int, column: str) -> float:
@@ -102,12 +113,17 @@ def ex_e_transfer(train_loss, response_loss, reason, no_eos, correct) -> str:
             return "about the same"
         return "lower" if new < old else "higher"
 
-    truth = (direction(_last20(no_eos), _last20(correct, n)),
-             direction(*(_eval_at(r, step, "val_response_loss") for r in (no_eos, correct))))
-    for said, real, what in ((train_loss, truth[0], "mean of the last 20 raw training losses"),
-                             (response_loss, truth[1], ("val_response_loss at the last step "
-                                                       "both runs evaluated"))):
+    truth = (
+        direction(_last20(no_eos), _last20(correct, n)),
+        direction(*(_eval_at(r, step, "val_response_loss") for r in (no_eos, correct))),
+    )
+    for said, real, what in (
+        (train_loss, truth[0], "mean of the last 20 raw training losses"),
+        (response_loss, truth[1], ("val_response_loss at the last step both runs evaluated")),
+    ):
         if said != real:
             raise CheckFailed(f"Not {said!r}: compare the two runs' {what}.")
-    return (f"ok: training loss {truth[0]}, response loss {truth[1]}: the run never learns when "
-            "a response ends, and the mask hides that from its own loss")
+    return (
+        f"ok: training loss {truth[0]}, response loss {truth[1]}: the run never learns when "
+        "a response ends, and the mask hides that from its own loss"
+    )

@@ -22,8 +22,11 @@ from .rubrics.f import MECHANISM, TRANSFER_REASON
 METRICS = ("accuracy", "confusion_matrix", "cross_entropy", "minority_recall")
 RECALL_LEAVES_ZERO = ("never", "before step 50", "after step 50")
 EARLIER = ("later", "about the same", "earlier")  # ex_f_transfer's answer space
-FORMS = {"recall_leaves_zero": ("choice", RECALL_LEAVES_ZERO), "exposing": ("choice", METRICS),
-         "why": ("text",)}
+FORMS = {
+    "recall_leaves_zero": ("choice", RECALL_LEAVES_ZERO),
+    "exposing": ("choice", METRICS),
+    "why": ("text",),
+}
 
 
 def _number(name: str, value) -> float:
@@ -44,10 +47,14 @@ def ex_f_majority_accuracy(accuracy: float, y_true) -> str:
     if _close(accuracy, share):
         return f"ok: always predicting the majority class already scores {share:.3f}"
     if _close(accuracy, 1 - share):
-        raise CheckFailed("That is the share of the rare class; a model that always says "
-                          "'majority' is right on every example that is in the majority.")
-    raise CheckFailed("Count the labels of the most common class and divide by all labels: that "
-                      "model is right exactly on those examples.")
+        raise CheckFailed(
+            "That is the share of the rare class; a model that always says "
+            "'majority' is right on every example that is in the majority."
+        )
+    raise CheckFailed(
+        "Count the labels of the most common class and divide by all labels: that "
+        "model is right exactly on those examples."
+    )
 
 
 @answer_check
@@ -58,19 +65,27 @@ def ex_f_minority_precision(cm, precision: float, minority: int = 1) -> str:
     hit = float(cm[minority, minority])
     row, col = float(cm[minority].sum()), float(cm[:, minority].sum())
     if not col:
-        raise CheckFailed("No example is predicted as the minority class in this matrix, so its "
-                          "precision is undefined: pass the final model's matrix.")
+        raise CheckFailed(
+            "No example is predicted as the minority class in this matrix, so its "
+            "precision is undefined: pass the final model's matrix."
+        )
     expected = hit / col
     if _close(precision, expected):
         return f"ok: minority precision = {hit:.0f} / {col:.0f} = {expected:.3f}"
     if row and _close(precision, hit / row):
-        raise CheckFailed("That is recall (a row of true examples); precision divides the hits by "
-                          "the column of examples predicted as the minority class.")
+        raise CheckFailed(
+            "That is recall (a row of true examples); precision divides the hits by "
+            "the column of examples predicted as the minority class."
+        )
     if _close(precision, float(cm.trace() / cm.sum())):
-        raise CheckFailed("That is overall accuracy; precision looks only at the column of "
-                          "examples predicted as the minority.")
-    raise CheckFailed("Precision of a class is its diagonal cell divided by its column sum "
-                      "(columns are predictions); read both cells from the matrix again.")
+        raise CheckFailed(
+            "That is overall accuracy; precision looks only at the column of "
+            "examples predicted as the minority."
+        )
+    raise CheckFailed(
+        "Precision of a class is its diagonal cell divided by its column sum "
+        "(columns are predictions); read both cells from the matrix again."
+    )
 
 
 def recall_leaves_zero(run) -> str:
@@ -102,10 +117,13 @@ def ex_f_predict(prediction) -> str:
 @answer_check
 def ex_f_review(prediction, run, cm_early) -> str:
     """After the run: the sealed prediction against the run and its 50-step checkpoint."""
-    truth = {"recall_leaves_zero": recall_leaves_zero(run),
-             "exposing": exposing_metrics(run, cm_early)}
-    return _predict.review("ex_f", prediction, truth, [run],
-                           same={"exposing": lambda said, actual: said in actual})
+    truth = {
+        "recall_leaves_zero": recall_leaves_zero(run),
+        "exposing": exposing_metrics(run, cm_early),
+    }
+    return _predict.review(
+        "ex_f", prediction, truth, [run], same={"exposing": lambda said, actual: said in actual}
+    )
 
 
 @answer_check
@@ -127,8 +145,10 @@ def ex_f_constant_loss(value, y_true) -> str:
     value = _number("value", value)
     truth = constant_loss(y_true)
     if abs(value - truth) > 0.0005:
-        raise CheckFailed("Give every example p(class 1) = the share of class 1 and average "
-                          "-ln p(true class) over the split: two kinds of example, two terms.")
+        raise CheckFailed(
+            "Give every example p(class 1) = the share of class 1 and average "
+            "-ln p(true class) over the split: two kinds of example, two terms."
+        )
     return f"ok: {truth:.3f} nats, the loss a model reaches by learning the shares alone"
 
 
@@ -141,26 +161,32 @@ def ex_f_transfer(answer, reason, new_run, run) -> str:
 
     def first_nonzero(r):
         ev = r.evals
-        return next((s for s, x in zip(ev["step"], ev["val_minority_recall"]) if x > 0),
-                    len(r))
+        return next((s for s, x in zip(ev["step"], ev["val_minority_recall"]) if x > 0), len(r))
 
     new, old = first_nonzero(new_run), first_nonzero(run)
     truth = "about the same" if abs(new - old) <= 10 else "earlier" if new < old else "later"
     if answer != truth:
-        raise CheckFailed(f"Not {answer!r}: find the first evaluation with a minority recall "
-                          "above 0 in each run and compare the two steps.")
+        raise CheckFailed(
+            f"Not {answer!r}: find the first evaluation with a minority recall "
+            "above 0 in each run and compare the two steps."
+        )
     return f"ok: recall leaves 0 at step {new} against step {old}"
 
 
 @answer_check
 def ex_f_exact_match(p_token: float, n_tokens: int, value: float) -> str:
     """Chance that all `n_tokens` independent tokens are right, each with chance `p_token`."""
-    value, expected = _number("value", value), p_token ** n_tokens
+    value, expected = _number("value", value), p_token**n_tokens
     if abs(value - expected) < 1e-4:
-        return (f"ok: {p_token}^{n_tokens} = {expected:.3f}: high token accuracy, far lower exact "
-                "match")
+        return (
+            f"ok: {p_token}^{n_tokens} = {expected:.3f}: high token accuracy, far lower exact match"
+        )
     if _close(value, p_token):
-        raise CheckFailed("That is the rate for one token; an exact match needs every token right "
-                          "at once, and chances of independent events multiply.")
-    raise CheckFailed("An exact match needs all the tokens right at once; multiply the per-token "
-                      "chances of independent events rather than adding or averaging them.")
+        raise CheckFailed(
+            "That is the rate for one token; an exact match needs every token right "
+            "at once, and chances of independent events multiply."
+        )
+    raise CheckFailed(
+        "An exact match needs all the tokens right at once; multiply the per-token "
+        "chances of independent events rather than adding or averaging them."
+    )

@@ -13,19 +13,41 @@ import textwrap
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--seed", type=int, default=None,
-                   help="the mystery's seed: the same seed gives the same mystery (default: random)")
-    p.add_argument("--minutes", type=float, default=None,
-                   help="put a clock on the drill, e.g. 20 (default: no clock)")
-    p.add_argument("--log", default=None, metavar="PATH",
-                   help="the learner store that keeps the drill log (default: $LABKIT_HOME/labkit.sqlite3, ~/.labkit)")
-    p.add_argument("--answer", action="store_true",
-                   help="print the hidden setup of --seed and exit (for instructors and tests)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="the mystery's seed: the same seed gives the same mystery (default: random)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="put a clock on the drill, e.g. 20 (default: no clock)",
+    )
+    p.add_argument(
+        "--log",
+        default=None,
+        metavar="PATH",
+        help="the learner store that keeps the drill log (default: $LABKIT_HOME/labkit.sqlite3, ~/.labkit)",
+    )
+    p.add_argument(
+        "--answer",
+        action="store_true",
+        help="print the hidden setup of --seed and exit (for instructors and tests)",
+    )
     p.add_argument("--stats", action="store_true", help="summarise the log and exit")
-    p.add_argument("--json", default=None, metavar="PATH",
-                   help="with --stats: write the summary as JSON to PATH, or to stdout with -")
-    p.add_argument("--verbal", action="store_true",
-                   help="practise spoken answers for the seven curve cases, one answer per line")
+    p.add_argument(
+        "--json",
+        default=None,
+        metavar="PATH",
+        help="with --stats: write the summary as JSON to PATH, or to stdout with -",
+    )
+    p.add_argument(
+        "--verbal",
+        action="store_true",
+        help="practise spoken answers for the seven curve cases, one answer per line",
+    )
 
 
 def fit(line: str, width: int = 100) -> list[str]:
@@ -59,6 +81,7 @@ def _lines():
 def run(args) -> int:
     from ....errors import check_number
     from ..log import DrillLog
+
     check_number("--seed", args.seed, minimum=0, integer=True, allow_none=True)
     check_number("--minutes", args.minutes, minimum=0, strict_min=True, allow_none=True)
     log = DrillLog(args.log)
@@ -68,6 +91,7 @@ def run(args) -> int:
         raise ValueError("--json goes with --stats: `labkit drill --stats --json -`.")
     if args.stats:
         from ..stats import stats_lines
+
         attempts = log.attempts()
         if args.json:
             args.write_stats(attempts, str(log.path))  # the CLI's --json writer
@@ -77,6 +101,7 @@ def run(args) -> int:
         return 0
     if args.verbal:
         from ..verbal.terminal import play_verbal
+
         return play_verbal(log, _lines(), say)
     if args.answer:
         return _answer(args, log)
@@ -87,6 +112,7 @@ def _answer(args, log) -> int:
     from ..mystery import draw
     from ..paths import PATHS
     from ..feedback import path_text
+
     if args.seed is None:
         raise ValueError("--answer needs --seed N: it shows the hidden setup of that seed.")
     m = draw(args.seed)
@@ -100,10 +126,13 @@ def _answer(args, log) -> int:
 
 def _play(args, log) -> int:
     from ..session import Drill
+
     drill = Drill.open(args.seed, log=log, minutes=args.minutes)
     if drill.resumed and args.minutes and drill.state["minutes"] != args.minutes:
-        say(f"note: this drill keeps the clock it started with "
-            f"({drill.state['minutes'] or 'none'}); --minutes applies to new drills.")
+        say(
+            f"note: this drill keeps the clock it started with "
+            f"({drill.state['minutes'] or 'none'}); --minutes applies to new drills."
+        )
     drill.intro_lines(say)
     if not drill.resumed:
         drill.state = log.save_session(drill.state)
@@ -115,6 +144,9 @@ def _play(args, log) -> int:
     except KeyboardInterrupt:
         say(f"\ninterrupted: the drill is saved in {log.path}; `labkit drill` resumes it.")
         return 130
-    say(f"paused: the drill is saved in {log.path}; `labkit drill"
-        + (f" --log {args.log}" if args.log else "") + "` resumes it.")
+    say(
+        f"paused: the drill is saved in {log.path}; `labkit drill"
+        + (f" --log {args.log}" if args.log else "")
+        + "` resumes it."
+    )
     return 0

@@ -10,8 +10,13 @@ WIDTH = 100
 
 def wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
     """One paragraph as lines of at most `width` columns (continuation lines indented)."""
-    return textwrap.wrap(text, width=width, initial_indent=indent,
-                         subsequent_indent=indent + "  ", break_long_words=True) or [indent]
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=True,
+    ) or [indent]
 
 
 def num(v, digits: int = 4) -> str:
@@ -29,7 +34,7 @@ def point_rows(values, *, start: int = 0, per_row: int = 10, every: int = 1) -> 
     out = []
     steps = list(range(start, start + len(values) * every, every))
     for i in range(0, len(values), per_row):
-        chunk = values[i:i + per_row]
+        chunk = values[i : i + per_row]
         span = f"{steps[i]:>3}-{steps[i + len(chunk) - 1]:<3}"
         out.append(f"  steps {span} " + " ".join(f"{num(v):>7}" for v in chunk))
     return out

@@ -29,28 +29,122 @@ from .cases import CASES, MODELS
 from ..words import pattern
 
 ELEMENTS = ("hedge", "leading", "alternatives", "test", "intervention", "confirm")
-LABELS = {"hedge": "hedge on comparability", "leading": "leading hypothesis",
-          "alternatives": "alternatives", "test": "a discriminating test",
-          "intervention": "an intervention", "confirm": "confirming evidence"}
-HEDGE = ("assuming", "assume", "comparable", "same loss", "same definition", "same reduction",
-         "same way", "same metric", "provided", "if both", "if the losses", "if the curves",
-         "if the metric", "before trusting", "eval mode", "same checkpoint", "smoothing",
-         "not a stale", "raw loss", "computed the same")
+LABELS = {
+    "hedge": "hedge on comparability",
+    "leading": "leading hypothesis",
+    "alternatives": "alternatives",
+    "test": "a discriminating test",
+    "intervention": "an intervention",
+    "confirm": "confirming evidence",
+}
+HEDGE = (
+    "assuming",
+    "assume",
+    "comparable",
+    "same loss",
+    "same definition",
+    "same reduction",
+    "same way",
+    "same metric",
+    "provided",
+    "if both",
+    "if the losses",
+    "if the curves",
+    "if the metric",
+    "before trusting",
+    "eval mode",
+    "same checkpoint",
+    "smoothing",
+    "not a stale",
+    "raw loss",
+    "computed the same",
+)
 CUES = {
-    "leading": ("most likely", "likely", "leading", "consistent with", "i suspect", "suspect",
-                "my first guess", "probably", "main hypothesis", "best explanation", "points to",
-                "i think", "i believe"),
-    "alternatives": ("alternatively", "alternative", "could also", "it could be", "or it could",
-                     "another possibility", "other possibilities", "rule out", "might also",
-                     "less likely", "another explanation", "versus", "or else", "otherwise"),
-    "test": ("test", "check", "run", "experiment", "inspect", "compare", "measure", "replay",
-             "overfit", "audit", "look at", "plot", "log", "locate", "recompute", "compute",
-             "correlate"),
-    "intervention": ("fix", "change", "intervene", "add", "reduce", "lower", "increase", "remove",
-                     "apply", "switch", "use", "restore", "early stop", "set", "reweight", "clip"),
-    "confirm": ("confirm", "would show", "should see", "expect", "success", "if it works",
-                "evidence", "verify", "should drop", "should fall", "should improve",
-                "should match", "should stay", "should disappear", "stays finite"),
+    "leading": (
+        "most likely",
+        "likely",
+        "leading",
+        "consistent with",
+        "i suspect",
+        "suspect",
+        "my first guess",
+        "probably",
+        "main hypothesis",
+        "best explanation",
+        "points to",
+        "i think",
+        "i believe",
+    ),
+    "alternatives": (
+        "alternatively",
+        "alternative",
+        "could also",
+        "it could be",
+        "or it could",
+        "another possibility",
+        "other possibilities",
+        "rule out",
+        "might also",
+        "less likely",
+        "another explanation",
+        "versus",
+        "or else",
+        "otherwise",
+    ),
+    "test": (
+        "test",
+        "check",
+        "run",
+        "experiment",
+        "inspect",
+        "compare",
+        "measure",
+        "replay",
+        "overfit",
+        "audit",
+        "look at",
+        "plot",
+        "log",
+        "locate",
+        "recompute",
+        "compute",
+        "correlate",
+    ),
+    "intervention": (
+        "fix",
+        "change",
+        "intervene",
+        "add",
+        "reduce",
+        "lower",
+        "increase",
+        "remove",
+        "apply",
+        "switch",
+        "use",
+        "restore",
+        "early stop",
+        "set",
+        "reweight",
+        "clip",
+    ),
+    "confirm": (
+        "confirm",
+        "would show",
+        "should see",
+        "expect",
+        "success",
+        "if it works",
+        "evidence",
+        "verify",
+        "should drop",
+        "should fall",
+        "should improve",
+        "should match",
+        "should stay",
+        "should disappear",
+        "stays finite",
+    ),
 }
 HINTS = {
     "hedge": "say the curves are comparable first (same loss, reduction, mode, checkpoint)",
@@ -69,8 +163,16 @@ def sentences(text: str) -> list[str]:
 def _first(phrases, text, negation: bool = True):
     """The first of `phrases` that `text` asserts: found, and (with `negation`) not denied."""
     lowered = text.lower()
-    return next((p for p in phrases if any(not (negation and denied(lowered, m.start()))
-                                           for m in pattern(p).finditer(lowered))), None)
+    return next(
+        (
+            p
+            for p in phrases
+            if any(
+                not (negation and denied(lowered, m.start())) for m in pattern(p).finditer(lowered)
+            )
+        ),
+        None,
+    )
 
 
 def grade(case_index: int, answer: str) -> dict:
@@ -78,11 +180,17 @@ def grade(case_index: int, answer: str) -> dict:
     if not isinstance(answer, str):
         raise TypeError(f"answer must be text (str); got {type(answer).__name__}.")
     if not 0 <= case_index < len(CASES):
-        raise ValueError(f"case_index={case_index!r} is out of range; cases are 0 to "
-                         f"{len(CASES) - 1}.")
+        raise ValueError(
+            f"case_index={case_index!r} is out of range; cases are 0 to {len(CASES) - 1}."
+        )
     case = CASES[case_index]
-    content = {"leading": case.leading, "alternatives": case.alternatives, "test": case.test,
-               "intervention": case.intervention, "confirm": ("",)}
+    content = {
+        "leading": case.leading,
+        "alternatives": case.alternatives,
+        "test": case.test,
+        "intervention": case.intervention,
+        "confirm": ("",),
+    }
     hits = {"hedge": _first(HEDGE, answer)}
     for element in ELEMENTS[1:]:
         hits[element] = None

@@ -11,7 +11,9 @@ from ..front.text import wrap
 
 def play_verbal(log, lines, say) -> int:
     say("Verbal practice: answer each curve as you would out loud, on one line.")
-    say("Type `skip` to pass a case, `quit` to stop. The rubric is keyword-based: see docs/interview/verbal.md.")
+    say(
+        "Type `skip` to pass a case, `quit` to stop. The rubric is keyword-based: see docs/interview/verbal.md."
+    )
     lines = iter(lines)
     done = 0
     for i, case in enumerate(CASES):
@@ -30,8 +32,16 @@ def play_verbal(log, lines, say) -> int:
         for line in wrap("a strong answer: " + model_answer(i), "  "):
             say(line)
         hits = grade(i, answer)
-        log.append({"kind": "verbal", "case": i + 1, "title": case.title, "answer": answer,
-                    "elements": {e: hits[e] for e in ELEMENTS}, "finished_at": time.time()})
+        log.append(
+            {
+                "kind": "verbal",
+                "case": i + 1,
+                "title": case.title,
+                "answer": answer,
+                "elements": {e: hits[e] for e in ELEMENTS},
+                "finished_at": time.time(),
+            }
+        )
         done += 1
     say(f"{done} answer(s) graded and saved to {log.path}.")
     return 0
