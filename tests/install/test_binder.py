@@ -87,7 +87,12 @@ def test_postbuild_installs_labkit_with_its_widget_files(tmp_path):
     )
     wheel = next(tmp_path.glob("labkit-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("labkit/__init__.py", "labkit/widgets/sketch.js", "labkit/widgets/sketch.css"):
+    for needed in (
+        "labkit/__init__.py",
+        "labkit/widgets/sketch/sketch.js",
+        "labkit/widgets/sketch/sketch.css",
+        "labkit/widgets/prediction_form.js",
+    ):
         assert needed in names, f"{needed} is not installed"
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "labkit = labkit.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
