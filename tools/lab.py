@@ -26,7 +26,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-LEARNER_VIEW = ("notebooks", "exercises", "examples", "README.md")
+LEARNER_VIEW = (
+    "notebooks",
+    "exercises",
+    "examples",
+    "docs",
+    "README.md",
+)  # docs: the README links there
 SOLUTIONS = "solutions"
 QUIET_NEWS = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}

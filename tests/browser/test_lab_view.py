@@ -5,6 +5,7 @@ the shell that ran `make` never activated .venv."""
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 from helpers import make_env
 
 ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
@@ -115,6 +117,13 @@ def test_make_lab_lists_the_learners_view_and_its_terminal_finds_labkit(tmp_path
         assert not names & {"tests", "solutions", "labkit", "conftest.py"}, names
         notebooks = {i["name"] for i in _api(base, token, "contents/notebooks")["content"]}
         assert "00_start_here.ipynb" in notebooks
+        # every page the README links to opens in the lab too (the guides live in docs/)
+        links = re.findall(
+            r"\]\(((?:docs|notebooks|exercises|examples)/[^)#]+)\)", README.read_text()
+        )
+        assert any(link.startswith("docs/") for link in links), links
+        for link in links:
+            assert _api(base, token, f"contents/{link}")["name"] == Path(link).name, link
         out = _terminal(base, token, "command -v labkit; labkit --help", "usage: labkit")
         assert str(Path(sys.executable).parent / "labkit") in out
         assert "usage: labkit" in out and "command not found" not in out, out
