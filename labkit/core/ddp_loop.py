@@ -80,7 +80,7 @@ def train_rank(
     sampler = torch.utils.data.distributed.DistributedSampler(data(), shuffle=True, seed=0)
     loader = torch.utils.data.DataLoader(data(), batch_size=BATCH // world, sampler=sampler)
     w = watch(ddp, optimizer, check_every=every)
-    raw, reported, orders, step, epoch = [], [], [], 0, 0
+    raw, reported, local, orders, step, epoch = [], [], [], [], 0, 0
     while step < steps:
         s["epoch_start"](sampler, epoch)
         for i, (x, y, index) in enumerate(loader):
@@ -92,6 +92,7 @@ def train_rank(
                 loss.backward()
             s["after_backward"](model)
             optimizer.step()
+            local.append(float(loss.detach()))  # this rank's own shard
             raw.append(_reported(loss, world))  # the true mean over the ranks
             same = s["reported"] is _reported  # the healthy report is that mean: one all-reduce
             reported.append(raw[-1] if same else s["reported"](loss, world))
@@ -107,6 +108,7 @@ def train_rank(
         "findings": list(w.findings),
         "checks": w.describe()["ranks"]["checks"],
         "loss": [raw[0], raw[-1]],
+        "local_loss": local,
         "reported_gap": max(abs(a - b) for a, b in zip(raw, reported)),
         "update_norm_0": run.table["update_norm"][0],
         "epoch_orders": orders,
