@@ -62,8 +62,13 @@ def train_rank(
     every: int = 50,
     lr: float = 0.05,
     momentum: float = 0.9,
+    at_end=None,
 ) -> dict:
-    """Train this rank for `steps` steps under `seams` (defaults: `SEAMS`); plain data back."""
+    """Train this rank for `steps` steps under `seams` (defaults: `SEAMS`); plain data back.
+
+    `at_end(ddp, batch, forward, sync, sampler, epoch)`, if given, runs once after the last
+    step on every rank (the last batch, the seams' forward and backward context); what it
+    returns is the result's "at_end"."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -102,7 +107,7 @@ def train_rank(
         epoch += 1
     w.close()
     run = w.run(loss_raw=raw, loss_reported=reported)
-    return {
+    out = {
         "rank": rank,
         "groups": list(w.groups),
         "findings": list(w.findings),
@@ -116,6 +121,12 @@ def train_rank(
         "max_param_diff": _max_diff(list(model.parameters()), world),
         "max_buffer_diff": _max_diff([b for b in model.buffers() if b.is_floating_point()], world),
     }
+    if at_end is not None:
+        sync = lambda: s["sync"](ddp, step)  # noqa: E731
+        out["at_end"] = at_end(
+            ddp, (x, y), lambda m, b: s["forward"](m)(b[0]), sync, sampler, epoch - 1
+        )
+    return out
 
 
 def _max_diff(tensors: list, world: int) -> float:

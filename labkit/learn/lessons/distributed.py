@@ -10,7 +10,8 @@ rendezvous, a timeout on every collective: `labkit.learn.lessons.ranks`) and mea
 * `accumulate`: gradient accumulation over two micro-batches with `no_sync()` left on the
   last one, and never left;
 * the runs of the distributed zoo it is asked for (`labkit.core.ddp_loop.train_rank`),
-  each rank's own loss at every step included.
+  each rank's own loss at every step included, and after each run's last step the
+  distributed checklist (`labkit.learn.checklist.ranks`) on that step's batch.
 
 Outside the ranks: `shards` (what `DistributedSampler` hands each rank, per epoch),
 `setup_hash` and `rank_runs` (a rank's loss as a `labkit.Run`, for a sealed sketch).
@@ -33,14 +34,14 @@ import torch.nn.functional as F
 from ...core.ddp_loop import BATCH, N_EXAMPLES, data
 from .ranks import TIMEOUT_S
 
-WORLD, STEPS, EVERY = 2, 200, 25
+WORLD, STEPS, EVERY = 2, 120, 20
 BUCKET_MB = 0.0005  # 500 bytes: each weight and bias of the small MLP in a bucket of its own
-RUNS = (
+RUNS = (  # no_sync_every_step is `accumulate(leave=False)`, a run the lesson has already
     "healthy",
     "forward_through_module",
-    "no_sync_every_step",
     "no_set_epoch",
     "double_allreduce",
+    "buffers_not_broadcast",
 )
 
 
@@ -153,6 +154,14 @@ def accumulate(leave: bool, *, steps: int = 40, micro: int = 2, lr: float = 0.05
     }
 
 
+def _audit(ddp, batch, forward, sync, sampler, epoch) -> dict:
+    """The distributed checklist after a run's last step (`train_rank`'s `at_end`)."""
+    from ..checklist.ranks import audit_ranks
+
+    found = audit_ranks(ddp, batch, forward=forward, sync=sync, sampler=sampler, epoch=epoch)
+    return {"status": found.status(), "text": str(found)}
+
+
 def _rank(rank: int, world: int, rendezvous: str, bugs: dict, every: int, out: str) -> None:
     import torch.distributed as dist
 
@@ -172,7 +181,7 @@ def _rank(rank: int, world: int, rendezvous: str, bugs: dict, every: int, out: s
             "anatomy": anatomy(),
             "accumulate": {"leave": accumulate(True), "never_leave": accumulate(False)},
             "runs": {
-                bug: train_rank(DDP_BUGS[bug].seams, steps=steps, every=every)
+                bug: train_rank(DDP_BUGS[bug].seams, steps=steps, every=every, at_end=_audit)
                 for bug, steps in bugs.items()
             },
         }
