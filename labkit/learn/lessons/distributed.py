@@ -1,7 +1,9 @@
 """Two real ranks for notebook `18_distributed`, started once from the notebook.
 
-`launch()` starts two gloo ranks with torch.multiprocessing's "spawn" method (a file
-rendezvous, a timeout on every collective: `labkit.learn.lessons.ranks`) and measures on each:
+`start()` starts two gloo ranks with torch.multiprocessing's "spawn" method; they import
+torch while the learner sketches and wait for their plan, and `launch(waiting=...)` sends it
+after the seal (a file rendezvous, a timeout on every collective, as in
+`labkit.learn.lessons.ranks`). On each rank it measures:
 
 * `anatomy`: one step of a small MLP under DistributedDataParallel: which tensors DDP
   all-reduces (the gradients, bucket by bucket, during backward) and what they come out as
@@ -23,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import time
 from datetime import timedelta
@@ -36,13 +39,13 @@ from .ranks import TIMEOUT_S
 
 WORLD, STEPS, EVERY = 2, 120, 20
 BUCKET_MB = 0.0005  # 500 bytes: each weight and bias of the small MLP in a bucket of its own
-RUNS = (  # no_sync_every_step is `accumulate(leave=False)`, a run the lesson has already
-    "healthy",
-    "forward_through_module",
-    "no_set_epoch",
-    "double_allreduce",
-    "buffers_not_broadcast",
-)
+RUNS = {  # bug: steps; each as long as what the lesson reads from it needs
+    "healthy": STEPS,  # the drift against forward_through_module, the checklist
+    "forward_through_module": STEPS,  # the sketched run
+    "no_set_epoch": 48,  # three epochs of 16 steps: the same first batch each time
+    "double_allreduce": 20,  # the first update
+    "buffers_not_broadcast": 20,  # the checklist
+}  # no_sync_every_step is `accumulate(leave=False)`, which the lesson runs anyway
 
 
 def _mlp() -> nn.Module:
@@ -191,40 +194,110 @@ def _rank(rank: int, world: int, rendezvous: str, bugs: dict, every: int, out: s
         dist.destroy_process_group()
 
 
-def launch(bugs=RUNS, *, steps: int = STEPS, every: int = EVERY) -> dict:
-    """Start two gloo ranks once; on each, `anatomy`, `accumulate` both ways, then `steps`
-    steps of each of `bugs` (names of `labkit.bugs.ddp.DDP_BUGS`). Returns {"started_at",
-    "steps", "anatomy": [rank 0's, rank 1's], "accumulate": {"leave": [...], "never_leave":
-    [...]}, "runs": {bug: [rank 0's, rank 1's]}}."""
-    import torch.multiprocessing as mp
+class Waiting:
+    """Two ranks started ahead (`start()`), importing torch and DDP while the learner
+    sketches, then waiting for their plan; `launch(waiting=...)` sends it. Dropped unused,
+    or left waiting WAIT_S seconds, or orphaned by their kernel, they exit."""
 
+    def __init__(self):
+        import torch.multiprocessing as mp
+
+        self.folder, self.sent = tempfile.mkdtemp(prefix="labkit-ranks-"), False
+        self.context = mp.start_processes(
+            _waiting,
+            args=(WORLD, self.folder, os.getpid()),
+            nprocs=WORLD,
+            join=False,
+            start_method="spawn",
+        )
+
+    def send(self, plan: dict) -> None:
+        if self.sent:
+            raise ValueError(
+                "These two ranks have trained already; start new ones with start(), or "
+                "call launch() without waiting= to start them there."
+            )
+        self.sent = True
+        part = os.path.join(self.folder, "plan.part")
+        with open(part, "w") as f:
+            json.dump(plan, f)
+        os.replace(part, os.path.join(self.folder, "plan.json"))  # whole, or not there
+
+    def join(self) -> list[dict]:
+        try:
+            while not self.context.join():
+                pass
+            ranks = []
+            for rank in range(WORLD):
+                with open(os.path.join(self.folder, f"rank{rank}.json")) as f:
+                    ranks.append(json.load(f))
+            return ranks
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __del__(self):
+        if not getattr(self, "sent", True):
+            with contextlib.suppress(Exception):
+                self.send({})  # nothing to train: the waiting ranks exit
+
+    def __repr__(self) -> str:
+        return f"Waiting({WORLD} ranks, {'sent their plan' if self.sent else 'waiting for a plan'})"
+
+
+WAIT_S = 1800  # how long started ranks wait for their plan before they exit
+
+
+def _waiting(rank: int, world: int, folder: str, parent: int) -> None:
+    import torch._dynamo  # noqa: F401  (DDP's first construction imports it: seconds)
+
+    plan_path, deadline = os.path.join(folder, "plan.json"), time.monotonic() + WAIT_S
+    while not os.path.exists(plan_path):
+        if time.monotonic() > deadline or os.getppid() != parent:
+            return  # nobody will send a plan
+        time.sleep(0.05)
+    with open(plan_path) as f:
+        plan = json.load(f)
+    if plan:
+        _rank(rank, world, os.path.join(folder, "rendezvous"), plan["bugs"], plan["every"], folder)
+
+
+def start() -> Waiting:
+    """Start the two ranks now, so that they are ready when `launch(waiting=...)` sends
+    their plan; they train nothing before it."""
+    return Waiting()
+
+
+def launch(bugs=None, *, steps: int = STEPS, every: int = EVERY, waiting=None) -> dict:
+    """On two gloo ranks (`waiting`, from `start()`, or two started here): `anatomy`,
+    `accumulate` both ways, then each run of `bugs`: {name of `labkit.bugs.ddp.DDP_BUGS`:
+    steps}, or names trained `steps` steps each (default: `RUNS`). Returns {"started_at",
+    "steps": {bug: steps}, "anatomy": [rank 0's, rank 1's], "accumulate": {"leave": [...],
+    "never_leave": [...]}, "runs": {bug: [rank 0's, rank 1's]}}."""
     from ...bugs.ddp import DDP_BUGS
     from ...errors import check_number, suggest
 
-    bugs = (bugs,) if isinstance(bugs, str) else tuple(bugs)
-    for bug in bugs:
+    bugs = RUNS if bugs is None else (bugs,) if isinstance(bugs, str) else bugs
+    plan = dict(bugs) if isinstance(bugs, dict) else dict.fromkeys(bugs, steps)
+    for bug, n in plan.items():
         if bug not in DDP_BUGS:
             raise ValueError(
                 f"bugs holds {bug!r}, which is not in the distributed zoo; choose from "
                 f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
             )
-    check_number("steps", steps, minimum=2, maximum=10_000, integer=True)
+        check_number(f"steps for {bug}", n, minimum=2, maximum=10_000, integer=True)
     check_number("every", every, minimum=1, integer=True)
-    started = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
-        rendezvous = os.path.join(tmp, "rendezvous")
-        plan = dict.fromkeys(bugs, steps)
-        mp.spawn(_rank, args=(WORLD, rendezvous, plan, every, tmp), nprocs=WORLD, join=True)
-        ranks = []
-        for rank in range(WORLD):
-            with open(os.path.join(tmp, f"rank{rank}.json")) as f:
-                ranks.append(json.load(f))
+    if waiting is not None and not isinstance(waiting, Waiting):
+        raise TypeError(f"waiting must be what start() returns; got {type(waiting).__name__}.")
+    waiting = waiting or Waiting()
+    started = time.time()  # training starts now: a sketch sealed before this is a forecast
+    waiting.send({"bugs": plan, "every": every})
+    ranks = waiting.join()
     return {
         "started_at": started,
-        "steps": steps,
+        "steps": plan,
         "anatomy": [r["anatomy"] for r in ranks],
         "accumulate": {k: [r["accumulate"][k] for r in ranks] for k in ("leave", "never_leave")},
-        "runs": {bug: [r["runs"][bug] for r in ranks] for bug in bugs},
+        "runs": {bug: [r["runs"][bug] for r in ranks] for bug in plan},
     }
 
 
@@ -253,7 +326,7 @@ def rank_runs(launched: dict, bug: str) -> dict:
     runs a sketch sealed for `setup_hash(bug)` is scored against."""
     from ...core.run import Run
 
-    steps = launched["steps"]
+    steps = launched["steps"][bug]
     return {
         f"rank {r['rank']}": Run(
             table={"step": list(range(steps)), "loss_raw": r["local_loss"]},
