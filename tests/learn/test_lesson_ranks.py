@@ -5,6 +5,8 @@ distributed checklist, and a sketch sealed before the launch scores against each
 The launch takes 10 to 20 s on two cores, so the tests that read it are in the slow tier (nbval
 runs the same launch in the notebook)."""
 
+import gc
+
 import pytest
 
 from labkit.forecast import Forecast
@@ -71,6 +73,17 @@ def test_a_sketch_sealed_before_the_launch_scores_against_each_ranks_loss(launch
     late = Forecast([[0, 1.4]]).seal(distributed.setup_hash("forward_through_module", STEPS))
     with pytest.raises(ValueError, match="hindsight"):
         late.score(runs["rank 0"])
+
+
+@pytest.mark.slow
+def test_ranks_started_ahead_and_never_sent_a_plan_exit():
+    waiting = distributed.start()
+    processes = waiting.context.processes
+    del waiting  # dropped unused: it tells the ranks there is nothing to train
+    gc.collect()
+    for p in processes:
+        p.join(timeout=60)
+    assert [p.exitcode for p in processes] == [0, 0]
 
 
 def test_shards_are_disjoint_and_only_set_epoch_reshuffles():
