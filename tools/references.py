@@ -32,6 +32,12 @@ LEARNER, REFERENCE = ROOT / "notebooks", ROOT / "tests" / "reference"
 HEADLESS = {
     "00_start_here.ipynb": {"forecast_points": [[0, 2.3], [50, 1.0], [199, 0.4]]},
     "02_forecast_first.ipynb": {"forecast_points": [[0, 2.3], [50, 2.3], [100, 2.3], [199, 2.3]]},
+    "18_distributed.ipynb": {
+        "forecast_points": {
+            "rank 0": [[0, 1.4], [40, 1.0], [119, 0.6]],
+            "rank 1": [[0, 1.4], [40, 1.0], [119, 0.6]],
+        }
+    },
 }
 
 

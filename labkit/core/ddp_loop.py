@@ -62,8 +62,13 @@ def train_rank(
     every: int = 50,
     lr: float = 0.05,
     momentum: float = 0.9,
+    at_end=None,
 ) -> dict:
-    """Train this rank for `steps` steps under `seams` (defaults: `SEAMS`); plain data back."""
+    """Train this rank for `steps` steps under `seams` (defaults: `SEAMS`); plain data back.
+
+    `at_end(ddp, batch, forward, sync, sampler, epoch)`, if given, runs once after the last
+    step on every rank (the last batch, the seams' forward and backward context); what it
+    returns is the result's "at_end"."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -80,7 +85,7 @@ def train_rank(
     sampler = torch.utils.data.distributed.DistributedSampler(data(), shuffle=True, seed=0)
     loader = torch.utils.data.DataLoader(data(), batch_size=BATCH // world, sampler=sampler)
     w = watch(ddp, optimizer, check_every=every)
-    raw, reported, orders, step, epoch = [], [], [], 0, 0
+    raw, reported, local, orders, step, epoch = [], [], [], [], 0, 0
     while step < steps:
         s["epoch_start"](sampler, epoch)
         for i, (x, y, index) in enumerate(loader):
@@ -92,6 +97,7 @@ def train_rank(
                 loss.backward()
             s["after_backward"](model)
             optimizer.step()
+            local.append(float(loss.detach()))  # this rank's own shard
             raw.append(_reported(loss, world))  # the true mean over the ranks
             same = s["reported"] is _reported  # the healthy report is that mean: one all-reduce
             reported.append(raw[-1] if same else s["reported"](loss, world))
@@ -101,12 +107,13 @@ def train_rank(
         epoch += 1
     w.close()
     run = w.run(loss_raw=raw, loss_reported=reported)
-    return {
+    out = {
         "rank": rank,
         "groups": list(w.groups),
         "findings": list(w.findings),
         "checks": w.describe()["ranks"]["checks"],
         "loss": [raw[0], raw[-1]],
+        "local_loss": local,
         "reported_gap": max(abs(a - b) for a, b in zip(raw, reported)),
         "update_norm_0": run.table["update_norm"][0],
         "epoch_orders": orders,
@@ -114,6 +121,12 @@ def train_rank(
         "max_param_diff": _max_diff(list(model.parameters()), world),
         "max_buffer_diff": _max_diff([b for b in model.buffers() if b.is_floating_point()], world),
     }
+    if at_end is not None:
+        sync = lambda: s["sync"](ddp, step)  # noqa: E731
+        out["at_end"] = at_end(
+            ddp, (x, y), lambda m, b: s["forward"](m)(b[0]), sync, sampler, epoch - 1
+        )
+    return out
 
 
 def _max_diff(tensors: list, world: int) -> float:

@@ -101,6 +101,57 @@ CARDS = (
         "Find the first value that is not finite (input, activation, loss, gradient or "
         "parameter) instead of staring at the NaN at the end.",
     ),
+    # distributed training (notebook 18_distributed): the staple interview questions
+    Card(
+        "ddp-allreduce",
+        "What does DistributedDataParallel all-reduce, and when?",
+        "The gradients, nothing else: during backward, bucket by bucket as each bucket's "
+        "gradients come ready (last layers first), overlapping the rest of backward; each is "
+        "divided by the world size, so every rank ends with the mean. The loss is not "
+        "all-reduced, and the parameters stay equal only because every rank takes the same "
+        "step; rank 0's buffers are broadcast in forward.",
+    ),
+    Card(
+        "loss-per-rank",
+        "Why does my loss differ from rank to rank under DDP?",
+        "Each rank computes the loss of its own shard of the batch, and DDP averages the "
+        "gradients, not the loss: different per-rank losses are normal. To log the global "
+        "loss, all-reduce it and divide by the world size. Differing weights are not normal: "
+        "that is a skipped gradient sync.",
+    ),
+    Card(
+        "no-sync-accumulation",
+        "What does no_sync() do to gradient accumulation under DDP?",
+        "It skips the gradient all-reduce, so gradients accumulate locally: use it for every "
+        "micro-batch but the last, whose backward outside no_sync() averages the whole "
+        "accumulated gradient once. Never leaving it turns DDP off: the ranks drift apart "
+        "while each loss looks normal.",
+    ),
+    Card(
+        "same-order-epochs",
+        "Why does every epoch visit the data in the same order under DistributedSampler?",
+        "DistributedSampler shuffles with the seed plus the epoch, and only knows the epoch if "
+        "told: call sampler.set_epoch(epoch) at the start of every epoch, or every epoch "
+        "replays epoch 0's order.",
+    ),
+    Card(
+        "ranks-drift",
+        "Every rank's loss curve looks normal. How do you tell whether the DDP ranks have "
+        "drifted apart?",
+        "Compare what the ranks hold, not what they log: every K steps, all-gather a small "
+        "fingerprint of each layer's parameters (a sum and a sum of squares) and check they "
+        "are identical. Under DDP they are equal bit for bit; a forward through ddp.module or "
+        "no_sync() never left makes them differ.",
+    ),
+    Card(
+        "effective-batch",
+        "You move from 1 GPU to 8 at the same per-GPU batch. What happens to the effective "
+        "batch and the learning rate?",
+        "Each step now averages over 8 times as many examples (effective batch = per-GPU "
+        "batch x world size) and an epoch has 8 times fewer steps; the usual answer is to "
+        "scale the learning rate with the batch (linear rule, with warmup), on purpose. "
+        "Summing gradients on top of DDP's average scales it by accident.",
+    ),
 )
 BY_ID = {c.id: c for c in CARDS}
 

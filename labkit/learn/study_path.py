@@ -1,4 +1,5 @@
-"""The study path: an orientation, then four hours, kept here once for everything that names it.
+"""The study path: an orientation, four hours and an optional fifth, kept here once for everything
+that names it.
 
 The README's study-path table shows `HOURS` row by row (`tests/learn/test_study_path.py` compares
 them), and `00_start_here` ends by printing `next_step()`, the first hour, from the same rows.
@@ -57,6 +58,15 @@ HOURS = (  # (hour, goal, notebooks and exercises), as the README's table writes
             "`15_curve_gallery` (the seven cases, then a quiz of fresh unlabelled curves), Exercises D "
             "and F, Lab 15, `bring_your_own_loop`"
         ),
+    ),
+    (
+        "5 (optional)",
+        (
+            "past one process: two real ranks, what DDP all-reduces and when, effective batch "
+            "and LR scaling, `set_epoch`, `no_sync` for accumulation, ranks that drift apart, "
+            "the distributed checklist"
+        ),
+        "`18_distributed`, then its six cards in `16_flashcards`",
     ),
     (
         "any day",

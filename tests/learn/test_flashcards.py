@@ -19,8 +19,8 @@ def test_leitner_moves_up_one_box_and_falls_back_to_the_first():
     assert next_box(4, False) == 1 and next_box(1, False) == 1
 
 
-def test_cards_are_the_packets_ten_questions():
-    assert len(CARDS) == 10 and len({c.id for c in CARDS}) == 10
+def test_cards_are_the_packets_ten_questions_and_six_on_distributed_training():
+    assert len(CARDS) == 16 and len({c.id for c in CARDS}) == 16
     assert all(c.question.endswith("?") and c.answer for c in CARDS)
 
 
@@ -35,7 +35,7 @@ def test_a_known_card_waits_its_box_interval(tmp_path):
     assert deck.box("nan-first") == 3 and deck.progress()["nan-first"]["due"] == "2026-03-06"
     deck.answer("nan-first", False, today="2026-03-06")
     assert deck.box("nan-first") == 1 and deck.progress()["nan-first"]["known"] == 2
-    assert deck.boxes() == {1: 10, 2: 0, 3: 0, 4: 0, 5: 0}
+    assert deck.boxes() == {1: 16, 2: 0, 3: 0, 4: 0, 5: 0}
 
 
 def test_progress_survives_a_reload_in_another_process(tmp_path):
@@ -117,8 +117,8 @@ def test_listing_is_the_headless_fallback(tmp_path):
     deck = Deck(tmp_path / "fc.sqlite3")
     deck.answer("loss-vs-accuracy", True, today=DAY)
     text = deck.listing()
-    assert text.count("[box ") == 10 and "[box 2, seen 1x] Why can the loss improve" in text
-    assert repr(deck) == "Deck(10 cards; boxes 1:9 2:1 3:0 4:0 5:0)"
+    assert text.count("[box ") == 16 and "[box 2, seen 1x] Why can the loss improve" in text
+    assert repr(deck) == "Deck(16 cards; boxes 1:15 2:1 3:0 4:0 5:0)"
 
 
 def test_widget_drill_grades_only_after_showing_and_saves(tmp_path):
@@ -126,7 +126,7 @@ def test_widget_drill_grades_only_after_showing_and_saves(tmp_path):
 
     drill = FlashcardDrill(path=tmp_path / "fc.sqlite3", today=DAY)
     first = drill.card.id
-    assert drill.knew_button.disabled and "10 due" in drill.status.value
+    assert drill.knew_button.disabled and "16 due" in drill.status.value
     drill.knew_button.click()  # not shown yet: ignored
     assert drill.card.id == first and drill.graded == 0
     drill.show_button.click()
@@ -138,7 +138,7 @@ def test_widget_drill_grades_only_after_showing_and_saves(tmp_path):
     drill.show()
     drill.grade(False)  # missed: back to box 1, due again today, behind the unseen cards
     assert drill.card.id not in (first, second)
-    for _ in range(9):
+    for _ in range(len(CARDS) - 1):  # the unseen cards, then the missed one
         drill.show()
         drill.grade(True)
     assert drill.card is None and "Nothing is due today" in drill.question.value

@@ -11,7 +11,8 @@ information it needs was not given, or an item it builds on did not pass (a prom
 cannot be read off labels that are not aligned with the inputs).
 
 The packet's items on generation (prompt, stop tokens, maximum length) and on perplexity
-aggregation need an evaluation harness labkit does not have, so they are not here.
+aggregation need an evaluation harness labkit does not have, so they are not here. The
+checklist of a distributed (DDP) run, checked on every rank's batch, is `checklist.ranks`.
 """
 
 from __future__ import annotations
