@@ -1,0 +1,99 @@
+"""labkit.diagnose on distributed setups (world_size = 2): plain PyTorch DDP code
+(`own_setups.ddp`) triaged on two gloo ranks that labkit launches itself. Every setup shares
+one launch (the expensive part); the setup whose rank 1 dies comes last, so that its death
+ends the launch and every other setup's evidence is already in."""
+
+import pickle
+import time
+
+import pytest
+
+import labkit
+from labkit.diagnosis.own.step1_capture.launch import pickled
+from labkit.diagnosis.own.step6_decide.ranks import triage_ranks
+from own_setups.ddp import BUGS, DDPSetup, RankDies
+
+TIMEOUT_S = 120  # the whole launch
+SYSTEMS = {
+    "forward_through_module": ("H1", "ddp.module"),
+    "no_sync_every_step": ("H1", "no_sync()"),
+    "no_set_epoch": ("H2", "set_epoch"),
+    "double_allreduce": ("H1", "2 times too large"),
+    "local_reported_loss": ("H3", "local value"),
+    "buffers_not_broadcast": ("H1", "broadcast_buffers=False"),
+}
+
+
+@pytest.fixture(scope="module")
+def records():
+    setups = {"healthy": DDPSetup(), **{k: cls() for k, cls in BUGS.items()}, "dies": RankDies()}
+    started = time.monotonic()
+    out = triage_ranks(setups, timeout_s=TIMEOUT_S, collective_s=20)
+    out["wall_s"] = time.monotonic() - started
+    return out
+
+
+@pytest.mark.slow
+def test_a_healthy_ddp_setup_is_acquitted(records):
+    rec = records["healthy"]
+    assert rec.finding_key == "healthy"
+    assert rec.verdict().startswith("CONVICTION: NONE")
+    said = rec.rows["conviction"]["text"]
+    assert "largest relative difference 0 at the last" in said
+    assert "0% of rank 0's rows" in said and "changes from epoch to epoch" in said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", list(BUGS))
+def test_each_distributed_bug_is_convicted_and_signed_on_two_ranks(records, bug):
+    rec = records[bug]
+    system, words = SYSTEMS[bug]
+    assert rec.finding_key == bug
+    assert rec.verdict().startswith(f"CONVICTION: {system}")  # signed on both seeds
+    assert words in rec.rows["conviction"]["text"]
+    for row in ("intervention", "confirmation"):
+        assert rec.rows[row]["data"]["met"] is True
+
+
+@pytest.mark.slow
+def test_double_allreduce_is_measured_as_world_size_times_the_gradient(records):
+    said = records["double_allreduce"].rows["intervention"]["text"]
+    assert "gradient norm is 2 times the one without the hand all-reduce" in said
+
+
+@pytest.mark.slow
+def test_a_rank_killed_mid_run_ends_in_a_sentence_within_the_timeout(records):
+    rec = records["dies"]
+    assert rec.finding_key == "rank_failed"
+    said = rec.rows["conviction"]["text"]
+    assert said.startswith(
+        "UNKNOWN: rank 1 exited with code 1 while running dies.train(seed 0) (own arm), "
+        "after 3 optimizer steps, without a Python error"
+    )
+    assert "rank 0 failed while running dies.train(seed 0)" in said
+    with pytest.raises(labkit.TriageRefused, match="conviction is UNKNOWN"):
+        rec.verdict()
+    assert records["wall_s"] < TIMEOUT_S
+
+
+def test_world_size_must_be_a_whole_number_of_ranks():
+    for bad in (0, True, 2.0, 9, "2"):
+        setup = DDPSetup()
+        setup.world_size = bad
+        with pytest.raises(ValueError, match=f"DDPSetup.world_size={bad!r}: give a whole number"):
+            labkit.diagnose(setup)
+
+
+class InMain(DDPSetup):
+    pass
+
+
+def test_a_setup_the_ranks_cannot_import_is_refused_with_the_fix():
+    InMain.__module__ = "__main__"  # as a class written in a notebook cell is
+    with pytest.raises(TypeError, match="defined in __main__.*from my_setup import InMain"):
+        pickled({"main": InMain()})
+    setup = DDPSetup()
+    setup.hook = lambda: None
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickled({"lambda": setup})
+    assert pickle.loads(pickled({"plain": DDPSetup()}))[0][0] == "plain"
