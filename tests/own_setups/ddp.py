@@ -143,3 +143,11 @@ BUGS = {
     "local_reported_loss": LocalReportedLoss,
     "buffers_not_broadcast": BuffersNotBroadcast,
 }
+
+
+class RankHangs(DDPSetup):
+    """Rank 1 stops answering at step 3, as a rank stuck in I/O or a deadlock does."""
+
+    def step_begins(self, step):
+        if dist.get_rank() == 1 and step == 3:
+            time.sleep(3600)

@@ -27,6 +27,7 @@ from datetime import timedelta
 
 COLLECTIVE_S = 30.0  # every collective: a rank left waiting on a dead one fails after this
 LAUNCH_S = 300.0  # the whole launch, default
+STOP_S = 1.0  # kept back from the launch's timeout to stop the ranks and read their files
 EPOCHS = 3  # the learner's train() is asked for this many epochs: two at least to compare orders
 EVERY = 10  # the watch's cross-rank check, every this many steps (and at the start and close)
 
@@ -82,6 +83,7 @@ def _rank(rank, world, rendezvous, blob, seeds, out, collective_s, epochs, every
     def say(**kw) -> None:
         status.update(kw)
         status["times"].setdefault(status["stage"], time.time())  # when each stage began
+        status["last"] = time.time()  # the rank that went quiet first is said first
         _write(path, status)
 
     def stepped(optimizer) -> None:
@@ -165,7 +167,7 @@ def launch(
         args = (world, rendezvous, blob, list(seeds), tmp, collective_s, epochs, every, choose)
         ctx = mp.start_processes(_rank, args=args, nprocs=world, join=False, start_method="spawn")
         procs = ctx.processes
-        stopped = _wait(procs, tmp, started + timeout_s, collective_s)
+        stopped = _wait(procs, tmp, started + timeout_s - STOP_S, collective_s)
         statuses = [_read(os.path.join(tmp, f"status{r}.json")) or {} for r in range(world)]
         results = [_read(os.path.join(tmp, f"rank{r}.json")) or {} for r in range(world)]
     problems = _problems(procs, statuses, stopped, timeout_s)
@@ -192,7 +194,7 @@ def _wait(procs, tmp: str, deadline: float, collective_s: float) -> dict:
                 done = (_read(os.path.join(tmp, f"status{r}.json")) or {}).get("done")
                 if p.exitcode is not None and not done:
                     first_dead = time.monotonic()
-        if first_dead is not None and time.monotonic() > first_dead + collective_s + 5:
+        if first_dead is not None and time.monotonic() > first_dead + collective_s + 2:
             break
         time.sleep(0.05)
     why = "the launch's timeout" if time.monotonic() >= deadline else "another rank's stop"
@@ -201,10 +203,10 @@ def _wait(procs, tmp: str, deadline: float, collective_s: float) -> dict:
         if p.is_alive():
             stopped[r] = why
             p.terminate()
-            p.join(5)
+            p.join(STOP_S / 2)
             if p.is_alive():
                 p.kill()
-                p.join(5)
+                p.join(STOP_S / 2)
     return stopped
 
 
@@ -225,30 +227,38 @@ def _short(error: str) -> str:
 
 
 def _problems(procs, statuses: list, stopped: dict, timeout_s: float) -> list[str]:
-    """One sentence per rank that did not finish: first those that stopped by themselves,
-    then those that failed in a collective or were stopped by labkit."""
+    """One sentence per rank that did not finish, the rank that went quiet first first (the
+    cause; the others then fail in a collective or wait in it)."""
     out = []
     for r, (p, s) in enumerate(zip(procs, statuses)):
         if s.get("done"):
             continue
         if r in stopped:
-            limit = f"after {timeout_s:.0f} s" if stopped[r] == "the launch's timeout" else ""
-            out.append(
-                f"rank {r} was still running {_doing(s)} when labkit stopped it ({stopped[r]}"
-                f"{', ' + limit if limit else ''}): it hung there"
+            when = (
+                f"at the launch's timeout of {timeout_s:.0f} s"
+                if stopped[r] == "the launch's timeout"
+                else "once the other ranks had stopped and one collective timeout had passed"
+            )
+            said = f"rank {r} hung {_doing(s)}: labkit stopped it {when}"
+        elif not s:
+            said = (
+                f"rank {r} exited with code {p.exitcode} before it reached labkit's code: each "
+                "rank is started with 'spawn', a fresh Python that first re-runs your script's "
+                "top level and imports the setup's module; put the call to labkit.diagnose "
+                "under if __name__ == '__main__': and check that the module imports cleanly"
             )
         elif s.get("error"):
-            out.append(f"rank {r} failed {_doing(s)}: {_short(s['error'])}")
+            said = f"rank {r} failed {_doing(s)}: {_short(s['error'])}"
         else:
             code = p.exitcode
             how = (
-                f"killed by signal {signal.Signals(-code).name}"
+                f"was killed by signal {signal.Signals(-code).name}"
                 if code is not None and code < 0
                 else f"exited with code {code}"
             )
-            out.insert(
-                0,
+            said = (
                 f"rank {r} {how} {_doing(s)}, without a Python error (os._exit, a crash, or "
-                "the process was killed)",
+                "the process was killed)"
             )
-    return out
+        out.append((s.get("last", 0.0), said))
+    return [said for _, said in sorted(out)]

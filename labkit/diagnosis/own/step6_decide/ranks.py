@@ -18,7 +18,6 @@ from ..step4_h1.drift import (
     buffers_rule,
     double_rule,
     drift_rule,
-    last_diff,
     sign_double,
     sign_drift,
 )
@@ -68,22 +67,39 @@ def _baseline(own: dict, world: int) -> str:
 
 
 def _acquit(own: dict) -> str:
-    ev = next(iter(own.values()))
-    params = [last_diff(r[0]) for r in own.values()]
+    """What the healthy evidence measured, each clause from its own numbers."""
+    ranks = [ev for evs in own.values() for ev in evs]
+    checks = [c for evs in own.values() for c in evs[0]["checks"]]
+    params = max((max(c["max_rel_diff"].values(), default=0.0) for c in checks), default=None)
+    buffers = [c["buffers_rel_diff"] for c in checks if "buffers_rel_diff" in c]
+    fwd = [ev["forwards"] for ev in ranks]
+    synced = all(f["ddp"] == f["inner"] == f["ddp_synced"] for f in fwd)
+    hand = sum(ev["hand_reduces"] for ev in ranks)
     gap = [compare(r) for r in own.values()]
-    checks = len(ev[0]["checks"])
-    report = (
-        f"the reported loss is the mean over the ranks (within {max(g['gap'] for g in gap):.2g}, "
-        "relative)"
-        if all(g is not None for g in gap)
-        else "the reported loss was not paired with the ranks' losses step by step"
-    )
-    return (
-        f"no distributed defect measured on {len(own)} seeds: the ranks' parameters agree at "
-        f"all {checks} checks (largest relative difference {max(params):.3g} at the last), the "
-        f"buffers agree, {describe_shares(own)}; every training forward went through DDP with "
-        f"its sync on and no gradient was all-reduced by hand; {report}. The one-process checks "
-        "(logger, data, optimizer) run with world_size=1."
+    return "; ".join(
+        [
+            (
+                f"no distributed defect measured on {len(own)} seeds: the ranks' parameters differ "
+                f"by {params:.3g} at most over {len(checks)} checks (relative)"
+            ),
+            f"their buffers by {max(buffers):.3g} at most over {len(buffers)} checks"
+            if buffers
+            else "the model holds no floating-point buffers",
+            describe_shares(own),
+            "every training forward went through DDP with its gradient sync on"
+            if synced
+            else f"training forwards through DDP / synced / in all: "
+            f"{sum(f['ddp'] for f in fwd)} / {sum(f['ddp_synced'] for f in fwd)} / "
+            f"{sum(f['inner'] for f in fwd)}",
+            f"{hand} gradients all-reduced by hand",
+            f"the reported loss is the mean over the ranks (within "
+            f"{max(g['gap'] for g in gap):.2g}, relative)"
+            if all(g is not None for g in gap)
+            else "the reported loss was not paired with the ranks' losses step by step",
+        ]
+    ) + (
+        ". The one-process checks of the logger, the data and the optimizer are those of "
+        "labkit.diagnose with world_size=1 and were not run here."
     )
 
 
@@ -153,8 +169,11 @@ def _no_intervene(fixed_setup, *, budget_s=None):
 
 
 def triage_ranks(setups: dict, seeds=(0, 1), *, timeout_s: float | None = None, **launch_kw):
-    """{label: setup} of one world_size, triaged in one launch -> {label: TriageRecord}."""
-    from ..step1_capture.launch import LAUNCH_S, launch
+    """{label: setup} of one world_size, triaged in one launch -> {label: TriageRecord}.
+    `timeout_s` bounds the launch (default `LAUNCH_S`); every collective times out after a
+    sixth of it, at most `COLLECTIVE_S`, so that a rank left waiting on a dead or hung one
+    fails, says so, and leaves time for the sentence."""
+    from ..step1_capture.launch import COLLECTIVE_S, LAUNCH_S, launch
     from ..step1_capture.setup import check_methods, world_size_of
 
     seeds = two_seeds(seeds)
@@ -164,7 +183,9 @@ def triage_ranks(setups: dict, seeds=(0, 1), *, timeout_s: float | None = None, 
     world = max(worlds.values())
     if set(worlds.values()) != {world} or world < 2:
         raise ValueError(f"triage_ranks takes setups of one world_size of 2 or more; got {worlds}.")
-    out = launch(setups, world, seeds, choose, timeout_s=timeout_s or LAUNCH_S, **launch_kw)
+    timeout_s = timeout_s or LAUNCH_S
+    launch_kw.setdefault("collective_s", min(COLLECTIVE_S, timeout_s / 6))  # room to notice
+    out = launch(setups, world, seeds, choose, timeout_s=timeout_s, **launch_kw)
     records = {
         label: record(label, world, seeds, out["results"].get(label), out["problems"])
         for label in setups
