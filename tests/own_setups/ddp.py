@@ -127,6 +127,11 @@ class BuffersNotBroadcast(DDPSetup):
         return DDP(model, broadcast_buffers=False)
 
 
+class NoDDP(DDPSetup):
+    def wrap(self, model):
+        return model  # DDP(model) forgotten: each rank trains alone
+
+
 class RankDies(DDPSetup):
     """Rank 1's process ends at step 3, as an out-of-memory kill would end it."""
 

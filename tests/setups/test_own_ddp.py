@@ -10,7 +10,7 @@ import pytest
 import labkit
 from labkit.diagnosis.own.step1_capture.launch import pickled
 from labkit.diagnosis.own.step6_decide.ranks import triage_ranks
-from own_setups.ddp import BUGS, DDPSetup, RankDies, RankHangs
+from own_setups.ddp import BUGS, DDPSetup, NoDDP, RankDies, RankHangs
 
 TIMEOUT_S = 120  # the whole launch
 SYSTEMS = {
@@ -25,7 +25,8 @@ SYSTEMS = {
 
 @pytest.fixture(scope="module")
 def records():
-    setups = {"healthy": DDPSetup(), **{k: cls() for k, cls in BUGS.items()}, "dies": RankDies()}
+    setups = {"healthy": DDPSetup(), **{k: cls() for k, cls in BUGS.items()}}
+    setups.update(no_ddp=NoDDP(), dies=RankDies())
     return triage_ranks(setups, timeout_s=TIMEOUT_S)
 
 
@@ -52,9 +53,28 @@ def test_each_distributed_bug_is_convicted_and_signed_on_two_ranks(records, bug)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("bug", ["forward_through_module", "no_sync_every_step"])
+def test_a_skipped_sync_is_seen_in_the_gradients_at_the_check_that_drifted(records, bug):
+    said = records[bug].rows["conviction"]["text"]
+    assert "ranks diverged between step 0 and step 10: group " in said
+    assert "the ranks' gradients already differed at that check (step 10)" in said
+
+
+@pytest.mark.slow
 def test_double_allreduce_is_measured_as_world_size_times_the_gradient(records):
     said = records["double_allreduce"].rows["intervention"]["text"]
     assert "gradient norm is 2 times the one without the hand all-reduce" in said
+
+
+@pytest.mark.slow
+def test_a_loop_without_ddp_is_convicted_but_left_unsigned(records):
+    rec = records["no_ddp"]
+    assert rec.finding_key == "no_ddp"
+    said = rec.rows["conviction"]["text"]
+    assert said.startswith("H1 (optimizer/loss): the watch's check: ranks diverged between step")
+    assert "of 24 training forwards, 0 went through the DDP wrapper" in said
+    with pytest.raises(labkit.TriageRefused, match="intervention is UNKNOWN"):
+        rec.verdict()  # labkit cannot wrap the model for the learner: no signature
 
 
 @pytest.mark.slow

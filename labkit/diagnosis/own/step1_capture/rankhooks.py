@@ -72,6 +72,7 @@ class Observer:
     def __init__(self, arm: str | None, every: int, progress=None):
         self.arm, self.every, self.progress = arm, every, progress
         self.ddp, self.ddp_kwargs, self.optimizers, self.watch = None, {}, [], None
+        self.model = None  # without DDP: the model the loop trains
         self.forwards = {"ddp": 0, "ddp_synced": 0, "inner": 0}
         self.hand_reduces, self.raw, self.keys, self.rows_per_forward = 0, [], [], []
         self._inside_ddp = False
@@ -157,7 +158,7 @@ class Observer:
         inner.forward = forward
 
     def _is_grad(self, tensor) -> bool:
-        model = self.ddp.module if self.ddp is not None else None
+        model = self.ddp.module if self.ddp is not None else self.model
         if model is None or not isinstance(tensor, torch.Tensor):
             return False
         ptr = tensor.data_ptr()
@@ -167,7 +168,9 @@ class Observer:
     def _forward(self, module, args) -> None:
         if not (torch.is_grad_enabled() and module.training and args):
             return
-        inner = self.ddp.module if self.ddp is not None else None
+        if self.model is None and self.ddp is None and any(True for _ in module.parameters()):
+            self.model = module  # no DDP: the outermost module with parameters is the model
+        inner = self.ddp.module if self.ddp is not None else self.model
         if self.watch is None and inner is not None and module in (self.ddp, inner):
             self._start_watch()
         if module is inner and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
@@ -178,10 +181,11 @@ class Observer:
     def _start_watch(self) -> None:
         from ....core.watch import watch
 
-        owned = {id(p) for p in self.ddp.module.parameters()}
+        model = self.ddp if self.ddp is not None else self.model
+        owned = {id(p) for p in model.parameters()}
         for opt in reversed(self.optimizers):
             if any(id(p) in owned for g in opt.param_groups for p in g["params"]):
-                self.watch = watch(self.ddp, opt, check_every=self.every)
+                self.watch = watch(model, opt, check_every=self.every)
                 self.lr = [g["lr"] for g in opt.param_groups]
                 return
 

@@ -26,18 +26,46 @@ def last_diff(ev: dict, key: str = "max_rel_diff") -> float | None:
     return max(values.values(), default=0.0) if isinstance(values, dict) else values
 
 
+def _first(checks: list[dict]) -> str:
+    """Whether the gradients or only the updates differed at the first check that drifted."""
+    from ....core.watch.ranks import TOLERANCE
+
+    c = next(c for c in checks if max(c["max_rel_diff"].values(), default=0.0) > TOLERANCE)
+    if c["grads_differ"]:
+        return f"the ranks' gradients already differed at that check (step {c['step']})"
+    if c["updates_differ"]:
+        return f"the gradients agreed at step {c['step']} but the updates did not"
+    return f"gradients and updates agreed at step {c['step']}"
+
+
 def drift_rule(evs: dict) -> Finding | None:
     """`evs`: {seed: [each rank's evidence]}."""
     runs = [ranks[0] for ranks in evs.values()]
+    if not all(ev["checks"] for ev in runs):
+        return Finding(
+            "UNKNOWN",
+            "not_compared",
+            "the ranks' parameters were not compared: at the first training forward, no "
+            "optimizer held the model's parameters, so labkit.watch could not hook the loop",
+        )
     if not all(_said(ev, "ranks diverged") for ev in runs):
         return None
     ev, said = runs[0], _said(runs[0], "ranks diverged")
     f = ev["forwards"]
     seen = (
-        f"the watch's check: {said.split(';')[0]}; of {f['inner']} training forwards, "
-        f"{f['ddp']} went through the DDP wrapper, {f['ddp_synced']} with its gradient sync on"
+        f"the watch's check: {said.split(';')[0]}; {_first(ev['checks'])}; of {f['inner']} "
+        f"training forwards, {f['ddp']} went through the DDP wrapper, {f['ddp_synced']} with "
+        "its gradient sync on"
     )
-    if ev["ddp"] and f["ddp"] == 0 and f["inner"] > 0:
+    if not ev["ddp"]:
+        return Finding(
+            "H1",
+            "no_ddp",
+            f"{seen}: the loop builds no DistributedDataParallel, so nothing averages the "
+            "gradients and each rank trains its own copy of the model on its own shard "
+            "(wrap the model: DDP(model))",
+        )
+    if f["ddp"] == 0 and f["inner"] > 0:
         return Finding(
             "H1",
             "forward_through_module",
@@ -102,6 +130,9 @@ def sign_drift(signed: dict, what: str = "parameters") -> list[tuple[bool, str]]
         diffs = [last_diff({"checks": [c]}, key) for c in checks if key in c]
         worst = max((d for d in diffs if d is not None), default=None)
         met = worst == 0.0
+        if worst is None:
+            out.append((False, f"seed {seed}: the ranks' {what} were not compared (no check)"))
+            continue
         out.append(
             (
                 met,
@@ -118,8 +149,11 @@ def sign_double(own: dict, signed: dict, world: int) -> list[tuple[bool, str]]:
     out = []
     for seed, ranks in signed.items():
         before, after = own[seed][0]["grad_norm_1"], ranks[0]["grad_norm_1"]
+        if before is None or after is None:
+            out.append((False, f"seed {seed}: no first step's gradient norm was measured"))
+            continue
         ratio = before / after if after else float("inf")
-        up = own[seed][0]["update_norm_1"] / max(ranks[0]["update_norm_1"], 1e-30)
+        up = (own[seed][0]["update_norm_1"] or 0.0) / max(ranks[0]["update_norm_1"] or 0.0, 1e-30)
         met = abs(ratio - world) <= RATIO * world
         out.append(
             (

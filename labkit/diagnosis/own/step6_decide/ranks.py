@@ -58,11 +58,13 @@ def _baseline(own: dict, world: int) -> str:
     ev = next(iter(own.values()))
     rows = [r["rows_per_forward"][0] if r["rows_per_forward"] else 0 for r in ev]
     lr = ev[0]["lr"]
+    if not ev[0]["raw"]:
+        return f"your loop on {world} ranks, {ev[0]['steps']} steps: no loss was backpropagated"
     return (
         f"your loop on {world} ranks, {ev[0]['steps']} steps ({ev[0]['epochs']} epochs): rank "
         f"0's loss {ev[0]['raw'][0]:.3g} -> {ev[0]['raw'][-1]:.3g}; "
         f"{' + '.join(map(str, rows))} = {sum(rows)} rows per step over the ranks (the "
-        f"effective batch), lr {lr[0] if lr else None} applied to their averaged gradient"
+        f"effective batch), lr {lr[0] if lr else None}"
     )
 
 
@@ -70,7 +72,12 @@ def _acquit(own: dict) -> str:
     """What the healthy evidence measured, each clause from its own numbers."""
     ranks = [ev for evs in own.values() for ev in evs]
     checks = [c for evs in own.values() for c in evs[0]["checks"]]
-    params = max((max(c["max_rel_diff"].values(), default=0.0) for c in checks), default=None)
+    if not checks:
+        return (
+            "no distributed defect measured, but the ranks were not compared: the watch "
+            "found no optimizer holding the model's parameters at the first training forward"
+        )
+    params = max(max(c["max_rel_diff"].values(), default=0.0) for c in checks)
     buffers = [c["buffers_rel_diff"] for c in checks if "buffers_rel_diff" in c]
     fwd = [ev["forwards"] for ev in ranks]
     synced = all(f["ddp"] == f["inner"] == f["ddp_synced"] for f in fwd)
@@ -91,7 +98,7 @@ def _acquit(own: dict) -> str:
             else f"training forwards through DDP / synced / in all: "
             f"{sum(f['ddp'] for f in fwd)} / {sum(f['ddp_synced'] for f in fwd)} / "
             f"{sum(f['inner'] for f in fwd)}",
-            f"{hand} gradients all-reduced by hand",
+            f"{hand} all-reduce calls by hand on a parameter's gradient",
             f"the reported loss is the mean over the ranks (within "
             f"{max(g['gap'] for g in gap):.2g}, relative)"
             if all(g is not None for g in gap)
@@ -143,6 +150,11 @@ def record(
         rec.set_row("conviction", f"UNKNOWN: {f.mechanism}", status=UNKNOWN, by="diagnose")
         return rec
     rec.convict(f.system, f.mechanism, by="diagnose", seeds=list(seeds))
+    if f.variable is None:  # a change labkit cannot make for you
+        for row in ("intervention", "confirmation"):
+            rec.set_row(row, "not run: make the fix named above and run labkit.diagnose again")
+            rec.rows[row]["status"] = UNKNOWN
+        return rec
     name, before, after = f.variable
     for row, seed, (met, said) in zip(
         ("intervention", "confirmation"), seeds, _signs(f, own, signed, world)
@@ -199,5 +211,9 @@ def triage_ranks(setups: dict, seeds=(0, 1), *, timeout_s: float | None = None, 
 
 def diagnose_ranks(setup, seeds=(0, 1), *, timeout_s: float | None = None) -> TriageRecord:
     """`labkit.diagnose` on one setup whose ``world_size`` is 2 or more."""
+    from ....errors import check_number
+
+    if timeout_s is not None:
+        check_number("budget_s", timeout_s, minimum=10, maximum=3600)
     label = type(setup).__name__
     return triage_ranks({label: setup}, seeds, timeout_s=timeout_s)[label]
