@@ -8,7 +8,9 @@ import pickle
 import pytest
 
 import labkit
+import own_setups.ddp
 from labkit.diagnosis.own.step1_capture.launch import pickled
+from labkit.diagnosis.own.step1_capture.setup import load
 from labkit.diagnosis.own.step6_decide.ranks import triage_ranks
 from own_setups.ddp import BUGS, DDPSetup, NoDDP, RankDies, RankHangs
 
@@ -98,7 +100,8 @@ def test_a_hung_rank_ends_in_a_sentence_after_one_collective_timeout():
     said = rec.rows["conviction"]["text"]
     assert said.startswith(
         "UNKNOWN: rank 1 hung while running RankHangs.train(seed 0) (own arm), after 3 "
-        "optimizer steps: labkit stopped it"
+        "optimizer steps (no optimizer step for longer than the 5 s collective timeout): "
+        "labkit stopped it once another rank had stopped"
     )
     assert "rank 0 failed while running RankHangs.train(seed 0)" in said
     assert rec.launch_s <= 30
@@ -120,6 +123,9 @@ def test_a_setup_the_ranks_cannot_import_is_refused_with_the_fix():
     InMain.__module__ = "__main__"  # as a class written in a notebook cell is
     with pytest.raises(TypeError, match="defined in __main__.*from my_setup import InMain"):
         pickled({"main": InMain()})
+    from_path = load(f"{own_setups.ddp.__file__}:DDPSetup")  # as `labkit diagnose --setup` does
+    with pytest.raises(TypeError, match="loaded from a file path.*PYTHONPATH"):
+        pickled({"path": from_path})
     setup = DDPSetup()
     setup.hook = lambda: None
     with pytest.raises(TypeError, match="cannot be pickled"):

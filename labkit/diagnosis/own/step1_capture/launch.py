@@ -20,10 +20,12 @@ import os
 import pickle
 import re
 import signal
+import sys
 import tempfile
 import time
 import warnings
 from datetime import timedelta
+from importlib.machinery import PathFinder
 
 COLLECTIVE_S = 30.0  # every collective: a rank left waiting on a dead one fails after this
 LAUNCH_S = 300.0  # the whole launch, default
@@ -34,9 +36,19 @@ EVERY = 10  # the watch's cross-rank check, every this many steps (and at the st
 
 def pickled(setups: dict) -> bytes:
     """The setups as the ranks receive them; a sentence when one cannot travel."""
-    for _label, setup in setups.items():
+    for setup in setups.values():
         cls = type(setup)
         where = f"setup {cls.__qualname__}"
+        top = cls.__module__.split(".")[0]
+        if top not in ("__main__", *sys.builtin_module_names) and not PathFinder.find_spec(
+            top, sys.path
+        ):
+            raise TypeError(
+                f"{where} comes from module {cls.__module__}, which a fresh process cannot "
+                "import by name (it was loaded from a file path); each rank imports the "
+                "setup's class, so put its file's folder on PYTHONPATH and import the class "
+                "from the module there."
+            )
         if cls.__module__ == "__main__":
             raise TypeError(
                 f"{where} is defined in __main__ (a notebook cell or the script you ran); "
@@ -170,7 +182,7 @@ def launch(
         stopped = _wait(procs, tmp, started + timeout_s - STOP_S, collective_s)
         statuses = [_read(os.path.join(tmp, f"status{r}.json")) or {} for r in range(world)]
         results = [_read(os.path.join(tmp, f"rank{r}.json")) or {} for r in range(world)]
-    problems = _problems(procs, statuses, stopped, timeout_s)
+    problems = _problems(procs, statuses, stopped, timeout_s, collective_s)
     merged = {}
     for label in setups:
         found = [r[label] for r in results if label in r]
@@ -186,16 +198,22 @@ def launch(
 
 def _wait(procs, tmp: str, deadline: float, collective_s: float) -> dict:
     """Wait for the ranks; once one has stopped without finishing, give the others one
-    collective timeout to notice, then stop them. {rank: why labkit stopped it}."""
+    collective timeout to notice, then stop them (at once if every live rank has been quiet
+    for longer than that: hung). {rank: why labkit stopped it}."""
     first_dead = None
     while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-        if first_dead is None:
-            for r, p in enumerate(procs):
-                done = (_read(os.path.join(tmp, f"status{r}.json")) or {}).get("done")
-                if p.exitcode is not None and not done:
-                    first_dead = time.monotonic()
-        if first_dead is not None and time.monotonic() > first_dead + collective_s + 2:
-            break
+        status = [_read(os.path.join(tmp, f"status{r}.json")) or {} for r in range(len(procs))]
+        if first_dead is None and any(
+            p.exitcode is not None and not s.get("done") for p, s in zip(procs, status)
+        ):
+            first_dead = time.monotonic()
+        if first_dead is not None:
+            quiet = [  # how long each live rank has said nothing
+                time.time() - s.get("last", 0.0) for p, s in zip(procs, status) if p.is_alive()
+            ]
+            waited = time.monotonic() - first_dead
+            if waited > collective_s + 2 or min(quiet, default=0.0) > collective_s + 1:
+                break  # the live ranks have had a collective's time to notice, or are hung
         time.sleep(0.05)
     why = "the launch's timeout" if time.monotonic() >= deadline else "another rank's stop"
     stopped = {}
@@ -226,7 +244,7 @@ def _short(error: str) -> str:
     return error.split(". This is typically")[0]
 
 
-def _problems(procs, statuses: list, stopped: dict, timeout_s: float) -> list[str]:
+def _problems(procs, statuses: list, stopped: dict, timeout_s: float, collective_s) -> list[str]:
     """One sentence per rank that did not finish, the rank that went quiet first first (the
     cause; the others then fail in a collective or wait in it)."""
     out = []
@@ -237,9 +255,12 @@ def _problems(procs, statuses: list, stopped: dict, timeout_s: float) -> list[st
             when = (
                 f"at the launch's timeout of {timeout_s:.0f} s"
                 if stopped[r] == "the launch's timeout"
-                else "once the other ranks had stopped and one collective timeout had passed"
+                else "once another rank had stopped"
             )
-            said = f"rank {r} hung {_doing(s)}: labkit stopped it {when}"
+            said = (
+                f"rank {r} hung {_doing(s)} (no optimizer step for longer than the "
+                f"{collective_s:.0f} s collective timeout): labkit stopped it {when}"
+            )
         elif not s:
             said = (
                 f"rank {r} exited with code {p.exitcode} before it reached labkit's code: each "
