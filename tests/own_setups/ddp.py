@@ -58,6 +58,9 @@ class DDPSetup:
     def after_backward(self, model):
         pass
 
+    def sampler(self, data, seed):
+        return DistributedSampler(data, shuffle=True, seed=seed)
+
     def epoch_start(self, sampler, epoch):
         sampler.set_epoch(epoch)
 
@@ -75,7 +78,7 @@ class DDPSetup:
         ddp = self.wrap(model)
         opt = self.make_optimizer(ddp)
         data = TensorDataset(self.x, self.y)
-        sampler = DistributedSampler(data, shuffle=True, seed=seed)
+        sampler = self.sampler(data, seed)
         loader = DataLoader(data, batch_size=self.batch_size, sampler=sampler)
         log = {"step": [], "loss_raw": [], "loss_reported": []}
         step = 0
@@ -130,6 +133,11 @@ class BuffersNotBroadcast(DDPSetup):
 class NoDDP(DDPSetup):
     def wrap(self, model):
         return model  # DDP(model) forgotten: each rank trains alone
+
+
+class NoShuffle(DDPSetup):
+    def sampler(self, data, seed):
+        return DistributedSampler(data, shuffle=False)  # set_epoch then changes nothing
 
 
 class RankDies(DDPSetup):

@@ -12,7 +12,7 @@ import own_setups.ddp
 from labkit.diagnosis.own.step1_capture.launch import pickled
 from labkit.diagnosis.own.step1_capture.setup import load
 from labkit.diagnosis.own.step6_decide.ranks import triage_ranks
-from own_setups.ddp import BUGS, DDPSetup, NoDDP, RankDies, RankHangs
+from own_setups.ddp import BUGS, DDPSetup, NoDDP, NoShuffle, RankDies, RankHangs
 
 TIMEOUT_S = 120  # the whole launch
 SYSTEMS = {
@@ -28,7 +28,7 @@ SYSTEMS = {
 @pytest.fixture(scope="module")
 def records():
     setups = {"healthy": DDPSetup(), **{k: cls() for k, cls in BUGS.items()}}
-    setups.update(no_ddp=NoDDP(), dies=RankDies())
+    setups.update(no_ddp=NoDDP(), no_shuffle=NoShuffle(), dies=RankDies())
     return triage_ranks(setups, timeout_s=TIMEOUT_S)
 
 
@@ -77,6 +77,15 @@ def test_a_loop_without_ddp_is_convicted_but_left_unsigned(records):
     assert "of 24 training forwards, 0 went through the DDP wrapper" in said
     with pytest.raises(labkit.TriageRefused, match="intervention is UNKNOWN"):
         rec.verdict()  # labkit cannot wrap the model for the learner: no signature
+
+
+@pytest.mark.slow
+def test_the_same_order_every_epoch_is_told_apart_by_what_the_sampler_said(records):
+    said = records["no_set_epoch"].rows["conviction"]["text"]
+    assert "the DistributedSampler's epoch was 0 at the start of all 3 epochs" in said
+    rec = records["no_shuffle"]
+    assert rec.finding_key == "sampler_no_shuffle"  # set_epoch would not help: not suggested
+    assert rec.rows["conviction"]["text"].endswith("made with shuffle=False")
 
 
 @pytest.mark.slow

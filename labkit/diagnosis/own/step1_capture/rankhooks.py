@@ -11,6 +11,7 @@ after) and watches:
   cross-rank check every ``every`` steps) hooks the learner's own model and optimizer at the
   first training forward;
 - ``torch.distributed.all_reduce``: a gradient all-reduced by hand;
+- ``DistributedSampler.__iter__``: at each epoch's start, whether it shuffles and its epoch;
 - ``Tensor.backward``: the loss each rank backpropagates (its local raw loss);
 - every training forward of the model: a key per input row (exact integer arithmetic on the
   row's bits), so the parent can compare the ranks' shares and the order of each epoch.
@@ -73,6 +74,8 @@ class Observer:
         self.arm, self.every, self.progress = arm, every, progress
         self.ddp, self.ddp_kwargs, self.optimizers, self.watch = None, {}, [], None
         self.model = None  # without DDP: the model the loop trains
+        self.samplers: list[dict] = []  # each DistributedSampler iteration: shuffle, epoch
+        self._epochs: dict[int, int] = {}  # the arm "set_epoch": epochs begun per sampler
         self.forwards = {"ddp": 0, "ddp_synced": 0, "inner": 0}
         self.hand_reduces, self.raw, self.keys, self.rows_per_forward = 0, [], [], []
         self._inside_ddp = False
@@ -84,7 +87,7 @@ class Observer:
         from torch.utils.data.distributed import DistributedSampler
 
         obs, init, fwd, opt_init = self, DDP.__init__, DDP.forward, torch.optim.Optimizer.__init__
-        reduce, backward, sampler_iter = dist.all_reduce, torch.Tensor.backward, None
+        reduce, backward = dist.all_reduce, torch.Tensor.backward
 
         def ddp_init(ddp, module, *args, **kwargs):
             if obs.arm == "broadcast_buffers":
@@ -127,15 +130,16 @@ class Observer:
         patch.set(torch.Tensor, "backward", tensor_backward)
         if self.arm == "sync":
             patch.set(DDP, "no_sync", lambda ddp: contextlib.nullcontext())
-        if self.arm == "set_epoch":
-            sampler_iter = DistributedSampler.__iter__
+        sampler_iter = DistributedSampler.__iter__
 
-            def iterate(sampler):
-                sampler.epoch = getattr(sampler, "_labkit_epochs", 0)  # what set_epoch(e) does
-                sampler._labkit_epochs = sampler.epoch + 1
-                return sampler_iter(sampler)
+        def iterate(sampler):
+            if obs.arm == "set_epoch":  # what set_epoch(e) does, at the e-th epoch
+                sampler.epoch = obs._epochs.setdefault(id(sampler), 0)
+                obs._epochs[id(sampler)] += 1
+            obs.samplers.append({"shuffle": bool(sampler.shuffle), "epoch": int(sampler.epoch)})
+            return sampler_iter(sampler)
 
-            patch.set(DistributedSampler, "__iter__", iterate)
+        patch.set(DistributedSampler, "__iter__", iterate)
         from torch.nn.modules import module as module_hooks
 
         import torch.optim.optimizer as optim_hooks
@@ -219,6 +223,7 @@ def observe(
         "raw": obs.raw,
         "reported": [None if v is None else float(v) for v in reported],
         "keys": obs.keys,
+        "samplers": obs.samplers,
         "rows_per_forward": obs.rows_per_forward,
         "epochs": epochs,
         "findings": list(w.findings) if w is not None else [],

@@ -60,17 +60,37 @@ def shares_rule(evs: dict) -> Finding | None:
             "its own share; the ranks repeat each other's work",
         )
     if all(same_order(ranks) for ranks in evs.values()):
-        n = next(iter(evs.values()))[0]["epochs"]
+        return _same_order(next(iter(evs.values()))[0])
+    return None
+
+
+def _same_order(ev: dict) -> Finding:
+    """Why every epoch repeats the order, from what the sampler said at each epoch's start."""
+    seen = f"every epoch visits the examples in the same order on every rank ({ev['epochs']} epochs compared, row by row)"
+    samplers = ev["samplers"]
+    if not samplers:
         return Finding(
             "H2",
-            "no_set_epoch",
-            f"every epoch visits the examples in the same order on every rank ({n} epochs "
-            "compared, row by row): DistributedSampler shuffles with seed + epoch, and "
-            "without sampler.set_epoch(epoch) the epoch stays 0",
-            arm="set_epoch",
-            variable=("sampler.set_epoch(epoch)", "never called", "called at every epoch"),
+            "same_order",
+            f"{seen}, and no DistributedSampler was iterated: shuffle the data differently "
+            "each epoch (a DistributedSampler with set_epoch)",
         )
-    return None
+    if not all(s["shuffle"] for s in samplers):
+        return Finding(
+            "H2",
+            "sampler_no_shuffle",
+            f"{seen}: the DistributedSampler was made with shuffle=False",
+        )
+    epochs = sorted({s["epoch"] for s in samplers})
+    return Finding(
+        "H2",
+        "no_set_epoch",
+        f"{seen}: the DistributedSampler's epoch was {epochs[0] if len(epochs) == 1 else epochs} "
+        f"at the start of all {len(samplers)} epochs, and it shuffles with seed + epoch; "
+        "without sampler.set_epoch(epoch) the epoch never changes",
+        arm="set_epoch",
+        variable=("sampler.set_epoch(epoch)", "never called", "called at every epoch"),
+    )
 
 
 def sign_set_epoch(signed: dict) -> list[tuple[bool, str]]:
