@@ -40,6 +40,7 @@ def test_a_healthy_ddp_setup_is_acquitted(records):
     said = rec.rows["conviction"]["text"]
     assert "the ranks' parameters differ by 0 at most over" in said
     assert "0% of rank 0's rows" in said and "changes from epoch to epoch" in said
+    assert {"ranks.report_gap", "ranks.overlap"} <= {m["name"] for m in rec.margins}
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ it differs from that mean is a rank's local value, not the global one.
 from __future__ import annotations
 
 from ...finding import Finding
+from ..margins import above
 
 GAP = 1e-4  # relative: a report this far from the mean over ranks is not that mean
 SAME = 1e-5  # relative: a report this close to the rank's own loss is that loss (loss.item())
@@ -42,9 +43,15 @@ def compare(ranks: list[dict]) -> dict | None:
 
 def reported_rule(evs: dict) -> Finding | None:
     """`evs`: {seed: [each rank's evidence]}."""
-    seen = [compare(ranks) for ranks in evs.values()]
-    if not all(c is not None and c["gap"] > GAP and c["local"] <= SAME for c in seen):
+    seen = {seed: compare(ranks) for seed, ranks in evs.items()}
+    if not all(
+        c is not None
+        and above("ranks.report_gap", c["gap"], GAP, seed=seed, log=True)
+        and not above("ranks.report_local", c["local"], SAME, seed=seed)
+        for seed, c in seen.items()
+    ):
         return None
+    seen = list(seen.values())
     c = seen[0]
     return Finding(
         "H3",

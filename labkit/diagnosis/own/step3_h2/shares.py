@@ -8,6 +8,7 @@ rows (a `DistributedSampler`) in a new order every epoch (``sampler.set_epoch(ep
 from __future__ import annotations
 
 from ...finding import Finding
+from ..margins import above
 
 OVERLAP = 0.5  # share of rank 0's rows that another rank also trains on in the same epoch
 
@@ -51,7 +52,10 @@ def describe(evs: dict) -> str:
 def shares_rule(evs: dict) -> Finding | None:
     """`evs`: {seed: [each rank's evidence]}."""
     shares = [overlap(ranks) for ranks in evs.values()]
-    if all(s is not None and s > OVERLAP for s in shares):
+    if all(
+        s is not None and above("ranks.overlap", s, OVERLAP, seed=seed)
+        for s, seed in zip(shares, evs)
+    ):
         return Finding(
             "H2",
             "ranks_same_data",

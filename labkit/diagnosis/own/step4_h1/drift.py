@@ -10,6 +10,7 @@ backward are summed twice.
 from __future__ import annotations
 
 from ...finding import Finding
+from ..margins import above
 
 RATIO = 0.01  # relative: the first gradient's ratio to the arm's within this of world_size
 
@@ -154,7 +155,7 @@ def sign_double(own: dict, signed: dict, world: int) -> list[tuple[bool, str]]:
             continue
         ratio = before / after if after else float("inf")
         up = (own[seed][0]["update_norm_1"] or 0.0) / max(ranks[0]["update_norm_1"] or 0.0, 1e-30)
-        met = abs(ratio - world) <= RATIO * world
+        met = not above("ranks.double_ratio", abs(ratio - world) / world, RATIO, seed=seed)
         out.append(
             (
                 met,

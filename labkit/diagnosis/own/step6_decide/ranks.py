@@ -10,6 +10,7 @@ ranks once for several setups (`step1_capture.launch`) and fills one `TriageReco
 from __future__ import annotations
 
 from ...finding import Finding
+from .. import margins
 from ...record.triage import UNKNOWN, TriageRecord
 from ...stepwise import two_seeds
 from ..step2_h3.ranklog import compare, reported_rule, sign_reported
@@ -113,6 +114,14 @@ def _acquit(own: dict) -> str:
 def record(
     label: str, world: int, seeds: list, result: dict | None, problems: list
 ) -> TriageRecord:
+    """The filled record of one setup, its threshold comparisons in ``record.margins``."""
+    with margins.recording() as log:
+        rec = _record(label, world, seeds, result, problems)
+    rec.margins = log
+    return rec
+
+
+def _record(label: str, world: int, seeds: list, result, problems: list) -> TriageRecord:
     rec = TriageRecord(f"setup {label} on {world} ranks")
     rec.finding_key, rec.margins, rec.seeds = None, [], list(seeds)
     rec.intervener = _no_intervene
