@@ -74,6 +74,7 @@ class Observer:
         self.arm, self.every, self.progress = arm, every, progress
         self.ddp, self.ddp_kwargs, self.optimizers, self.watch = None, {}, [], None
         self.model = None  # without DDP: the model the loop trains
+        self.lr = None  # the watched optimizer's learning rates, per parameter group
         self.samplers: list[dict] = []  # each DistributedSampler iteration: shuffle, epoch
         self._epochs: dict[int, int] = {}  # the arm "set_epoch": epochs begun per sampler
         self.forwards = {"ddp": 0, "ddp_synced": 0, "inner": 0}
@@ -83,6 +84,8 @@ class Observer:
     # ---- the patches -------------------------------------------------------------
     def install(self, patch: _Patch) -> None:
         import torch.distributed as dist
+        import torch.optim.optimizer as optim_hooks
+        from torch.nn.modules import module as module_hooks
         from torch.nn.parallel import DistributedDataParallel as DDP
         from torch.utils.data.distributed import DistributedSampler
 
@@ -140,10 +143,6 @@ class Observer:
             return sampler_iter(sampler)
 
         patch.set(DistributedSampler, "__iter__", iterate)
-        from torch.nn.modules import module as module_hooks
-
-        import torch.optim.optimizer as optim_hooks
-
         patch.handles.append(module_hooks.register_module_forward_pre_hook(self._forward))
         if self.progress is not None:
             stepped = lambda opt, args, kwargs: self.progress(opt)  # noqa: E731
@@ -230,6 +229,6 @@ def observe(
         "checks": checks,
         "grad_norm_1": cols["grad_norm"][0] if cols["grad_norm"] else None,
         "update_norm_1": cols["update_norm"][0] if cols["update_norm"] else None,
-        "lr": getattr(obs, "lr", None),
+        "lr": obs.lr,
         "steps": len(run),
     }
