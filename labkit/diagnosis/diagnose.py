@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..core.config import Config
 from .own.step1_capture.bounded import bounded
 from .own.step1_capture.budget import DEFAULT_BUDGET_S, budget
+from .own.step1_capture.setup import world_size_of
 from .own.step6_decide.explorer import diagnose_setup
 from .record.triage import TriageRecord
 from .zoo.explorer import Explorer
@@ -33,6 +34,10 @@ def diagnose(
     ``own.budget.DEFAULT_BUDGET_S``, 600 s, at most ``MAX_BUDGET_S``); one still running
     when it runs out is stopped with a `BudgetExceeded` sentence naming it, even a loop that
     never ends. ``record.intervene(fix)`` gets the same budget unless given its own.
+
+    A setup with ``world_size = 2`` (or more) is triaged on that many gloo ranks that
+    labkit starts itself (docs/own/distributed.md); `budget_s` then bounds the whole launch
+    (default 300 s), and a rank that dies or hangs ends in a sentence in the record.
     """
     if bug is None or isinstance(bug, str):
         return _zoo(bug, seeds, config, budget_s)
@@ -40,6 +45,10 @@ def diagnose(
         raise ValueError(
             "config= applies to zoo bugs only; a setup object brings its own model, data and loop."
         )
+    if world_size_of(bug) > 1:  # the ranks are launched: see own.step6_decide.ranks
+        from .own.step6_decide.ranks import diagnose_ranks
+
+        return diagnose_ranks(bug, seeds, timeout_s=budget_s)
     seconds = DEFAULT_BUDGET_S if budget_s is None else budget_s
     with budget(seconds), bounded(bug):  # every call into the setup, from here on
         record = diagnose_setup(bug, seeds=seeds)

@@ -11,7 +11,12 @@
 
 A batch may be a tuple or list ``(x, y)`` or a dict; inputs and labels are found by position
 or by their usual names; labels may be one per position of a token grid, flattened (own_rows).
-make_optimizer may return None, with update(model) for a loop without torch.optim (own_carry)."""
+make_optimizer may return None, with update(model) for a loop without torch.optim (own_carry).
+
+An attribute ``world_size`` (default 1) asks for a distributed triage: with 2 or more,
+`labkit.diagnose` starts that many gloo ranks on the CPU and calls ``train(seed, epochs)`` on
+each inside the process group, where the loop wraps its model in DistributedDataParallel
+(see `own.step1_capture.launch` and docs/own/distributed.md)."""
 
 from __future__ import annotations
 
@@ -40,6 +45,30 @@ def check_methods(setup) -> None:
             f"setup {_name(setup)} lacks {', '.join(f'{m}()' for m in missing)}; a setup "
             f"needs all five methods: {', '.join(METHODS)} (see labkit.diagnosis.own.step1_capture.setup)."
         )
+
+
+MAX_WORLD = 8  # ranks labkit starts on this machine's CPU
+
+
+def world_size_of(setup) -> int:
+    """The setup's ``world_size`` (1 when it has none), checked."""
+    world = getattr(setup, "world_size", 1)
+    if isinstance(world, bool) or not isinstance(world, int) or not 1 <= world <= MAX_WORLD:
+        raise ValueError(
+            f"{_name(setup)}.world_size={world!r}: give a whole number of ranks from 1 (one "
+            f"process, the default) to {MAX_WORLD} (labkit starts that many gloo ranks on "
+            "this machine's CPU)."
+        )
+    if world > 1:
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_gloo_available()):
+            raise ValueError(
+                f"{_name(setup)}.world_size={world} needs torch.distributed with the gloo "
+                "backend, which this torch build lacks; use world_size=1, or a torch build "
+                "with distributed support (the CPU wheels from pytorch.org have it)."
+            )
+    return world
 
 
 def _key(batch, keys, what: str):
