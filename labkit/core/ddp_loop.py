@@ -29,6 +29,24 @@ import torch.nn.functional as F
 N_EXAMPLES, BATCH = 512, 32  # per epoch, over all ranks; each rank sees half
 
 
+def join_gloo(rank: int, world: int, rendezvous: str, timeout_s: float) -> None:
+    """Join a gloo process group of `world` ranks on one machine, through the file
+    `rendezvous`, with `timeout_s` on every collective: a rank that dies becomes an error in
+    the others, not a hang. One thread per rank, so two ranks share two cores."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo",
+        init_method=f"file://{rendezvous}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=timeout_s),
+    )
+
+
 def _reported(loss: torch.Tensor, world: int) -> float:
     import torch.distributed as dist
 

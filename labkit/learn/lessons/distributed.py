@@ -28,7 +28,6 @@ import os
 import shutil
 import tempfile
 import time
-from datetime import timedelta
 
 import torch
 import torch.nn as nn
@@ -169,16 +168,9 @@ def _rank(rank: int, world: int, rendezvous: str, bugs: dict, every: int, out: s
     import torch.distributed as dist
 
     from ...bugs.ddp import DDP_BUGS
-    from ...core.ddp_loop import train_rank
+    from ...core.ddp_loop import join_gloo, train_rank
 
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"file://{rendezvous}",
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=TIMEOUT_S),
-    )
+    join_gloo(rank, world, rendezvous, TIMEOUT_S)
     try:
         result = {
             "anatomy": anatomy(),

@@ -13,26 +13,17 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import timedelta
 
 TIMEOUT_S = 60  # every collective: a rank that dies becomes an error in the others, not a hang
 
 
 def _rank(rank: int, world: int, rendezvous: str, bugs: dict, every: int, out: str) -> None:
-    import torch
     import torch.distributed as dist
 
     from ...bugs.ddp import DDP_BUGS
-    from ...core.ddp_loop import train_rank
+    from ...core.ddp_loop import join_gloo, train_rank
 
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"file://{rendezvous}",
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=TIMEOUT_S),
-    )
+    join_gloo(rank, world, rendezvous, TIMEOUT_S)
     try:
         results = {
             bug: train_rank(DDP_BUGS[bug].seams, steps=steps, every=every)

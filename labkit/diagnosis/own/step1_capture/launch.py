@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 import warnings
-from datetime import timedelta
 from importlib.machinery import PathFinder
 
 COLLECTIVE_S = 30.0  # every collective: a rank left waiting on a dead one fails after this
@@ -87,6 +86,7 @@ def _rank(rank, world, rendezvous, blob, seeds, out, collective_s, epochs, every
     import torch
     import torch.distributed as dist
 
+    from ....core.ddp_loop import join_gloo
     from .rankhooks import ARMS, observe
 
     status = {"rank": rank, "stage": "starting the rank", "done": False, "times": {}}
@@ -109,13 +109,7 @@ def _rank(rank, world, rendezvous, blob, seeds, out, collective_s, epochs, every
         say(stage="unpickling the setups")
         setups = pickle.loads(blob)
         say(stage="joining the process group (gloo)")
-        dist.init_process_group(
-            "gloo",
-            init_method=f"file://{rendezvous}",
-            rank=rank,
-            world_size=world,
-            timeout=timedelta(seconds=collective_s),
-        )
+        join_gloo(rank, world, rendezvous, collective_s)
         for label, setup in setups:
             own, signed = {}, {}
             for seed in seeds:
