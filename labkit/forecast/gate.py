@@ -55,7 +55,7 @@ def can_wait() -> bool:
     kernel = _kernel()
     if kernel is None or os.environ.get(NO_WAIT) or os.environ.get(ENV):
         return False
-    if not hasattr(kernel, "do_one_iteration"):  # ipykernel 7.4+: nothing can poll its shell
+    if not hasattr(kernel, "do_one_iteration"):  # ipykernel 7.1+: nothing can poll its shell
         return False
     try:
         import jupyter_ui_poll  # noqa: F401
