@@ -101,6 +101,7 @@ SERIAL_FILES = {
     "test_browser.py": "browser",
     "test_exercises_browser.py": "browser",
     "test_drill_browser.py": "browser",
+    "test_front_ends_browser.py": "browser",
     "test_lab.py": "browser",
     "test_docs_site.py": "browser",
 }

@@ -9,10 +9,21 @@ handle the widget's messages while the cell runs), then the Run All goes on by i
 The stop button ends the wait with `SketchNotSealed` and nothing else. A run with no front
 end (papermill, nbval, `labkit grade`) has no view of the widget, so it never waits: it
 takes `forecast_points` or is refused at once.
+
+The front end's busy state: JupyterLab and Notebook 7 count a cell as done when an iopub
+`idle` status names its request, and show the kernel busy until every request Run All sent
+has had one. The cells queued behind the wait (`jupyter_ui_poll` takes their requests off
+the shell and runs them after the waiting cell) got a `busy` when queued, but their `idle`
+went out under the waiting cell's name, and the ones aborted after a stub raised (Run All
+stops there) never got one: the toolbar read "Busy" for ever while the kernel was idle, and
+"Idle" during the wait. `_honest_status` and `_replay` give each request exactly its own
+`idle`, and keep the kernel busy while the cell waits.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
 import sys
 import time
@@ -44,7 +55,7 @@ def can_wait() -> bool:
     kernel = _kernel()
     if kernel is None or os.environ.get(NO_WAIT) or os.environ.get(ENV):
         return False
-    if not hasattr(kernel, "do_one_iteration"):  # ipykernel 7.4+: nothing can poll its shell
+    if not hasattr(kernel, "do_one_iteration"):  # ipykernel 7.1+: nothing can poll its shell
         return False
     try:
         import jupyter_ui_poll  # noqa: F401
@@ -66,7 +77,7 @@ def wait_for(done, rendered, *, what: str = "your sealed forecast above") -> boo
     shown = False
     start = time.monotonic()
     try:
-        with ui_events() as poll:
+        with ui_events() as poll, _honest_status(_kernel()):
             while not done():
                 poll(20)  # the widget's messages: strokes, Seal, a seal restored on first view
                 if done():
@@ -101,4 +112,60 @@ def _drop_queued() -> None:
         return
     for stream, ident, parent in wrapper._events:
         kernel._send_abort_reply(stream, parent, ident)
+        kernel._publish_status("idle", "shell", parent=parent)  # its cell is done
+    wrapper._events.clear()
+
+
+def _msg_id(parent) -> str | None:
+    return (parent or {}).get("header", {}).get("msg_id")
+
+
+@contextlib.contextmanager
+def _honest_status(kernel):
+    """While the cell waits, the kernel reads busy, and each request queued behind the wait
+    keeps its `idle` for when it has run or been aborted (`_replay`). The kernel's own
+    `_publish_status` is wrapped for the wait only."""
+    from jupyter_ui_poll._poll import KernelWrapper
+
+    wrapper = KernelWrapper._current
+    if wrapper is not None:  # this cell's queued requests, run or aborted after it
+        wrapper.replay = lambda: _replay(wrapper)
+    own = kernel.get_parent("shell")
+    publish = kernel._publish_status
+
+    def status(state, channel, parent=None):
+        parent = parent or kernel.get_parent(channel)
+        if state == "idle" and _msg_id(parent) == _msg_id(own):
+            return  # after a request was queued: this cell has not finished
+        publish(state, channel, parent)
+        if state == "idle":
+            publish("busy", "shell", own)  # a widget message handled; the cell still waits
+
+    kernel._publish_status = status
+    try:
+        yield
+    finally:
+        del kernel._publish_status  # the class's own again
+
+
+async def _replay(wrapper) -> None:
+    """`jupyter_ui_poll`'s replay of the queued requests once the waiting cell is done, with
+    an `idle` for every request: after it ran, and after it was aborted because a cell
+    before it failed (the kernel does the same for requests it aborts itself)."""
+    kernel = wrapper._kernel
+    wrapper.restore()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for stream, ident, parent in wrapper._events:
+        kernel.set_parent(ident, parent)
+        if kernel._aborting:
+            kernel._send_abort_reply(stream, parent, ident)
+        else:
+            done = kernel.execute_request(stream, ident, parent)
+            if inspect.isawaitable(done):
+                await done
+            sys.stdout.flush()
+            sys.stderr.flush()
+        kernel._publish_status("idle", "shell", parent=parent)
+        kernel.shell_stream.flush(2)  # zmq.POLLOUT: the reply and status go out now
     wrapper._events.clear()

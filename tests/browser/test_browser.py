@@ -67,6 +67,18 @@ def api(base, token, path, method="GET"):
 @pytest.fixture
 def lab(tmp_path):
     """A JupyterLab server on 127.0.0.1, a random port and a token, serving `tmp_path/served`."""
+    with serve(tmp_path) as server:
+        yield server
+
+
+FRONT_ENDS = {"lab": "jupyterlab", "notebook": "notebook"}  # front end: its server's module
+
+
+@contextlib.contextmanager
+def serve(tmp_path, front_end: str = "lab"):
+    """A Jupyter server for `front_end` ("lab": JupyterLab, "notebook": Notebook 7) on
+    127.0.0.1, a random port and a token, serving `tmp_path/served`: {"base", "token", "dir",
+    "front_end"}."""
     served = tmp_path / "served"
     served.mkdir()
     settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
@@ -83,15 +95,16 @@ def lab(tmp_path):
     # `python -m jupyterlab ...`, its kernels forked from the worker's zygote (tests/warm_kernels.py):
     # real ipykernels, with torch imported before the fork
     cmd = warm_kernels.command(
-        "jupyterlab",
+        FRONT_ENDS[front_end],
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={served}",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     )
+    if front_end == "lab":
+        cmd.append("--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
     if os.getuid() == 0:
         cmd.append("--allow-root")
     log = open(tmp_path / "jupyterlab.log", "wb")
@@ -112,12 +125,13 @@ def lab(tmp_path):
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(
-                        "JupyterLab did not start:\n" + (tmp_path / "jupyterlab.log").read_text()
+                        f"{FRONT_ENDS[front_end]} did not start:\n"
+                        + (tmp_path / "jupyterlab.log").read_text()
                     )
                 time.sleep(0.3)
         for session in api(base, token, "/api/sessions"):  # no stale kernels from an earlier run
             api(base, token, f"/api/sessions/{session['id']}", method="DELETE")
-        yield {"base": base, "token": token, "dir": served}
+        yield {"base": base, "token": token, "dir": served, "front_end": front_end}
     finally:
         try:
             for session in api(base, token, "/api/sessions"):
@@ -133,10 +147,13 @@ def lab(tmp_path):
         log.close()
 
 
+INDICATOR = ".jp-Notebook-ExecutionIndicator"  # the toolbar's kernel status, in both front ends
+
+
 @contextlib.contextmanager
 def lab_page(lab, name: str, errors: list, height: int = 1000):
-    """A Chromium page on notebook `name` in the `lab` server, kernel idle, Run All pressed;
-    page errors go to `errors`. Skips the test when no Chromium is installed."""
+    """A Chromium page on notebook `name` in the `lab` server (JupyterLab or Notebook 7, see
+    `serve`), kernel idle, Run All pressed; page errors go to `errors`. Skips the test when no Chromium is installed."""
     exe = chromium()
     if exe is None:
         pytest.skip(
@@ -149,13 +166,35 @@ def lab_page(lab, name: str, errors: list, height: int = 1000):
             page = browser.new_page(viewport={"width": 1280, "height": height})
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{lab['base']}/lab/tree/{name}?reset&token={lab['token']}")
-            page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for(timeout=60_000)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            if lab.get("front_end", "lab") == "lab":
+                page.goto(f"{lab['base']}/lab/tree/{name}?reset&token={lab['token']}")
+                page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for(timeout=60_000)
+            else:  # Notebook 7: one notebook a page, no status bar; the toolbar's indicator
+                page.goto(f"{lab['base']}/notebooks/{name}?token={lab['token']}")
+                page.locator(INDICATOR + "[data-status=idle]").wait_for(timeout=60_000)
+            run_all(page)
+            if lab.get("front_end", "lab") == "notebook" and not _started(page):
+                print("Notebook 7 ran no cell on Run All: pressed again")
+                run_all(page)  # Notebook 7 can drop a Run All pressed as the page settles
+                assert _started(page), "Run All ran no cell in Notebook 7, pressed twice"
             yield page
         finally:
             browser.close()
+
+
+def run_all(page) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+def _started(page, seconds: float = 10) -> bool:
+    """Whether the first cell shows it ran or is queued (`[*]:` or `[1]:`, not `[ ]:`)."""
+    prompt = page.locator(".jp-InputPrompt").first
+    try:
+        expect(prompt).not_to_have_text(re.compile(r"^\[\s*\]:$"), timeout=seconds * 1000)
+    except AssertionError:
+        return False
+    return True
 
 
 def write_notebook(folder: Path, history: Path) -> str:

@@ -21,6 +21,7 @@ MAKE = (
 )
 RUN = "sketch.require()\nprint('RAN', sketch.sealed)"
 AFTER = "print('AFTER')"
+STUB = "raise NotImplementedError('your fix goes here')"  # an exercise's unwritten part
 
 
 @pytest.fixture
@@ -83,9 +84,9 @@ def _widget_update(kc, comm_id, state):
     )
 
 
-def _start(kc):
-    """Show the sketch (its view drawn, as JupyterLab does), then queue RUN and AFTER at
-    once, as Run All does; returns (comm id, run id, after id, messages so far)."""
+def _start(kc, next_cell=AFTER):
+    """Show the sketch (its view drawn, as JupyterLab does), then queue RUN and `next_cell`
+    at once, as Run All does; returns (comm id, run id, next id, messages so far)."""
     make = kc.execute(MAKE)
     msgs = _messages(kc, _idle(make))
     comm_id = next(
@@ -94,7 +95,7 @@ def _start(kc):
         if m["msg_type"] == "comm_open" and "series_names" in m["content"]["data"].get("state", {})
     )
     _widget_update(kc, comm_id, {"rendered": 1})
-    run, after = kc.execute(RUN), kc.execute(AFTER)
+    run, after = kc.execute(RUN), kc.execute(next_cell)
     msgs = _messages(kc, lambda ms: "waiting for your sealed forecast" in _text(ms, run))
     return comm_id, run, after, msgs
 
@@ -170,3 +171,35 @@ def test_after_a_restart_run_all_flows_through_with_the_sealed_sketch(kernel):
         if m["msg_type"] == "display_data" and m["parent_header"].get("msg_id") == run
     ]
     assert any("application/vnd.labkit.sketch+json" in m["content"]["data"] for m in kept)
+
+
+@pytest.mark.slow
+def test_a_run_all_that_waited_then_stopped_at_a_stub_gives_each_cell_one_idle(kernel):
+    """JupyterLab and Notebook 7 count a cell done at the `idle` status that names its
+    request, and read the kernel busy until each cell of a Run All has had one. Before, the
+    requests queued behind the wait sent theirs under the waiting cell's name, and the ones
+    aborted after the stub sent none: "Busy" for ever (tests/browser/test_front_ends_browser.py
+    shows it in both front ends)."""
+    km, kc = kernel
+    comm_id, run, stub, msgs = _start(kc, STUB)
+    later = [kc.execute(AFTER), kc.execute(AFTER)]
+    time.sleep(1)  # they reach the kernel, which queues them behind the wait
+    _widget_update(kc, comm_id, {"points": [[0, 2.3], [39, 2.3]]})
+    _widget_update(kc, comm_id, {"seal_requested": 1})
+    msgs += _messages(kc, _idle(stub))
+    end = time.monotonic() + 2  # and what the aborted cells get
+    while time.monotonic() < end:
+        try:
+            msgs.append(kc.get_iopub_msg(timeout=0.2))
+        except queue.Empty:
+            pass
+    states = [
+        (m["content"]["execution_state"], m["parent_header"].get("msg_id"))
+        for m in msgs
+        if m["msg_type"] == "status"
+    ]
+    for request in (run, stub, *later):
+        assert [s for s, parent in states if parent == request].count("idle") == 1, states
+    assert states[-1][0] == "idle"
+    assert "RAN True" in _text(msgs, run) and "NotImplementedError" in _text(msgs, stub)
+    assert not any("AFTER" in _text(msgs, r) for r in later)  # aborted: Run All stopped
