@@ -1,8 +1,8 @@
 """The tenth batch (issue 46, item 0): an acquittal earns its words.
 
 - the whole graph: a tensor the loss depends on that is made outside the model, so
-  ``model.parameters()`` leaves it out of the optimizer (a learned temperature on a classifier
-  under Adam, an embedding table kept beside a GRU LM under SGD, a learned output offset on a
+  ``model.parameters()`` leaves it out of the optimizer (a learned logit scale on a cosine
+  classifier under Adam, as CLIP's, an embedding table kept beside a GRU LM under SGD, a learned output offset on a
   regression under SGD); twins: the same tensors passed to the optimizer, or moved by the
   learner's own update; and a healthy loop that calls ``torch.autograd.backward(loss)``, whose
   loss labkit cannot trace (the acquittal must say so, not claim the check);
@@ -73,24 +73,40 @@ class _Regression(_Blobs):
 
 
 # ------------------------------------------------------------------------------ the whole graph
-class TemperatureNotInOptimizer(_Blobs):
-    """Bug (H1): a learned temperature scales the logits; it is made beside the model with
-    requires_grad=True, and the optimizer gets model.parameters() only."""
+class CosineClassifier(nn.Module):
+    """An MLP body whose logits are cosine similarities with learned class vectors, in [-1, 1]."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = MLP(n_out=32)
+        self.classes = nn.Parameter(torch.randn(6, 32))
+
+    def forward(self, x):
+        return F.normalize(self.body(x), dim=-1) @ F.normalize(self.classes, dim=-1).T
+
+
+class LogitScaleNotInOptimizer(_Blobs):
+    """Bug (H1): a cosine classifier with a learned logit scale (as CLIP's), kept beside the model
+    as a log-scale with requires_grad=True; the optimizer gets model.parameters() only, so the
+    logits stay within [-1, 1] and the loss cannot fall far."""
+
+    LR = 0.01
 
     def make_model(self, seed):
-        self.temperature = torch.full((), 8.0, requires_grad=True)
-        return super().make_model(seed)
+        torch.manual_seed(seed)
+        self.logit_scale = torch.zeros((), requires_grad=True)
+        return CosineClassifier()
 
     def loss_fn(self, model, batch):
         x, y = batch
-        return F.cross_entropy(model(x) / self.temperature, y)
+        return F.cross_entropy(model(x) * self.logit_scale.exp(), y)
 
 
-class TemperatureInOptimizer(TemperatureNotInOptimizer):
-    """Healthy: the same, with the temperature passed to Adam beside the model's parameters."""
+class LogitScaleInOptimizer(LogitScaleNotInOptimizer):
+    """Healthy: the same, with the logit scale passed to Adam beside the model's parameters."""
 
     def make_optimizer(self, model):
-        return torch.optim.Adam([*model.parameters(), self.temperature], lr=self.LR)
+        return torch.optim.Adam([*model.parameters(), self.logit_scale], lr=self.LR)
 
 
 class GruOverVectors(nn.Module):
@@ -116,7 +132,7 @@ class _LmTable:
 
     def make_model(self, seed):
         torch.manual_seed(seed)
-        self.table = nn.Parameter(torch.randn(VOCAB, 32))
+        self.table = nn.Parameter(0.02 * torch.randn(VOCAB, 32))  # a small init, as GPT-2's
         return GruOverVectors()
 
     def make_optimizer(self, model):
@@ -263,8 +279,8 @@ class ClassifierStrongFeature(ClassifierLabelInInputs):
 
 
 TENTH = {
-    "tenth_h1_temperature_not_in_optimizer": TemperatureNotInOptimizer,
-    "tenth_ok_temperature_in_optimizer": TemperatureInOptimizer,
+    "tenth_h1_logit_scale_not_in_optimizer": LogitScaleNotInOptimizer,
+    "tenth_ok_logit_scale_in_optimizer": LogitScaleInOptimizer,
     "tenth_h1_lm_table_not_in_optimizer": LmTableNotInOptimizer,
     "tenth_ok_lm_table_in_optimizer": LmTableInOptimizer,
     "tenth_h1_offset_not_in_optimizer": OffsetNotInOptimizer,
@@ -280,7 +296,7 @@ _UNSTEPPED = [("not in the optimizer",), ("outside the model", "model.parameters
 _LEAK = [("target", "label"), ("feature",)]
 TENTH_EXPECTED = {
     **{name: ("NONE", []) for name in TENTH if name.startswith("tenth_ok_")},
-    "tenth_h1_temperature_not_in_optimizer": ("H1", [*_UNSTEPPED, ("temperature",)]),
+    "tenth_h1_logit_scale_not_in_optimizer": ("H1", [*_UNSTEPPED, ("logit_scale",)]),
     "tenth_h1_lm_table_not_in_optimizer": ("H1", [*_UNSTEPPED, ("table",)]),
     "tenth_h1_offset_not_in_optimizer": ("H1", [*_UNSTEPPED, ("offset",)]),
     "tenth_h2_regression_target_in_inputs": ("H2", [*_LEAK, ("feature 8",)]),
