@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from labkit import Run
 
 from .common import MLP, N_FEATURES, VOCAB, batches_of, blob_mixture, markov_tokens, split
+from .eighth import _LstmLM
 from .fourth import mlp, plain_train, shuffled, tabular_regression
 
 
@@ -278,6 +279,58 @@ class ClassifierStrongFeature(ClassifierLabelInInputs):
         self.x = torch.cat([self.x, noisy[:, None].float()], 1)
 
 
+# ------------------------------------------------------------------------ an LR raised 100-fold
+class LstmLr100(_LstmLM):
+    """Bug (H1): the word-language-model's LSTM with its SGD LR raised 100-fold (2.0 -> 200);
+    clipping at 0.25 keeps it from blowing up, and it learns far less than at 2.0."""
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=200.0)
+
+
+class LstmLr2(_LstmLM):
+    """Healthy: the same LSTM at its own LR, 2.0, with clipping at 0.25."""
+
+
+class _ClippedSgd(_Blobs):
+    LR = 0.1
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=self.LR, momentum=0.9)
+
+    def train(self, seed, epochs):
+        started = time.time()
+        model = self.make_model(seed)
+        opt = self.make_optimizer(model)
+        raw, shown = [], []
+        for epoch in range(epochs):
+            running = 0.0
+            for i, batch in enumerate(self.batches(seed * 10 + epoch)):
+                opt.zero_grad()
+                loss = self.loss_fn(model, batch)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                running += loss.item()
+                raw.append(loss.item())
+                shown.append(running / (i + 1))
+        return Run.from_log(
+            {"step": list(range(len(raw))), "loss_raw": raw, "loss_reported": shown},
+            seed=seed,
+            started_at=started,
+        )
+
+
+class ClassifierLr100(_ClippedSgd):
+    """Bug (H1): SGD with momentum at LR 10, 100 times its usual 0.1, clipped at norm 1.0."""
+
+    LR = 10.0
+
+
+class ClassifierLrUsual(_ClippedSgd):
+    """Healthy: the same loop at LR 0.1."""
+
+
 TENTH = {
     "tenth_h1_logit_scale_not_in_optimizer": LogitScaleNotInOptimizer,
     "tenth_ok_logit_scale_in_optimizer": LogitScaleInOptimizer,
@@ -290,6 +343,10 @@ TENTH = {
     "tenth_ok_regression_bias_column": RegressionBiasColumn,
     "tenth_h2_classifier_label_in_inputs": ClassifierLabelInInputs,
     "tenth_ok_classifier_strong_feature": ClassifierStrongFeature,
+    "tenth_h1_lstm_lr_x100": LstmLr100,
+    "tenth_ok_lstm_lr_usual": LstmLr2,
+    "tenth_h1_classifier_lr_x100": ClassifierLr100,
+    "tenth_ok_classifier_lr_usual": ClassifierLrUsual,
 }
 
 _UNSTEPPED = [("not in the optimizer",), ("outside the model", "model.parameters()")]
@@ -301,5 +358,13 @@ TENTH_EXPECTED = {
     "tenth_h1_offset_not_in_optimizer": ("H1", [*_UNSTEPPED, ("offset",)]),
     "tenth_h2_regression_target_in_inputs": ("H2", [*_LEAK, ("feature 8",)]),
     "tenth_h2_classifier_label_in_inputs": ("H2", [*_LEAK, ("feature 12",)]),
+    "tenth_h1_lstm_lr_x100": (
+        "H1",
+        [("lr", "learning rate"), ("too high", "too large", "diverge")],
+    ),
+    "tenth_h1_classifier_lr_x100": (
+        "H1",
+        [("lr", "learning rate"), ("too high", "too large", "diverge")],
+    ),
 }
 assert set(TENTH) == set(TENTH_EXPECTED)

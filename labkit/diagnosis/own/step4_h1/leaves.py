@@ -9,7 +9,7 @@ or its shape when it lives in a local variable of ``train()``) and read against 
   run, while no optimizer holds it (a tensor made outside the model, so ``model.parameters()``
   left it out): H1 on both seeds. A model parameter missing from the optimizer is `flow`'s
   ``not_in_optimizer``; a leaf the loop moves by hand is updated, not missing;
-- **held, never moved**: in the optimizer, a gradient at every walked step, not one change
+- **held, never moved**: in the optimizer, a gradient when the optimizer steps, not one change
   (its group's LR is 0): H1 only when the run fails by its own test (`baseline.fails`), since a
   group at LR 0 may be a deliberate freeze.
 
@@ -54,6 +54,7 @@ def leaves(ev) -> dict:
                     "held": id(t) in groups,
                     "lr": float(groups[id(t)]["lr"]) if id(t) in groups else None,
                     "grad": e["grad"],
+                    "step_grad": bool(rp.per_param.get(id(t), (0.0,))[0] > 0),  # at step time
                     "moved": e.get("moved", False),
                     "shape": e.get("shape", tuple(t.shape)),
                     "numel": e.get("numel", t.numel()),
@@ -80,7 +81,7 @@ def _unstepped(ev) -> list[dict]:
 
 def _held_still(ev) -> list[dict]:
     s = leaves(ev)
-    return [r for r in s["rows"] if r["grad"] and not r["moved"] and r["held"]]
+    return [r for r in s["rows"] if r["step_grad"] and not r["moved"] and r["held"]]
 
 
 def _names(rows) -> list[str]:
@@ -127,7 +128,7 @@ def graph_rule(evs) -> OwnFinding | None:
             "H1",
             "leaf_never_moves",
             f"{', '.join(_what(r) for r in rows[:4])} never move{'s' if len(rows) == 1 else ''}: "
-            "the optimizer holds them and they get a gradient at every traced step, but not one "
+            "the optimizer holds them and they hold a gradient when it steps, but not one "
             f"value changes over the run (their group's LR is {', '.join(f'{lr:g}' for lr in lrs)}), "
             f"and {baseline.fails(evs[0])}",
         )
