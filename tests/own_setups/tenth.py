@@ -10,6 +10,12 @@
   whose features hold the class id; twins: a regression with a constant bias column, a
   classifier with a strong but imperfect categorical feature.
 
+- an LR raised 100-fold (the word-language-model LSTM at SGD LR 200 under clipping at 0.25, a
+  clipped SGD classifier at LR 10): H1, an LR too high, not the data; twins at the usual LR;
+- more of the short kinds: a double shift on sequence-first batches and under SGD (twin: one
+  shift under SGD); a regression's epoch total in an integer array, and its worst batch so far
+  shown as progress (twin: a float array).
+
 Nothing here uses labkit but `Run.from_log`.
 """
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -26,6 +33,7 @@ from labkit import Run
 from .common import MLP, N_FEATURES, VOCAB, batches_of, blob_mixture, markov_tokens, split
 from .eighth import _LstmLM
 from .fourth import mlp, plain_train, shuffled, tabular_regression
+from .ninth import LmDoubleShift, LmShiftedOnce, _SeqFirstLm
 
 
 class _Blobs:
@@ -331,6 +339,91 @@ class ClassifierLrUsual(_ClippedSgd):
     """Healthy: the same loop at LR 0.1."""
 
 
+# ---------------------------------------------------- which target each output is scored against
+class SeqFirstDoubleShift(_SeqFirstLm):
+    """Bug (H2): sequence-first batches whose targets are two steps ahead (shifted twice)."""
+
+    def batches(self, seed):
+        t = self.ids.T  # (12, 256)
+        return [(t[:-2, i], t[2:, i]) for i in shuffled(256, 16, seed)]
+
+
+class LmDoubleShiftSgd(LmDoubleShift):
+    """Bug (H2): batches already shifted, shifted again in the loss, under SGD."""
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=0.5)
+
+
+class LmShiftedOnceSgd(LmShiftedOnce):
+    """Healthy: whole rows as inputs and labels, one shift in the loss, under SGD."""
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=0.5)
+
+
+# ------------------------------------------------------------------------ the logger's hypothesis
+class _RegressionTotals(_Regression):
+    """The epoch's total kept in a NumPy array, one slot per epoch, divided by the count."""
+
+    DTYPE = float
+
+    def train(self, seed, epochs):
+        started = time.time()
+        model, raw, shown = self.make_model(seed), [], []
+        opt = self.make_optimizer(model)
+        totals = np.zeros(epochs, dtype=self.DTYPE)
+        for epoch in range(epochs):
+            for i, batch in enumerate(self.batches(seed * 10 + epoch)):
+                opt.zero_grad()
+                loss = self.loss_fn(model, batch)
+                loss.backward()
+                opt.step()
+                totals[epoch] += loss.item()
+                raw.append(loss.item())
+                shown.append(float(totals[epoch]) / (i + 1))
+        return Run.from_log(
+            {"step": list(range(len(raw))), "loss_raw": raw, "loss_reported": shown},
+            seed=seed,
+            started_at=started,
+        )
+
+
+class RegressionIntTotals(_RegressionTotals):
+    """Bug (H3): np.zeros(epochs, dtype=int) on a regression under SGD: each add truncates."""
+
+    DTYPE = int
+
+
+class RegressionFloatTotals(_RegressionTotals):
+    """Healthy: the same with a float array."""
+
+
+class RegressionWorstSoFar(_Regression):
+    """Bug (H3): the progress value is max(value, loss) within each epoch (meant min, or meant
+    the mean): it shows the epoch's worst batch so far."""
+
+    def train(self, seed, epochs):
+        started = time.time()
+        model, raw, shown = self.make_model(seed), [], []
+        opt = self.make_optimizer(model)
+        for epoch in range(epochs):
+            value = 0.0
+            for batch in self.batches(seed * 10 + epoch):
+                opt.zero_grad()
+                loss = self.loss_fn(model, batch)
+                loss.backward()
+                opt.step()
+                value = max(value, loss.item())
+                raw.append(loss.item())
+                shown.append(value)
+        return Run.from_log(
+            {"step": list(range(len(raw))), "loss_raw": raw, "loss_reported": shown},
+            seed=seed,
+            started_at=started,
+        )
+
+
 TENTH = {
     "tenth_h1_logit_scale_not_in_optimizer": LogitScaleNotInOptimizer,
     "tenth_ok_logit_scale_in_optimizer": LogitScaleInOptimizer,
@@ -347,6 +440,12 @@ TENTH = {
     "tenth_ok_lstm_lr_usual": LstmLr2,
     "tenth_h1_classifier_lr_x100": ClassifierLr100,
     "tenth_ok_classifier_lr_usual": ClassifierLrUsual,
+    "tenth_h2_seq_first_double_shift": SeqFirstDoubleShift,
+    "tenth_h2_lm_double_shift_sgd": LmDoubleShiftSgd,
+    "tenth_ok_lm_shifted_once_sgd": LmShiftedOnceSgd,
+    "tenth_h3_regression_int_totals": RegressionIntTotals,
+    "tenth_ok_regression_float_totals": RegressionFloatTotals,
+    "tenth_h3_regression_worst_so_far": RegressionWorstSoFar,
 }
 
 _UNSTEPPED = [("not in the optimizer",), ("outside the model", "model.parameters()")]
@@ -366,5 +465,9 @@ TENTH_EXPECTED = {
         "H1",
         [("lr", "learning rate"), ("too high", "too large", "diverge")],
     ),
+    "tenth_h2_seq_first_double_shift": ("H2", [("shift",), ("twice", "t+2", "two")]),
+    "tenth_h2_lm_double_shift_sgd": ("H2", [("shift",), ("twice", "t+2", "two")]),
+    "tenth_h3_regression_int_totals": ("H3", [("int", "integer", "truncat")]),
+    "tenth_h3_regression_worst_so_far": ("H3", [("max",)]),
 }
 assert set(TENTH) == set(TENTH_EXPECTED)
