@@ -11,7 +11,7 @@ or its shape when it lives in a local variable of ``train()``) and read against 
   ``not_in_optimizer``; a leaf the loop moves by hand is updated, not missing;
 - **held, never moved**: in the optimizer, a gradient when the optimizer steps, not one change
   (its group's LR is 0): H1 only when the run fails by its own test (`baseline.fails`), since a
-  group at LR 0 may be a deliberate freeze.
+  group at LR 0 may be a deliberate freeze; read after every other H1 rule (`still_rule`).
 
 `describe` gives the acquittal its words for the graph: what was checked and what could not be.
 """
@@ -120,17 +120,24 @@ def graph_rule(evs) -> OwnFinding | None:
             "change" + ("" if many else "s") + " over the run (pass "
             f"{'them' if many else 'it'} to the optimizer beside the model's parameters)",
         )
+    return None
+
+
+def still_rule(evs) -> OwnFinding | None:
+    """H1 for a held tensor that never moves though it has a gradient when the optimizer steps,
+    read last: the LR of 0, gradients cleared or clipped to 0 have their own rules first."""
     still = [_held_still(ev) for ev in evs]
     if still[0] and _names(still[0]) == _names(still[1]) and all(baseline.fails(ev) for ev in evs):
         rows = still[0]
-        lrs = sorted({r["lr"] for r in rows if r["lr"] is not None})
+        lrs = ", ".join(f"{lr:g}" for lr in sorted({r["lr"] for r in rows if r["lr"] is not None}))
+        one = len(rows) == 1
         return OwnFinding(
             "H1",
             "leaf_never_moves",
-            f"{', '.join(_what(r) for r in rows[:4])} never move{'s' if len(rows) == 1 else ''}: "
-            "the optimizer holds them and they hold a gradient when it steps, but not one "
-            f"value changes over the run (their group's LR is {', '.join(f'{lr:g}' for lr in lrs)}), "
-            f"and {baseline.fails(evs[0])}",
+            f"{', '.join(_what(r) for r in rows[:4])} never move{'s' if one else ''}: the "
+            f"optimizer holds {'it' if one else 'them'} and {'it holds' if one else 'they hold'} "
+            "a gradient when it steps, but not one value changes over the run "
+            f"({'its' if one else 'their'} group's LR is {lrs}), and {baseline.fails(evs[0])}",
         )
     return None
 
