@@ -239,7 +239,7 @@ def h1_rules(ev) -> OwnFinding | None:
     return _numeric_rules(ev, f, own)
 
 
-ROSE = 1.2  # the run's last fifth above this multiple of its first loss: it climbed
+ROSE = 1.2  # the run's last fifth above this multiple of its first loss: it diverged
 TINY = 1e-6  # an update below this fraction of the weights' norm, at every step, moves nothing
 
 
@@ -294,7 +294,7 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
         or loss_grew
     )
     first = ev.run.table["loss_raw"][0]
-    rose = (  # the run ends above where it started: it climbed, a divergence held by clipping
+    rose = (  # the run ends above where it started: a divergence that never reaches x10
         first is not None
         and math.isfinite(first)
         and first > 0
@@ -313,8 +313,8 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
                     "H1",
                     "divergence",
                     (
-                        f"the loss climbs: your run ends at {f['own_level']:.3g}, above its first "
-                        f"loss {first:.3g}, held back from blowing up, "
+                        f"the loss diverges without blowing up: your run ends at "
+                        f"{f['own_level']:.3g}, above its first loss {first:.3g}; "
                         if rose and not grew
                         else "the loss diverged: "
                     )
