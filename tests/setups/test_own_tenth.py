@@ -5,8 +5,8 @@ of the autograd graph finds a tensor made outside the model, the replay of a lea
 sees that no optimizer holds it and that it never moves, and the per-feature input checks find
 a label left in the features and a constant bias column. Then the whole batch triaged once
 (module-scoped): right system and mechanism on every setup, every healthy twin acquitted with
-words that say what was checked and what could not be, and one conviction signed by the
-learner's fix."""
+words that say what was checked and what could not be, and a tensor left out of the optimizer
+signed by labkit's own intervention and by the learner's fix."""
 
 import copy
 
@@ -111,7 +111,11 @@ def test_an_acquittal_says_what_was_checked_and_what_was_not(rows, name, words):
 
 
 @pytest.mark.slow
-def test_the_learners_fix_signs_a_tensor_left_out_of_the_optimizer(rows):
+def test_a_tensor_left_out_of_the_optimizer_is_signed_by_labkit_and_by_the_fix(rows):
+    """labkit's own intervention (the same loop, the optimizer also holding self.logit_scale)
+    signs it; so does the learner's one-change fix."""
+    assert rows["tenth_h1_logit_scale_not_in_optimizer"]["granted"]
+    assert not rows["tenth_h1_offset_not_in_optimizer"]["granted"]  # a model bias learns it too
     record = report.record_of("tenth_h1_logit_scale_not_in_optimizer", setups=TENTH)
     signed = copy.deepcopy(record).intervene(LogitScaleInOptimizer())
     assert signed.startswith("CONVICTION: H1") and "self.logit_scale" in signed
