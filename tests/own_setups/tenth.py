@@ -214,6 +214,18 @@ class OffsetByHand(OffsetNotInOptimizer):
         )
 
 
+class HeadGroupLrZero(_Blobs):
+    """Healthy (a choice): the head sits in a parameter group at LR 0, a body trained under a fixed
+    random head; the run learns, so labkit acquits it and says the head never moves, as advice."""
+
+    def make_optimizer(self, model):
+        groups = [
+            {"params": model.body.parameters()},
+            {"params": model.head.parameters(), "lr": 0.0},
+        ]
+        return torch.optim.Adam(groups, lr=self.LR)
+
+
 class AutogradBackward(_Blobs):
     """Healthy: the loop calls torch.autograd.backward(loss) instead of loss.backward()."""
 
@@ -432,6 +444,7 @@ TENTH = {
     "tenth_h1_offset_not_in_optimizer": OffsetNotInOptimizer,
     "tenth_ok_offset_by_hand": OffsetByHand,
     "tenth_ok_autograd_backward": AutogradBackward,
+    "tenth_ok_head_group_lr_zero": HeadGroupLrZero,
     "tenth_h2_regression_target_in_inputs": RegressionTargetInInputs,
     "tenth_ok_regression_bias_column": RegressionBiasColumn,
     "tenth_h2_classifier_label_in_inputs": ClassifierLabelInInputs,

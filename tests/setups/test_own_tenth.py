@@ -94,6 +94,10 @@ def test_every_tenth_setup_is_triaged_right(rows):
         ),
         ("tenth_ok_offset_by_hand", ["1 is moved by your own loop"]),
         (
+            "tenth_ok_head_group_lr_zero",
+            ["4 of them are stepped", "2 never move (head.bias, head.weight)"],
+        ),
+        (
             "tenth_ok_regression_bias_column",
             ["feature 8 is constant", "no feature is a copy of the label"],
         ),
@@ -108,6 +112,9 @@ def test_an_acquittal_says_what_was_checked_and_what_was_not(rows, name, words):
     assert rows[name]["system"] == "NONE" and all(w in line for w in words), line
     if name != "tenth_ok_autograd_backward":
         assert "could not be traced" not in line
+    if name == "tenth_ok_head_group_lr_zero":  # a freeze by LR in a run that learns: advice
+        notes = report.record_of(name).notes
+        assert any(n.startswith("advice, not a defect: layer head gets a gradient") for n in notes)
 
 
 @pytest.mark.slow

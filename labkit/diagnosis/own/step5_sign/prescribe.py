@@ -180,6 +180,7 @@ CHANGES = {
         ),
     ),
     "leaf_never_moves": ({OPT}, "give every parameter group that should train an LR above 0"),
+    "layer_never_moves": ({OPT}, "give every parameter group that should train an LR above 0"),
     "label_in_inputs": (
         {DATA, MODEL},
         "drop the label from the inputs (and the model's input width with it)",
