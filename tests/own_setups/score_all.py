@@ -6,7 +6,7 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 (batch, setup, system, mechanism, ...): `tools/portability.py` compares them across CPU paths.
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
-ninth (issue 46),
+ninth and tenth (issue 46),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -27,11 +27,13 @@ from .fourth import FOURTH, FOURTH_EXPECTED
 from .ninth import NINTH, NINTH_EXPECTED
 from .seventh import SEVENTH, SEVENTH_EXPECTED
 from .sixth import SIXTH, SIXTH_EXPECTED
+from .tenth import TENTH, TENTH_EXPECTED
 
 BATCHES = {"first-third": (ALL_SETUPS, ALL_EXPECTED), "fourth": (FOURTH, FOURTH_EXPECTED),
            "fifth": (FIFTH, FIFTH_EXPECTED), "sixth": (SIXTH, SIXTH_EXPECTED),
            "seventh": (SEVENTH, SEVENTH_EXPECTED), "eighth": (EIGHTH, EIGHTH_EXPECTED),
-           "blind": (BLIND, BLIND_EXPECTED), "ninth": (NINTH, NINTH_EXPECTED)}
+           "blind": (BLIND, BLIND_EXPECTED), "ninth": (NINTH, NINTH_EXPECTED),
+           "tenth": (TENTH, TENTH_EXPECTED)}
 
 
 def _one(item):

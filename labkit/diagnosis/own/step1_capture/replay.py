@@ -9,7 +9,9 @@ While the context is open, PyTorch's global hooks and three temporary wrappers s
 - every top-level module call (global forward hooks): grad mode, autocast, whether the
   output has a graph, and which submodules ran;
 - ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for;
-- per parameter (``per_param``): the summed gradient and update norms over the steps.
+- per parameter (``per_param``): the summed gradient and update norms over the steps;
+- the whole graph (``graph``, see `graph`): every leaf the first losses depend on, in the
+  model or not, whether it gets a gradient and whether it moves over the run.
 
 Every hook and wrapper is removed in ``__exit__``, also when the loop raises.
 """
@@ -26,6 +28,7 @@ import torch.optim.optimizer as optim_hooks
 from torch.nn.modules import module as module_hooks
 
 from . import manual as own_manual
+from .graph import Graph
 from .setup import inputs_of
 
 
@@ -53,6 +56,7 @@ class Replay:
             int, list
         ] = {}  # id(param) -> [sum of grad norms, of update norms, steps]
         self.ever_grad: set[int] = set()  # ids of parameters that had a gradient after a backward
+        self.graph = Graph()
         self._depth, self._busy, self._since_step, self._stepped = 0, False, 0, False
         self._batches: dict[int, object] = {}
         self._last_input = None
@@ -99,6 +103,7 @@ class Replay:
 
     def __exit__(self, *exc):
         own_manual.settle(self)  # a loop without torch.optim: its last step
+        self.graph.settle()
         for h in self._handles:
             h.remove()
         torch.Tensor.backward = self._orig["backward"]
@@ -181,6 +186,7 @@ class Replay:
     def _backward_start(self, tensor):
         value = float(tensor.detach().float().sum()) if tensor.numel() <= 1 else math.nan
         checked = self._stepped and self._since_step == 0  # the first backward after a step
+        self.graph.walk(tensor, self.setup)
         stale = total_norm([p.grad for p in self.watched()]) if checked else None
         self.backwards.append(
             {
@@ -197,6 +203,7 @@ class Replay:
     def _backward_end(self):
         params = self.watched()
         self.ever_grad.update(id(p) for p in params if p.grad is not None)
+        self.graph.after_backward()
         self.backwards[-1]["grad_norm_after"] = total_norm([p.grad for p in params])
         if not self.optimizers:
             own_manual.after_backward(self)
@@ -206,6 +213,7 @@ class Replay:
         self.optimizers.setdefault(id(optimizer), optimizer)
         params = [p for g in optimizer.param_groups for p in g["params"]]
         grads = [p.grad for p in params]
+        self.ever_grad.update(id(p) for p, g in zip(params, grads) if g is not None)
         kept = [g for g in grads if g is not None]
         norms = (
             [float(n) for n in torch._foreach_norm([g.detach().float() for g in kept])]

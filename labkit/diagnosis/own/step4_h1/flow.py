@@ -239,6 +239,7 @@ def h1_rules(ev) -> OwnFinding | None:
     return _numeric_rules(ev, f, own)
 
 
+ROSE = 1.2  # the run's last fifth above this multiple of its first loss: it diverged
 TINY = 1e-6  # an update below this fraction of the weights' norm, at every step, moves nothing
 
 
@@ -256,6 +257,7 @@ def _tiny_steps(ev, f, own) -> OwnFinding | None:
     moved = [u for u in own.update_norms if u is not None and math.isfinite(u)]
     if (
         not weights
+        or not math.isfinite(weights)  # a plain loop that blew up measures no update size
         or not moved
         or not below("tiny.relative_update", max(moved) / weights, TINY, seed=ev.seed, log=True)
     ):
@@ -291,7 +293,14 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
         not below("diverge.grad_growth", f["grad_growth"] or 1, 100, seed=ev.seed, log=True)
         or loss_grew
     )
-    if grew and (f["nonfinite_at"] is not None or loss_grew):
+    first = ev.run.table["loss_raw"][0]
+    rose = (  # the run ends above where it started: a divergence that never reaches x10
+        first is not None
+        and math.isfinite(first)
+        and first > 0
+        and above("diverge.ends_above_start", f["own_level"], ROSE * first, seed=ev.seed)
+    )
+    if (grew and (f["nonfinite_at"] is not None or loss_grew)) or rose:
         for k in (10, 100):
             low = ev.arm(f"lr/{k}")
             if below(
@@ -303,7 +312,13 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
                 return OwnFinding(
                     "H1",
                     "divergence",
-                    f"the loss diverged: it rose x{f['loss_growth'] or math.inf:.3g} "
+                    (
+                        f"the loss diverges without blowing up: your run ends at "
+                        f"{f['own_level']:.3g}, above its first loss {first:.3g}; "
+                        if rose and not grew
+                        else "the loss diverged: "
+                    )
+                    + f"it rose x{f['loss_growth'] or math.inf:.3g} "
                     f"(gradient norm x{f['grad_growth'] or math.inf:.3g}) at LR {f['lr_first']:g}; "
                     f"the LR is too high, and at LR/{k} the same plain loop descends",
                     arm=f"lr/{k}",

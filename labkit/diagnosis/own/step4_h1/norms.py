@@ -7,7 +7,9 @@ per-parameter sums (`Replay.per_param`) and gives, for each layer the optimizer 
 mean gradient and update norms and the update relative to the layer's own weights. A layer
 whose relative update is orders of magnitude below the median of the other layers is
 stalled: "blocked" when its gradient is exactly 0 (units that never activate, a path cut
-off), "vanishing" when it is tiny but not 0 (a gradient shrinking through many layers).
+off), "vanishing" when it is tiny but not 0 (a gradient shrinking through many layers),
+"unstepped" when it has a gradient and the optimizer moves it by exactly 0 (its group's LR is
+0): convicted only when the run fails by its own test, else said as advice.
 """
 
 from __future__ import annotations
@@ -90,7 +92,11 @@ def stalled_layers(ev) -> list[dict]:
                 {
                     **row,
                     "median_others": median,
-                    "kind": "blocked" if row["grad"] == 0 or row["update"] == 0 else "vanishing",
+                    "kind": "blocked"
+                    if row["grad"] == 0
+                    else "unstepped"
+                    if row["update"] == 0
+                    else "vanishing",
                 }
             )
     return out
@@ -194,6 +200,8 @@ def norms_rule(evs) -> OwnFinding | None:
     if not layers[0] or layers[0] != layers[1]:
         return None
     rows = found[0]
+    if any(r["kind"] == "unstepped" for r in rows):
+        return _unstepped(evs, [r for r in rows if r["kind"] == "unstepped"])
     blocked = all(r["kind"] == "blocked" for r in rows)
     if blocked and all(ev.facts.get("blocked") for ev in evs):
         return None  # no gradient at all (None): the loop's own rule names the cut (flow.h1_rules)
@@ -211,6 +219,46 @@ def norms_rule(evs) -> OwnFinding | None:
         f"{what} at layer{'s' if len(rows) > 1 else ''} {', '.join(r['layer'] for r in rows[:4])}"
         f"{' and more' if len(rows) > 4 else ''}: the layer {how}. "
         + "; ".join(_fmt(r) for r in rows[:4]),
+    )
+
+
+def _unstepped(evs, rows) -> OwnFinding | None:
+    """Layers that get a gradient at every step and are moved by exactly 0: their parameter
+    group's LR is 0. A defect when the run fails by its own test; else a choice (a freeze by LR),
+    said as advice."""
+    from .. import baseline
+
+    rp = evs[0].replay
+    names = param_names(rp.models.values())
+    wanted = {p for r in rows for p in r["params"]}
+    lrs = sorted(
+        {
+            float(g["lr"])
+            for o in rp.optimizers.values()
+            for g in o.param_groups
+            for p in g["params"]
+            if names.get(id(p), ("",))[0] in wanted
+        }
+    )
+    layers = ", ".join(r["layer"] for r in rows[:4]) + (" and more" if len(rows) > 4 else "")
+    one = len(rows) == 1
+    said = (
+        f"layer{'' if one else 's'} {layers} get{'s' if one else ''} a gradient at every step "
+        f"but the optimizer moves {'it' if one else 'them'} by exactly 0: "
+        f"{'its' if one else 'their'} parameter group's LR is {', '.join(f'{lr:g}' for lr in lrs)}"
+    )
+    why = [baseline.fails(ev) for ev in evs]
+    if not all(why):
+        baseline.advise(
+            evs[0],
+            f"advice, not a defect: {said}; {baseline.learns(evs[0])}, so this reads as a freeze "
+            "by LR (give the group an LR above 0 if the layer should train)",
+        )
+        return None
+    return OwnFinding(
+        "H1",
+        "layer_never_moves",
+        f"{said}, and {why[0]}. " + "; ".join(_fmt(r) for r in rows[:4]),
     )
 
 

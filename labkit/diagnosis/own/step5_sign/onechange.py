@@ -74,6 +74,9 @@ def _loss_value(setup, model, batch):
 def _loss_change(before, after, seed: int, batch) -> str | None:
     values = []
     for setup in (before, after):
+        if setup is after:  # its own state beside the model (a table, a temperature) for this seed
+            torch.manual_seed(seed)
+            proto.make_model(after, seed)
         torch.manual_seed(seed)
         model = proto.make_model(before, seed)
         proto.make_optimizer(before, model)  # it may change the model, as the loop sees it

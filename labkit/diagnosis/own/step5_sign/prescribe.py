@@ -172,11 +172,25 @@ CHANGES = {
         ),
     ),
     "frozen": ({MODEL, OPT}, "leave requires_grad=True on the layers that should train"),
+    "leaf_not_stepped": (
+        {OPT},
+        (
+            "pass every tensor the loss learns to the optimizer: the model's parameters and "
+            "the ones made beside the model"
+        ),
+    ),
+    "leaf_never_moves": ({OPT}, "give every parameter group that should train an LR above 0"),
+    "layer_never_moves": ({OPT}, "give every parameter group that should train an LR above 0"),
+    "label_in_inputs": (
+        {DATA, MODEL},
+        "drop the label from the inputs (and the model's input width with it)",
+    ),
 }
 
 
 RESCALED = set(_LOSS_SENTENCE) | {"labels_are_inputs"}  # a fix changes the loss's scale
-MEMORISED = {"repeated_rows", "constant_labels"}  # memorised, a fix makes the training loss higher
+# memorised or read off the input: a fix makes the training loss higher
+MEMORISED = {"repeated_rows", "constant_labels", "label_in_inputs"}
 
 
 def _fmt(x: float) -> str:

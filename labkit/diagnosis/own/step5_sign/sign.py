@@ -2,7 +2,8 @@
 by the learner's fix, passed to ``record.intervene(fixed_setup)``.
 
 - `own_plan(finding, evs)`: labkit's own intervention for a mechanism its plain arms do not
-  cover: for one in the loss, the reference loss on the same model output (`own.refloss`);
+  cover: for one in the loss, the reference loss on the same model output (`own.refloss`); for
+  a tensor the loss depends on that no optimizer holds, the same loop holding it (`stepped`);
 - `prescribe_rows(record, finding, evs)`: otherwise, the prescription (`own_prescribe`) in the
   intervention row, with the seeds in the confirmation row, both still UNKNOWN;
 - `intervene(record, fixed_setup)`: checks that the fix is the one change prescribed
@@ -26,6 +27,10 @@ from ...record.prediction import TriageRefused
 
 def own_plan(finding, evs):
     """(forecast, run(seed) -> Run, variable) of labkit's own intervention, or None."""
+    if finding.key == "leaf_not_stepped":  # the tensors added to the optimizer (`stepped`)
+        from .stepped import plan as stepped_plan
+
+        return stepped_plan(evs)
     touches = CHANGES.get(finding.key, (set(), ""))[0]
     return own_refloss.plan(evs) if LOSS in touches else None
 

@@ -4,7 +4,10 @@ H3  the learner's reported values against honest recomputations of the raw losse
     (`logcount`: a sliding-window mean is honest; a count off by one is named), named by the
     candidate loggers that rebuild the reports exactly (`rebuild`)
 H2  non-finite inputs that reach the loss; constant or repeated inputs; constant labels
-H1  frozen parameters that stop the model learning (`frozen`), layers whose units
+H2  a feature that is the label on every row (`features`)
+H1  frozen parameters that stop the model learning (`frozen`); a tensor the loss depends on,
+    found by walking its autograd graph, that gets gradients and is never stepped (`leaves`);
+    layers whose units
     never fire or whose relative update is orders of magnitude below the others'
     (`norms`): both fool the label-shuffle control below, as a model that cannot learn
 H1  the loss path, read here because a broken loss fools the control below; a loss below
@@ -48,6 +51,8 @@ from ..step4_h1.lossrange import range_rule, summed
 from ..step3_h2.offset import offset_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
+from ..step4_h1.leaves import graph_rule, still_rule
+from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import recount
 from ..step4_h1.norms import describe as describe_layers, norms_rule
 from ..step4_h1.padding import padding_rule
@@ -306,7 +311,9 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
     for rule in (
         _h3,
         _h2,
+        leak_rule,
         frozen_rule,
+        graph_rule,
         norms_rule,
         loss_path,
         offset_rule,
@@ -314,6 +321,7 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         padding_rule,
         _h2_signal,
         _h1,
+        still_rule,
     ):
         found = rule(evs)
         if found is not None:

@@ -1,0 +1,90 @@
+"""labkit's own intervention for a tensor the loss depends on that no optimizer holds
+(`leaves.graph_rule`, ``leaf_not_stepped``): the learner's own loop, with the optimizer that
+``make_optimizer`` returns also holding those tensors (one more parameter group, the
+optimizer's own defaults), and nothing else changed.
+
+It runs on a shallow copy of the setup (without the deadline's per-instance wrappers, which
+call the original; ``train`` keeps its deadline through `setup.call`), whose ``make_optimizer`` finds the tensors by the names
+the setup's code gives them (``self.logit_scale``, ``self.table``), so each run's own tensors
+are the ones added. A tensor that lives only in a local variable of ``train()`` cannot be
+reached: then labkit has no intervention and the prescription alone signs the conviction.
+The forecast is read off seed 0's run: its loss lands at least halfway from the learner's run to
+it, on both seeds.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+
+from ..step1_capture import setup as proto
+from ..step4_h1.leaves import leaves
+from .refloss import level
+
+
+def _resolve(obj, name: str):
+    for part in name.removeprefix("self.").split("."):
+        obj = getattr(obj, part, None)
+    return obj if isinstance(obj, torch.Tensor) else None
+
+
+def _with_leaves(setup, names: list[str]):
+    make = getattr(type(setup), "make_optimizer", None)
+    fixed = copy.copy(setup)
+    for name, value in list(vars(fixed).items()):  # the deadline's wrappers call the original
+        if getattr(value, "labkit_bounded", False):
+            delattr(
+                fixed, name
+            )  # the class's own method, bound to the copy (train keeps its deadline)
+
+    def make_optimizer(model):
+        opt = make(fixed, model)
+        held = {id(p) for g in opt.param_groups for p in g["params"]}
+        extra = [t for t in (_resolve(fixed, n) for n in names) if t is not None]
+        extra = [t for t in extra if id(t) not in held]
+        if extra:
+            opt.add_param_group({"params": extra})
+        return opt
+
+    fixed.make_optimizer = make_optimizer
+    return fixed
+
+
+def plan(evs):
+    """(forecast, run(seed) -> Run, variable), or None when a tensor has no name the setup's code
+    gives it, or when holding them does not beat the learner's run on seed 0."""
+    ev = evs[0]
+    rows = [
+        r
+        for r in leaves(ev)["rows"]
+        if r["grad"] and not r["moved"] and not r["in_model"] and not r["held"]
+    ]
+    names = [r["name"] for r in rows]
+    if (
+        not rows
+        or not all(r["named"] and r["name"].startswith("self.") for r in rows)
+        or getattr(type(ev.setup), "make_optimizer", None) is None
+    ):
+        return None
+
+    def run(seed):  # a fresh run each time: the forecast is sealed before the intervention starts
+        return proto.train(_with_leaves(ev.setup, names), seed, ev.epochs)
+
+    step = int(ev.run.table["step"][-1])
+    before = min(level(e.run, step) for e in evs)
+    after = level(run(ev.seed), step)  # the trial the forecast is read off
+    if not (math.isfinite(after) and math.isfinite(before) and after < before):
+        return None
+    from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
+
+    return (
+        f"loss < {_num(after + 0.5 * (before - after))} by step {step}",
+        run,
+        (
+            "the optimizer's parameters",
+            "as make_optimizer() builds them",
+            "the same, with " + ", ".join(names) + " added",
+        ),
+    )
