@@ -118,13 +118,20 @@ SPLIT_FILES = {
     "test_bugs.py",
     "test_own_eighth.py",
 }
-SETUP_FILES = {"test_own_triage.py", "test_own_held_out.py"}  # one test per setup name
+SETUP_FILES = {
+    "test_own_triage.py",
+    "test_own_held_out.py",
+    "test_own_tenth.py",
+}  # one unit a setup
 # Whole files that are long units (9-30 s each in a pass-1 timeline), several of them mostly
 # waiting (a grading time-out, a sleeping loop, a killed kernel): they go out with the split
 # files' units, not last, where one of them kept a single worker busy for the run's last 10 s.
 LONG_FILES = {
     "test_grade_limits.py",
     "test_own_blind_spots.py",
+    "test_own_ninth.py",
+    "test_own_ddp.py",  # two launches of two ranks
+    "test_lesson_ranks.py",
     "test_check_ex_e.py",
     "test_grade_formats.py",
     "test_curves.py",

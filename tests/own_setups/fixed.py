@@ -1,6 +1,6 @@
 """The learner's fixes: for a buggy setup, the same setup with the one change its prescription
 names, as a learner would write it (a subclass overriding one method). `record.intervene`
-must sign each (tests/diagnosis/own/test_own_sign.py; `python -m own_setups.signing` from tests/ measures
+must sign each (tests/setups/test_own_sign.py; `python -m own_setups.signing` from tests/ measures
 them all). Nothing here uses labkit but `Run.from_log` (through the setups).
 """
 

@@ -242,7 +242,7 @@ def test_each_fix_signs(name):
 
 
 def _example(name: str, cls: str, **kwargs):
-    path = Path(__file__).resolve().parents[3] / "examples" / f"{name}.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"example_sign_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
