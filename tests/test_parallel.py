@@ -138,9 +138,7 @@ def test_a_fix_is_signed_in_the_unit_that_triaged_its_setup():
                         )
     assert len(units) > 60  # 81 today: the first to seventh batches
     for name in FIXED:
-        sign = conftest.work_unit(
-            f"tests/setups/test_own_sign.py::test_each_fix_signs[{name}]"
-        )
+        sign = conftest.work_unit(f"tests/setups/test_own_sign.py::test_each_fix_signs[{name}]")
         assert units[name] == [sign], name
     assert len({u for us in units.values() for u in us}) == sum(map(len, units.values()))
 
