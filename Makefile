@@ -27,7 +27,7 @@ $(shell rm -f $(LAB_STAMP) $(STAMP))
 endif
 endif
 
-.PHONY: lab test check lint docs portability exercises references bench docs env clean-env help
+.PHONY: lab test check lint docs portability exercises references bench env clean-env help
 
 help:
 	@echo "make lab        create .venv if needed and open JupyterLab on notebooks/00_start_here.ipynb"

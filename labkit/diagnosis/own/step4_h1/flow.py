@@ -300,7 +300,12 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
         and first > 0
         and above("diverge.ends_above_start", f["own_level"], ROSE * first, seed=ev.seed)
     )
-    if (grew and (f["nonfinite_at"] is not None or loss_grew)) or rose:
+    blew = grew and (f["nonfinite_at"] is not None or loss_grew)
+    if rose and not blew:  # a run that learned, then climbed back: the edge of stability,
+        edge = unsettled(ev, f, own)  # read first on evidence every CPU path shares
+        if edge is not None:
+            return edge
+    if blew or rose:
         for k in (10, 100):
             low = ev.arm(f"lr/{k}")
             if below(
