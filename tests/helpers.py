@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 
 import pytest
 
@@ -134,3 +135,28 @@ def make_env(base=None, **extra) -> dict:
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in MAKE_VARS}
     env.update(extra)
     return env
+
+
+# Debian's Chromium, as the browser tests (tests/browser/) and the docs site's test drive it
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def chromium() -> str | None:
+    """The Chromium binary: $LABKIT_CHROMIUM, else Debian's, else one on PATH; None if none."""
+    for candidate in (
+        os.environ.get("LABKIT_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None

@@ -11,7 +11,6 @@ import html
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from helpers import CHROMIUM_ARGS, chromium
 
 import labkit
 
@@ -27,16 +27,6 @@ ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("labkit_docs_hooks", ROOT / "docs" / "hooks.py")
 hooks = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hooks)
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.fixture(scope="module")
@@ -132,18 +122,6 @@ def test_the_readme_links_resolve_and_its_image_is_small():
     assert targets and not [t for t in targets if not (ROOT / t).exists()]
     for image in re.findall(r"!\[[^\]]*\]\(([^)\s:]+)\)", readme):  # local images
         assert (ROOT / image).stat().st_size < 150_000
-
-
-def chromium() -> str | None:
-    for candidate in (
-        os.environ.get("LABKIT_CHROMIUM"),
-        "/usr/bin/chromium",
-        shutil.which("chromium"),
-        shutil.which("chromium-browser"),
-    ):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 class QuietFiles(SimpleHTTPRequestHandler):

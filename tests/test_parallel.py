@@ -2,7 +2,6 @@
 threads, and the work units keep what must run together on one worker (conftest.py)."""
 
 import os
-from pathlib import Path
 
 import torch
 
@@ -113,18 +112,11 @@ def test_the_split_files_units_and_the_long_files_are_handed_out_round_robin_ove
 def test_a_fix_is_signed_in_the_unit_that_triaged_its_setup():
     """test_own_sign signs a copy of the triage that its setup's batch test kept: they must run
     on one worker, as one unit (each fix's setup triaged by exactly one such test)."""
-    import importlib.util
     from own_setups.fixed import FIXED
 
-    def load(name):  # the two batch files, from the folder they sit in
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).parent / "setups" / f"{name}.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    test_own_triage, test_own_held_out = load("test_own_triage"), load("test_own_held_out")
+    # the two batch files, from the folder they sit in (conftest._load: tests/ is no package)
+    test_own_triage = conftest._load("tests/setups", "test_own_triage")
+    test_own_held_out = conftest._load("tests/setups", "test_own_held_out")
 
     units: dict = {}
     for module in (test_own_triage, test_own_held_out):

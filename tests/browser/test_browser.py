@@ -10,7 +10,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import warm_kernels
+from helpers import CHROMIUM_ARGS, chromium
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect, sync_playwright
 
@@ -27,27 +27,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "artifacts" / "browser" / "sketch_sealed.png"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-def chromium() -> str | None:
-    for candidate in (
-        os.environ.get("LABKIT_CHROMIUM"),
-        "/usr/bin/chromium",
-        shutil.which("chromium"),
-        shutil.which("chromium-browser"),
-    ):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def free_port() -> int:
@@ -148,6 +127,7 @@ def serve(tmp_path, front_end: str = "lab"):
         log.close()
 
 
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 INDICATOR = ".jp-Notebook-ExecutionIndicator"  # the toolbar's kernel status, in both front ends
 
 
@@ -231,11 +211,7 @@ def write_notebook(folder: Path, history: Path) -> str:
             "sketch"
         )
     ]
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nbformat.write(nb, folder / "sketch.ipynb")
     return "sketch.ipynb"
 
@@ -304,11 +280,7 @@ def write_two_series_notebook(folder: Path, history: Path) -> str:
             "print('SCORED', sorted(scores))"
         ),
     ]
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nbformat.write(nb, folder / "two_series.ipynb")
     return "two_series.ipynb"
 

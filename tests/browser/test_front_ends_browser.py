@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
-from test_browser import INDICATOR, _stroke, api, lab_page, serve
+from test_browser import INDICATOR, KERNELSPEC, _stroke, api, lab_page, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NOT_OURS = "reading 'schema'"  # Notebook 7's own console error
@@ -45,11 +45,7 @@ def stub_notebook(folder, history) -> str:
         nbformat.v4.new_code_cell("print('NOT RUN 1')"),
         nbformat.v4.new_code_cell("print('NOT RUN 2')"),
     ]
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nbformat.write(nb, folder / "stub.ipynb")
     return "stub.ipynb"
 

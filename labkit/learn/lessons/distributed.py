@@ -34,7 +34,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ...core.ddp_loop import BATCH, N_EXAMPLES, data
-from .ranks import TIMEOUT_S
+from .ranks import TIMEOUT_S, plan_of
 
 WORLD, STEPS, EVERY = 2, 120, 20
 BUCKET_MB = 0.0005  # 500 bytes: each weight and bias of the small MLP in a bucket of its own
@@ -265,19 +265,7 @@ def launch(bugs=None, *, steps: int = STEPS, every: int = EVERY, waiting=None) -
     steps}, or names trained `steps` steps each (default: `RUNS`). Returns {"started_at",
     "steps": {bug: steps}, "anatomy": [rank 0's, rank 1's], "accumulate": {"leave": [...],
     "never_leave": [...]}, "runs": {bug: [rank 0's, rank 1's]}}."""
-    from ...bugs.ddp import DDP_BUGS
-    from ...errors import check_number, suggest
-
-    bugs = RUNS if bugs is None else (bugs,) if isinstance(bugs, str) else bugs
-    plan = dict(bugs) if isinstance(bugs, dict) else dict.fromkeys(bugs, steps)
-    for bug, n in plan.items():
-        if bug not in DDP_BUGS:
-            raise ValueError(
-                f"bugs holds {bug!r}, which is not in the distributed zoo; choose from "
-                f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
-            )
-        check_number(f"steps for {bug}", n, minimum=2, maximum=10_000, integer=True)
-    check_number("every", every, minimum=1, integer=True)
+    plan = plan_of(RUNS if bugs is None else bugs, steps, every, minimum=2, maximum=10_000)
     if waiting is not None and not isinstance(waiting, Waiting):
         raise TypeError(f"waiting must be what start() returns; got {type(waiting).__name__}.")
     waiting = waiting or Waiting()

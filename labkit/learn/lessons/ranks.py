@@ -35,6 +35,25 @@ def _rank(rank: int, world: int, rendezvous: str, bugs: dict, every: int, out: s
         dist.destroy_process_group()
 
 
+def plan_of(bugs, steps: int, every: int, *, minimum: int = 1, maximum: int = 100_000) -> dict:
+    """{bug: steps} from a name, names (each `steps` steps) or a {name: steps} dict, every name
+    in the distributed zoo (`labkit.bugs.ddp.DDP_BUGS`); a sentence for anything else."""
+    from ...bugs.ddp import DDP_BUGS
+    from ...errors import check_number, suggest
+
+    bugs = (bugs,) if isinstance(bugs, str) else bugs
+    plan = dict(bugs) if isinstance(bugs, dict) else dict.fromkeys(bugs, steps)
+    for bug, n in plan.items():
+        if bug not in DDP_BUGS:
+            raise ValueError(
+                f"bug={bug!r} is not in the distributed zoo; choose one of "
+                f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
+            )
+        check_number(f"steps for {bug}", n, minimum=minimum, maximum=maximum, integer=True)
+    check_number("every", every, minimum=1, integer=True)
+    return plan
+
+
 def train_two_ranks(
     bugs=("healthy",), *, steps: int = 200, every: int = 50
 ) -> dict[str, list[dict]]:
@@ -43,19 +62,7 @@ def train_two_ranks(
     lengths), one run after another; {bug: [rank 0's result, rank 1's]}."""
     import torch.multiprocessing as mp
 
-    from ...bugs.ddp import DDP_BUGS
-    from ...errors import check_number, suggest
-
-    bugs = (bugs,) if isinstance(bugs, str) else bugs
-    bugs = dict(bugs) if isinstance(bugs, dict) else dict.fromkeys(bugs, steps)
-    for bug, n in bugs.items():
-        if bug not in DDP_BUGS:
-            raise ValueError(
-                f"bug={bug!r} is not in the distributed zoo; choose one of "
-                f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
-            )
-        check_number(f"steps for {bug}", n, minimum=1, maximum=100_000, integer=True)
-    check_number("every", every, minimum=1, integer=True)
+    bugs = plan_of(bugs, steps, every)
     with tempfile.TemporaryDirectory() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
         mp.spawn(_rank, args=(2, rendezvous, bugs, every, tmp), nprocs=2, join=True)
