@@ -301,9 +301,9 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
         and above("diverge.ends_above_start", f["own_level"], ROSE * first, seed=ev.seed)
     )
     blew = grew and (f["nonfinite_at"] is not None or loss_grew)
-    if rose and not blew:  # a run that learned, then climbed back: the edge of stability,
-        edge = unsettled(ev, f, own)  # read first on evidence every CPU path shares
-        if edge is not None:
+    if blew or rose:  # a run that learned, then climbed back: the edge of stability, read
+        edge = unsettled(ev, f, own)  # first on evidence every CPU path shares (whether it
+        if edge is not None:  # also blows up depends on the CPU's rounding)
             return edge
     if blew or rose:
         for k in (10, 100):
