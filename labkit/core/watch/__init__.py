@@ -278,8 +278,8 @@ def watch(
     norms of `model`; with no optimizer, read a loop's own update from the parameters
     (`labkit.core.watch.manual`). `scaler`: your ``torch.amp.GradScaler``, so that a step it
     skips (inf/NaN gradients: no ``optimizer.step()``) is recorded, with ``skipped=True``, the
-    scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default 5%
-    of them, at least 1 MiB; see `labkit.budget`). Make the watch once the model is on its
+    scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default: all
+    of them up to 1 MiB, exact; above, 5% of them; see `labkit.budget`). Make the watch once the model is on its
     device and the optimizer is built; `watch.findings` names, once, parameters that can
     never move. `writer`: a TensorBoard ``SummaryWriter`` (`labkit.core.watch.writer`).
     Inside a torch.distributed run (DDP), every `check_every` steps the ranks compare their

@@ -149,12 +149,10 @@ def _rel_diff(fp: torch.Tensor, counts: list) -> torch.Tensor:
 
 def _fingerprint(tensors: list) -> torch.Tensor:
     """The float64 sum and sum of squares of `tensors`: equal on ranks that hold equal ones."""
-    return torch.stack(
-        [
-            torch.stack([t.detach().double().sum() for t in tensors]).sum(),
-            torch.stack([t.detach().double().pow(2).sum() for t in tensors]).sum(),
-        ]
-    )
+    data = [t.detach() for t in tensors]  # summed in float64 as they are read: no copies
+    sums = torch.stack([t.sum(dtype=torch.float64) for t in data]).sum()
+    squares = torch.stack(torch._foreach_norm(data, 2, dtype=torch.float64)).square().sum()
+    return torch.stack([sums, squares])
 
 
 def _device(dist) -> torch.device:
