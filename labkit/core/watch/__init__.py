@@ -239,12 +239,8 @@ class Watch:
         stay readable."""
         try:
             self.flush()
-            if (
-                self._ranks is not None
-                and self.stopped is None
-                and self._ranks.checks[-1]["step"] != self.steps
-            ):
-                self._ranks.check(self)  # the last steps, compared across ranks
+            if self._ranks is not None and self.stopped is None:
+                watch_ranks.safely(self, self._ranks.close, self)  # the last steps, in flight too
         finally:
             self._unhook()
 

@@ -30,6 +30,7 @@ import torch.nn as nn
 from .guard import safely
 
 EVERY = 50  # optimizer steps between two checks
+WAIT_S = 30.0  # at close, how long to wait for the other ranks' answers to this rank's checks
 TOLERANCE = 1e-6  # relative difference beyond which two ranks' groups differ; DDP's are 0
 WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel", "DataParallel")
 
@@ -53,26 +54,43 @@ def process_group():
 
 
 class RankCheck:
-    """The cross-rank check of one watch: a summary all-gathered every `every` steps."""
+    """The cross-rank check of one watch: a summary all-gathered every `every` steps.
 
-    def __init__(self, w, dist, every: int = EVERY):
+    The all-gathers go on a process group of the watch's own (gloo, CPU tensors), made once
+    by every rank with the watch, and are asynchronous: a check is sent at its step and read
+    at a later step once every rank has sent its own. So the check never waits on the
+    slowest rank inside a step, never mixes with DDP's own collectives, and a rank that
+    makes fewer optimizer steps than the others (a step behind ``if rank == 0``) cannot hang
+    the run: at `close` the watch waits at most `wait_s` for the checks still unanswered,
+    then says which ones and stops comparing.
+    """
+
+    def __init__(self, w, dist, every: int = EVERY, wait_s: float | None = None):
         self.dist, self.every = dist, every
+        self.wait_s = _wait_s(dist) if wait_s is None else wait_s
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.group = _watch_group(dist)  # every rank makes the watch together
         self.checks: list[dict] = []  # {"step", "max_rel_diff": {group: d}, "grads_differ", ...}
         self.finding: str | None = None  # the parameters' drift, said once
         self.buffer_finding: str | None = None  # the buffers' (running statistics), said once
+        self.unanswered: str | None = None  # checks the other ranks never answered, said once
         self.buffers = [b for b in w._model.buffers() if b.is_floating_point()]
+        self.last_step = None  # the step of the last check sent
+        self._pending: list = []  # (kind, work, gathered, step), oldest first
         self._buffers_due = False
         if self.buffers:  # BatchNorm's running statistics and the like, checked in a forward
 
             def before_forward(module, args) -> None:  # returns None: the input is untouched
                 if self._buffers_due:
-                    safely(w, self._check_buffers, w)
+                    safely(w, self._send_buffers, w)
 
             w._handles.append(w._model.register_forward_pre_hook(before_forward))
         self.check(w)  # at the start: the ranks should begin equal (DDP broadcasts rank 0's)
+        self._drain(w, wait_s)  # every rank is here together: read it now
 
     def step_done(self, w) -> None:
+        if self._pending:
+            self._drain(w, None)  # what has arrived since: no wait
         if w.steps % self.every == 0:
             self.check(w)
 
@@ -90,44 +108,100 @@ class RankCheck:
         head = torch.tensor([float(w.steps)], dtype=torch.float64)
         return torch.cat([head, torch.stack(fp).flatten().cpu(), norms])
 
-    def _gather(self, mine: torch.Tensor) -> torch.Tensor:
-        """Every rank's `mine`, stacked on the CPU: (world, len(mine))."""
-        device = _device(self.dist)
-        gathered = [torch.empty_like(mine, device=device) for _ in range(self.world)]
-        self.dist.all_gather(gathered, mine.to(device))
-        return torch.stack([g.cpu() for g in gathered])
+    def _send(self, kind: str, mine: torch.Tensor, step: int) -> None:
+        """All-gather `mine` (CPU, float64) on the watch's group, without waiting."""
+        if self.unanswered is not None:
+            return  # the ranks fell out of step: no more checks
+        gathered = [torch.empty_like(mine) for _ in range(self.world)]
+        work = self.dist.all_gather(gathered, mine, group=self.group, async_op=True)
+        self._pending.append((kind, work, gathered, step))
 
     def check(self, w) -> None:
-        rows = self._gather(self._summary(w))  # (world, 1 + 4 * groups)
+        """Send this step's summary; it is compared once every rank's has arrived."""
+        self.last_step = int(w.steps)
+        self._send("params", self._summary(w).cpu(), self.last_step)
+        self._buffers_due = bool(self.buffers)  # compared at the next forward, after DDP's sync
+
+    def _send_buffers(self, w) -> None:
+        """Inside the model's next forward, once DDP has broadcast rank 0's buffers (when it
+        does): the buffers' fingerprints."""
+        self._buffers_due = False
+        with torch.no_grad():
+            fp = _fingerprint(self.buffers).cpu()
+        self._send("buffers", fp, self.last_step)
+
+    def _drain(self, w, wait_s: float | None) -> None:
+        """Compare every check whose all-gather has completed, oldest first; with `wait_s`,
+        wait up to that long for the rest, then say which never got an answer."""
+        import time
+
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while self._pending:
+            kind, work, gathered, step = self._pending[0]
+            if not work.is_completed():
+                if deadline is None:
+                    return
+                while not work.is_completed() and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                if not work.is_completed():
+                    self._give_up(w, step, f"waited {self.wait_s:g} s")
+                    return
+            try:
+                work.wait()
+            except RuntimeError as exc:  # another rank left: its end of the group closed
+                closed = "closed" in str(exc).lower()
+                self._give_up(w, step, "another rank closed its end" if closed else str(exc)[:120])
+                return
+            self._pending.pop(0)
+            rows = torch.stack(gathered)
+            self._compare(w, rows) if kind == "params" else self._compare_buffers(w, rows)
+
+    def _give_up(self, w, step: int, why: str) -> None:
+        behind = len(self._pending)
+        self._pending = []
+        self.unanswered = (
+            f"the other ranks did not answer this rank's check at step {step} ({why}; "
+            f"{behind} check(s) unanswered): either the ranks did not make the same number "
+            f"of optimizer steps (this rank made {w.steps}; optimizer.step() on some ranks "
+            "only?) or another rank stopped or fell behind; the checks stopped there."
+        )
+        w.findings.append(self.unanswered)
+
+    def _compare(self, w, rows: torch.Tensor) -> None:
         names, n = list(w.groups), len(w.groups)
         counts = [sum(w.params[i].numel() for i in idx) for idx in w.groups.values()]
         diff = _rel_diff(rows[:, 1 : 1 + 2 * n].view(self.world, n, 2), counts)
         norms = rows[:, 1 + 2 * n :].view(self.world, n, 2)
         entry = {
-            "step": int(w.steps),
+            "step": int(rows[self.rank, 0]),
             "steps_per_rank": [int(s) for s in rows[:, 0].tolist()],
             "max_rel_diff": dict(zip(names, diff.tolist())),
             "grads_differ": _differ(norms[:, :, 0]),
             "updates_differ": _differ(norms[:, :, 1]),
         }
         self.checks.append(entry)
-        self._buffers_due = bool(self.buffers)  # compared at the next forward, after DDP's sync
         if self.finding is None and float(diff.max()) > TOLERANCE:
             self.finding = _finding(self.checks, names, diff)
             w.findings.append(self.finding)
 
-    def _check_buffers(self, w) -> None:
-        """Inside the model's next forward, once DDP has broadcast rank 0's buffers (when it
-        does): the buffers' fingerprints, compared across ranks."""
-        self._buffers_due = False
-        with torch.no_grad():
-            fp = self._gather(_fingerprint(self.buffers).cpu()).view(self.world, 1, 2)
+    def _compare_buffers(self, w, rows: torch.Tensor) -> None:
+        fp = rows.view(self.world, 1, 2)
         d = float(_rel_diff(fp, [sum(b.numel() for b in self.buffers)])[0])
-        self.checks[-1]["buffers_rel_diff"] = d
+        entry = next((c for c in reversed(self.checks) if "buffers_rel_diff" not in c), None)
+        if entry is None:
+            return
+        entry["buffers_rel_diff"] = d
         if self.buffer_finding is None and d > TOLERANCE:
-            params = max(self.checks[-1]["max_rel_diff"].values(), default=0.0)
+            params = max(entry["max_rel_diff"].values(), default=0.0)
             self.buffer_finding = _buffer_finding(self.checks, d, params)
             w.findings.append(self.buffer_finding)
+
+    def close(self, w) -> None:
+        """The last steps' check, if due, then every check still in flight, compared."""
+        if self.last_step != w.steps and self.unanswered is None:
+            self.check(w)
+        self._drain(w, self.wait_s)
+        _OLD_GROUPS.append(self.group)
 
     def describe(self) -> dict:
         return {
@@ -136,7 +210,39 @@ class RankCheck:
             "every": self.every,
             "tolerance": TOLERANCE,
             "checks": list(self.checks),
+            **({"unanswered": self.unanswered} if self.unanswered else {}),
         }
+
+
+def _wait_s(dist) -> float:
+    """`WAIT_S`, or a third of the process group's collective timeout if that is shorter: the
+    other ranks, waiting in their next collective for this one, must not time out first."""
+    try:
+        backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+        return min(WAIT_S, backend.options._timeout.total_seconds() / 3)
+    except Exception:  # noqa: BLE001 - a backend that does not say: the default
+        return WAIT_S
+
+
+_OLD_GROUPS: list = []  # the groups of closed watches, destroyed once every rank is past them
+
+
+def _watch_group(dist):
+    """A gloo group for this watch's checks alone, made by every rank together.
+
+    A group of its own per watch: a check another rank never answered (one that stopped
+    stepping) stays queued in its group and can never pair with a later watch's. The groups
+    of earlier watches are destroyed here, once the new group exists: every rank has made
+    it, so every rank has closed the watches before it (a gloo group's end is this rank's).
+    """
+    group = dist.new_group(backend="gloo")
+    while _OLD_GROUPS:
+        old = _OLD_GROUPS.pop()
+        try:
+            dist.destroy_process_group(old)
+        except Exception:  # noqa: BLE001 - already gone with its process group: nothing to free
+            pass
+    return group
 
 
 def _rel_diff(fp: torch.Tensor, counts: list) -> torch.Tensor:
@@ -153,13 +259,6 @@ def _fingerprint(tensors: list) -> torch.Tensor:
     sums = torch.stack([t.sum(dtype=torch.float64) for t in data]).sum()
     squares = torch.stack(torch._foreach_norm(data, 2, dtype=torch.float64)).square().sum()
     return torch.stack([sums, squares])
-
-
-def _device(dist) -> torch.device:
-    """NCCL gathers CUDA tensors; gloo, CPU ones."""
-    if dist.get_backend() == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
 
 
 def _last_row(w):

@@ -3,6 +3,8 @@ through the wrapper, compares the ranks every `check_every` steps, stays silent 
 run of 500 steps, and names each drift; every bug of `labkit.bugs.ddp` shows its symptom.
 The two ranks start once (`labkit.learn.lessons.ranks`) and train every run in turn."""
 
+import re
+
 import pytest
 import torch
 
@@ -67,6 +69,30 @@ def test_the_bugs_no_consistency_check_can_see_show_their_own_symptom(ranks):
     assert local[0]["reported_gap"] > 1e-3 and local[1]["reported_gap"] > 1e-3
     for bug in ("no_set_epoch", "double_allreduce", "local_reported_loss"):
         assert ranks[bug][0]["findings"] == [] and ranks[bug][0]["max_param_diff"] == 0.0
+
+
+def test_a_rank_that_never_steps_ends_the_checks_with_a_sentence_not_a_hang(tmp_path):
+    """The checks go on the watch's own group, without waiting inside a step: rank 1, which
+    never calls optimizer.step(), never sends one, and rank 0 says so at close."""
+    import json
+
+    import torch.multiprocessing as mp
+
+    from own_setups.ddp_watch import rank_zero_only_steps
+
+    out = str(tmp_path / "said")
+    mp.spawn(rank_zero_only_steps, args=(str(tmp_path / "rdv"), out, 5.0), nprocs=2)
+    rank0, rank1 = (json.loads((tmp_path / f"said.{r}.json").read_text()) for r in (0, 1))
+    assert (rank0["steps"], rank1["steps"]) == (40, 0)
+    assert len(rank0["findings"]) == 1 and rank0["findings"][0].startswith(
+        "the other ranks did not answer this rank's check at step 10 ("
+    )
+    # when rank 0 learns it (at a later step, or at close) follows the two ranks' timing
+    assert re.search(
+        r"this rank made (\d+); optimizer\.step\(\) on some ranks", rank0["findings"][0]
+    )
+    assert rank0["s"] < 30
+    assert rank1["findings"] == []  # it sent no check: nothing went unanswered
 
 
 def test_one_process_has_no_rank_check_and_a_wrapper_is_seen_through():
