@@ -20,6 +20,7 @@ starts two gloo ranks on one machine and runs it on each.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 
 import torch
@@ -166,6 +167,7 @@ def _max_diff(tensors: list, world: int) -> float:
     return float(max((g - flat).abs().max() for g in gathered))
 
 
+@functools.lru_cache(maxsize=16)  # a pure function of its arguments: computed once per seed
 def first_update_one_process(seed: int = 0, *, lr: float = 0.05, momentum: float = 0.9) -> float:
     """The norm of the first update of the same model in ONE process, on the whole batch of
     `BATCH` examples that the two ranks' first batches make together (the sampler's first

@@ -25,7 +25,9 @@ class RankCase:
         """{seed: [rank 0's result, rank 1's]}, launching the two ranks on the first call."""
         if self._runs is None:
             got = launch(
-                [(self.mystery.name, s, self.steps) for s in self.seeds], progress=self.progress
+                [(self.mystery.name, s, self.steps) for s in self.seeds],
+                progress=self.progress,
+                meanwhile=lambda: [self.one_process(s == self.seeds[1]) for s in self.seeds],
             )
             self._runs = dict(zip(self.seeds, got))
         return self._runs

@@ -65,12 +65,13 @@ def check_runs(runs) -> list[tuple[str, int, int]]:
     return out
 
 
-def launch(runs, *, every: int = EVERY, progress=None) -> list[list[dict]]:
+def launch(runs, *, every: int = EVERY, progress=None, meanwhile=None) -> list[list[dict]]:
     """Start two gloo ranks once and train each of `runs` ((bug, seed, steps), bug a name of
     `labkit.bugs.ddp.DDP_BUGS`) in turn; [[rank 0's result, rank 1's]] per run, in order.
 
     `progress(line)`, if given, gets a line when the ranks have started and one per run
-    trained, each with the seconds since the launch began."""
+    trained, each with the seconds since the launch began. `meanwhile()`, if given, runs here
+    while the ranks start (the drill computes its one-process reference then)."""
     import torch.multiprocessing as mp
     from torch.multiprocessing.spawn import ProcessException
 
@@ -81,6 +82,8 @@ def launch(runs, *, every: int = EVERY, progress=None) -> list[list[dict]]:
     with tempfile.TemporaryDirectory() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
         ctx = mp.spawn(_rank, args=(2, rendezvous, runs, every, tmp), nprocs=2, join=False)
+        if meanwhile is not None:
+            meanwhile()
         seen, done = 0, False
         while not done:
             try:
