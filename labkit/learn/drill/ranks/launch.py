@@ -106,8 +106,8 @@ def _relay(tmp: str, seen: int, runs: list, start: float, say) -> int:
     path = os.path.join(tmp, "progress")
     if not os.path.exists(path):
         return seen
-    with open(path) as f:
-        lines = f.read().splitlines()
+    with open(path) as f:  # whole lines only: rank 0 may be writing the next one now
+        lines = f.read().split("\n")[:-1]
     t = time.monotonic() - start
     for i, line in enumerate(lines[seen:], start=seen):
         if line == "joined":
