@@ -114,7 +114,7 @@ def test_first_update_twice_one_process_when_summed_again(launched, cases):
     skipped = runs["forward_through_module", 0]
     assert skipped[0]["update_norm_0"] != skipped[1]["update_norm_0"]  # each its own shard
     lines = answer(cases["double_allreduce"], "first_update").lines
-    assert "x one process" in lines[1] and lines[-1].endswith("are equal")
+    assert "x one process" in lines[1] and lines[-1].endswith("norms are equal")
 
 
 @pytest.mark.slow

@@ -143,6 +143,7 @@ def _answer(args, log) -> int:
 
 
 def _play(args, log) -> int:
+    from ..ranks.launch import RanksFailed
     from ..session import Drill
 
     drill = Drill.open(args.seed, log=log, minutes=args.minutes, world=_world(args))
@@ -151,7 +152,11 @@ def _play(args, log) -> int:
             f"note: this drill keeps the clock it started with "
             f"({drill.state['minutes'] or 'none'}); --minutes applies to new drills."
         )
-    drill.intro_lines(say)
+    try:
+        drill.intro_lines(say)
+    except RanksFailed as exc:  # a distributed mystery whose ranks failed: said, not raised
+        print(f"labkit: error: {exc}; nothing was saved, try again.", file=sys.stderr)
+        return 1
     if not drill.resumed:
         drill.state = log.save_session(drill.state)
     try:

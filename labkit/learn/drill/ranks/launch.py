@@ -18,6 +18,10 @@ TIMEOUT_S = 60  # every collective: a rank that dies becomes an error in the oth
 STEPS, EVERY = 64, 16  # a run: four epochs of 16 steps; the watch compares the ranks every 16
 
 
+class RanksFailed(RuntimeError):
+    """A rank raised or died before the launch's runs were done (the sentence says which)."""
+
+
 def _note(out: str, text: str) -> None:
     with open(os.path.join(out, "progress"), "a") as f:
         f.write(text + "\n")
@@ -90,7 +94,7 @@ def launch(runs, *, every: int = EVERY, progress=None, meanwhile=None) -> list[l
                 done = ctx.join(timeout=0.2)
             except ProcessException as exc:  # a rank raised or died: say so, in one sentence
                 first = str(exc).strip().splitlines()
-                raise RuntimeError(
+                raise RanksFailed(
                     "the two ranks stopped before their runs were done"
                     + (f": {first[-1]}" if first else "")
                 ) from None

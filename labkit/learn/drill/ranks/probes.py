@@ -134,7 +134,7 @@ def first_update(pair, one) -> Answer:
             for r, u, q in zip(pair, norms, ratios)
         ),
         f"  one process, the same model on the same 32 examples: {num(one, 4)}",
-        "the two ranks' first updates are "
+        "the two ranks' first update norms are "
         + ("equal" if equal else f"not equal (rank 1 / rank 0 = {num(norms[1] / norms[0], 3)})"),
     ]
     inside = lambda q, lo_hi: lo_hi[0] <= q <= lo_hi[1]  # noqa: E731
