@@ -86,6 +86,15 @@ def test_each_path_shows_its_outcomes_and_each_bug_differs_from_healthy(outcomes
 
 
 @pytest.mark.slow
+def test_every_probe_reads_otherwise_with_some_bug(cases):
+    healthy = {p: answer(cases["healthy"], p).lines for p in MENU}
+    for probe in MENU:
+        assert any(answer(cases[n], probe).lines != healthy[probe] for n in NAMES[1:]), probe
+    # a report from one rank leaves the training as it was: each rank's own curve is the same
+    assert answer(cases["local_reported_loss"], "rank_losses").lines == healthy["rank_losses"]
+
+
+@pytest.mark.slow
 def test_rank_check_exact_zeros_under_ddp_and_drift_without_sync(launched, cases):
     runs, _ = launched
     for name in ("healthy", "no_set_epoch", "double_allreduce", "local_reported_loss"):
