@@ -13,8 +13,9 @@ from labkit.bugs.ddp import DDP_BUGS
 from labkit.core.ddp_loop import first_update_one_process as reference
 from labkit.learn.drill.log import DrillLog
 from labkit.learn.drill.ranks import RankCase, RankMystery, draw_ranks, rank_seed_for
-from labkit.learn.drill.ranks.book import KEY_TERMS, MENU, OUTCOMES, PATHS
+from labkit.learn.drill.ranks.book import ANSWERS, KEY_TERMS, MENU, OUTCOMES, PATHS
 from labkit.learn.drill.ranks.launch import launch
+from labkit.learn.drill.ranks.mystery import SYSTEMS
 from labkit.learn.drill.ranks.probes import answer
 from labkit.learn.drill.session import Drill
 from labkit.learn.drill.stats import stats_lines
@@ -178,7 +179,7 @@ def test_draws_cover_the_zoo_and_keep_their_own_seeds():
     assert (
         draw_ranks(17) == draw_ranks(17) and repr(draw_ranks(17)) == "RankMystery(seed=17, hidden)"
     )
-    assert set(PATHS) == set(KEY_TERMS) == set(NAMES)
+    assert set(PATHS) == set(KEY_TERMS) == set(ANSWERS) == set(SYSTEMS) == set(NAMES)
     for paths in PATHS.values():
         for path in paths:
             assert all(outcome in OUTCOMES[probe] for probe, outcome in path)
