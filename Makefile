@@ -144,6 +144,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_own_triage.py
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_own_shapes.py
 	$(BIN)/python benchmarks/bench_watch_ddp.py
+	$(BIN)/python benchmarks/bench_drill_ranks.py
 
 # The documentation site (docs/, mkdocs.yml) into site/; open site/index.html. Strict: a warning
 # or a broken link fails, as in make test (tests/test_docs_site.py). The API pages are made from

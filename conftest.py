@@ -132,6 +132,7 @@ LONG_FILES = {
     "test_own_ninth.py",
     "test_own_ddp.py",  # two launches of two ranks
     "test_lesson_ranks.py",
+    "test_drill_ranks.py",  # one launch of two ranks
     "test_check_ex_e.py",
     "test_grade_formats.py",
     "test_curves.py",

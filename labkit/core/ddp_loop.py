@@ -20,6 +20,7 @@ starts two gloo ranks on one machine and runs it on each.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 
 import torch
@@ -73,10 +74,17 @@ def data(seed: int = 0):
     return torch.utils.data.TensorDataset(x, y, torch.arange(N_EXAMPLES))
 
 
+def make_model(seed: int = 0) -> nn.Module:
+    """The reference model, initialised from `seed`: the same on every rank."""
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 4))
+
+
 def train_rank(
     seams: dict | None = None,
     *,
     steps: int = 200,
+    seed: int = 0,
     every: int = 50,
     lr: float = 0.05,
     momentum: float = 0.9,
@@ -86,7 +94,8 @@ def train_rank(
 
     `at_end(ddp, batch, forward, sync, sampler, epoch)`, if given, runs once after the last
     step on every rank (the last batch, the seams' forward and backward context); what it
-    returns is the result's "at_end"."""
+    returns is the result's "at_end". `seed` sets the model's initialisation and the sampler's
+    shuffle (the data stay those of `data(0)`)."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -94,13 +103,12 @@ def train_rank(
 
     s = {**SEAMS, **(seams or {})}
     rank, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 4))
+    model = make_model(seed)
     with warnings.catch_warnings():  # torch 2.13 names broadcast_buffers deprecated, and
         warnings.simplefilter("ignore", FutureWarning)  # says to keep it for rank-local buffers
         ddp = DDP(model, **s["ddp_kwargs"])
     optimizer = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=momentum)
-    sampler = torch.utils.data.distributed.DistributedSampler(data(), shuffle=True, seed=0)
+    sampler = torch.utils.data.distributed.DistributedSampler(data(), shuffle=True, seed=seed)
     loader = torch.utils.data.DataLoader(data(), batch_size=BATCH // world, sampler=sampler)
     w = watch(ddp, optimizer, check_every=every)
     raw, reported, local, orders, step, epoch = [], [], [], [], 0, 0
@@ -132,6 +140,8 @@ def train_rank(
         "checks": w.describe()["ranks"]["checks"],
         "loss": [raw[0], raw[-1]],
         "local_loss": local,
+        "reported": reported,
+        "mean_loss": raw,
         "reported_gap": max(abs(a - b) for a, b in zip(raw, reported)),
         "update_norm_0": run.table["update_norm"][0],
         "epoch_orders": orders,
@@ -155,3 +165,21 @@ def _max_diff(tensors: list, world: int) -> float:
     gathered = [torch.empty_like(flat) for _ in range(world)]
     dist.all_gather(gathered, flat)
     return float(max((g - flat).abs().max() for g in gathered))
+
+
+@functools.lru_cache(maxsize=16)  # a pure function of its arguments: computed once per seed
+def first_update_one_process(seed: int = 0, *, lr: float = 0.05, momentum: float = 0.9) -> float:
+    """The norm of the first update of the same model in ONE process, on the whole batch of
+    `BATCH` examples that the two ranks' first batches make together (the sampler's first
+    `BATCH` indices). No process group needed: what healthy DDP should match."""
+    model = make_model(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    sampler = torch.utils.data.distributed.DistributedSampler(
+        data(), num_replicas=1, rank=0, shuffle=True, seed=seed
+    )
+    x, y, _ = next(iter(torch.utils.data.DataLoader(data(), batch_size=BATCH, sampler=sampler)))
+    before = [p.detach().clone() for p in model.parameters()]
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    deltas = [(p.detach() - b).double().pow(2).sum() for p, b in zip(model.parameters(), before)]
+    return float(torch.stack(deltas).sum().sqrt())

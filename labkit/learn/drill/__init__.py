@@ -7,5 +7,7 @@
 
 `labkit drill` plays it in a terminal, one command per line (so a pipe can play it too);
 `labkit.widgets.DrillPanel` plays it with buttons and the sketch widget. `verbal` holds
-the spoken-answer practice for the study packet's seven curve cases.
+the spoken-answer practice for the study packet's seven curve cases; `ranks` the
+distributed mysteries (`labkit drill --distributed`: a bug of the distributed zoo on two
+real gloo ranks, started once per mystery).
 """

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .answers import answer_lines
+from .answers import PARTS
 from .menu import MENU
 from .score import Score
 from .front.text import wrap
 
 
-def path_text(path) -> str:
-    cost = sum(MENU[n].price for n, _ in path)
+def path_text(path, menu=None) -> str:
+    cost = sum((menu or MENU)[n].price for n, _ in path)
     steps = " -> ".join(f"{n} ({o})" for n, o in path)
     return f"{steps}: {cost} credit{'s' if cost != 1 else ''}"
 
@@ -41,7 +41,7 @@ def ending_lines(mystery, score: Score, probes: list, conviction: dict | None) -
     for name, points, top, why in score.parts:
         out += wrap(f"{name:<10} {points:>2}/{top:<2}  {why}", "  ")
     out.append("The cheapest sufficient path:")
-    out += wrap(path_text(score.best_path), "  ")
+    out += wrap(path_text(score.best_path, mystery.menu), "  ")
     out += wrap(
         "yours: "
         + (", ".join(p["name"] for p in probes) or "(no probes)")
@@ -49,6 +49,6 @@ def ending_lines(mystery, score: Score, probes: list, conviction: dict | None) -
         "  ",
     )
     out.append("The interview answer, in five parts:")
-    for part, text in answer_lines(mystery.key):
+    for part, text in zip(PARTS, mystery.interview):
         out += wrap(f"{part}: {text}", "  ")
     return out

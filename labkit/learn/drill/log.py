@@ -67,9 +67,15 @@ class DrillLog:
         """The unfinished drills."""
         return [s for s in self._bodies("session/") if not s.get("closed")]
 
-    def open_session(self, seed: int | None = None) -> dict | None:
-        """The most recently saved unfinished drill (with `seed`, if given), or None."""
-        sessions = [s for s in self.sessions() if seed is None or s.get("seed") == seed]
+    def open_session(self, seed: int | None = None, *, world: int | None = None) -> dict | None:
+        """The most recently saved unfinished drill (with `seed`, if given; of one kind, if
+        `world` is given: 1 for one process, 2 for a distributed mystery), or None."""
+        sessions = [
+            s
+            for s in self.sessions()
+            if (seed is None or s.get("seed") == seed)
+            and (world is None or s.get("world", 1) == world)
+        ]
         return max(sessions, key=lambda s: s.get("saved_at", 0), default=None)
 
     # ---- writing (each one transaction) -----------------------------------------------
@@ -116,9 +122,14 @@ class DrillLog:
             ]
         )
 
-    def mark_answer_seen(self, seed: int) -> int:
-        """Flag unfinished drills with this seed: their score will say the answer was seen."""
-        hit = [s for s in self.sessions() if s.get("seed") == seed]
+    def mark_answer_seen(self, seed: int, *, world: int | None = None) -> int:
+        """Flag unfinished drills with this seed (and kind, `world`, if given): their score
+        will say the answer was seen."""
+        hit = [
+            s
+            for s in self.sessions()
+            if s.get("seed") == seed and (world is None or s.get("world", 1) == world)
+        ]
         # the revision stays: the drill goes on, and its score carries the flag
         self.store.update_many(
             [(KIND, f"session/{s['id']}", lambda old: {**old, "answer_seen": True}) for s in hit]

@@ -19,6 +19,9 @@ from ...bugs import BUGS, get_bug
 from ...bugs.inject import resolve
 from ...core.config import Config
 from ...errors import check_number
+from .answers import ANSWERS
+from .menu import MENU
+from .paths import KEY_TERMS, PATHS
 
 HEALTHY_SHARE = 1 / 6  # "about one in six" runs has nothing wrong with it
 RUN_SEEDS = 3  # the mystery's run seed is one of 0, 1, 2; the second seed is that + 1
@@ -45,6 +48,28 @@ class Mystery:
     bug: str | None  # a name from mystery_names(), or None for a healthy run
     task: str  # "classify" or "lm"
     run_seed: int  # the seed of the mystery's own run
+
+    # what the rubric and the feedback read (a distributed mystery has its own: drill.ranks)
+    world = 1
+    menu, first_probe = MENU, "raw_vs_reported"
+    late_rule = (  # an expensive probe, what must come before it, and the deduction's line
+        "lr_sweep",
+        ("raw_vs_reported",),
+        ("overfit", "label_shuffle"),
+        "LR sweep before H3 and H2 were cleared (-5)",
+    )
+
+    @property
+    def paths(self) -> list:
+        return PATHS[self.key]
+
+    @property
+    def key_terms(self) -> list:
+        return KEY_TERMS[self.key]
+
+    @property
+    def interview(self) -> tuple:
+        return ANSWERS[self.key]
 
     @property
     def config(self) -> Config:

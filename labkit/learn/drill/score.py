@@ -10,6 +10,10 @@
   time        10  no clock: 10 up to 15 minutes, then -1 per 3 minutes; a clock of N minutes:
                   5 + 5 x the share of it left; 0 without a conviction or once the clock ran out
 
+A distributed mystery (`drill.ranks`) is scored by the same six parts against its own menu,
+paths and key terms (the mystery carries them); its first probe is reported_vs_mean and its
+expensive one, held back until the cheap ones are read, is second_seed.
+
 A wrong system caps the score at 45, and a right system with its mechanism named
 starts at 55, so a careless wrong conviction always scores below a disciplined right one.
 """
@@ -18,9 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .mystery import Mystery
-from .paths import KEY_TERMS, PATHS
-from .menu import MENU
 from .words import groups_matched
 
 MAX = {"system": 35, "mechanism": 20, "probes": 15, "forecasts": 10, "order": 10, "time": 10}
@@ -41,12 +42,12 @@ class Score:
         return {name: points for name, points, _, _ in self.parts}
 
 
-def _path_cost(path) -> int:
-    return sum(MENU[name].price for name, _ in path)
+def _path_cost(path, menu) -> int:
+    return sum(menu[name].price for name, _ in path)
 
 
 def score(
-    mystery: Mystery,
+    mystery,
     probes: list,
     conviction: dict | None,
     *,
@@ -55,7 +56,8 @@ def score(
     timed_out: bool = False,
 ) -> Score:
     """`probes`: the probes run, in order, as dicts with name, hypothesis, predicted, outcome.
-    `conviction`: {"system", "text"} or None."""
+    `conviction`: {"system", "text"} or None. `mystery`: a `Mystery` or a distributed
+    `RankMystery`; its menu, paths, key terms and order rule are what it is scored against."""
     parts = []
     right = conviction is not None and conviction["system"] == mystery.system
     if conviction is None:
@@ -69,7 +71,7 @@ def score(
                 f"you named {conviction['system']}; it was {mystery.system}",
             )
         )
-    groups = KEY_TERMS[mystery.key]
+    groups = mystery.key_terms
     hits = groups_matched(conviction["text"], groups) if conviction else [False] * len(groups)
     named = [g[0] for g, hit in zip(groups, hits) if hit]
     missed = [g[0] for g, hit in zip(groups, hits) if not hit]
@@ -85,25 +87,26 @@ def score(
     parts.append(("mechanism", mech, MAX["mechanism"], why))
     parts.append(_probes_part(mystery, probes))
     parts.append(_forecast_part(probes))
-    parts.append(_order_part(probes))
+    parts.append(_order_part(mystery, probes))
     parts.append(_time_part(conviction is not None, elapsed_s, minutes, timed_out))
     return Score(parts, _closest_path(mystery, probes))
 
 
-def _closest_path(mystery: Mystery, probes: list):
+def _closest_path(mystery, probes: list):
     names = {p["name"] for p in probes}
-    return max(PATHS[mystery.key], key=lambda path: sum(n in names for n, _ in path) / len(path))
+    return max(mystery.paths, key=lambda path: sum(n in names for n, _ in path) / len(path))
 
 
-def _probes_part(mystery: Mystery, probes: list):
-    spent = sum(MENU[p["name"]].price for p in probes)
+def _probes_part(mystery, probes: list):
+    menu = mystery.menu
+    spent = sum(menu[p["name"]].price for p in probes)
     names = {p["name"] for p in probes}
     best = 0.0
-    for path in PATHS[mystery.key]:
+    for path in mystery.paths:
         covered = sum(n in names for n, _ in path) / len(path)
-        ratio = min(1.0, _path_cost(path) / spent) if spent else 0.0
+        ratio = min(1.0, _path_cost(path, menu) / spent) if spent else 0.0
         best = max(best, covered * ratio)
-    cheapest = min(_path_cost(p) for p in PATHS[mystery.key])
+    cheapest = min(_path_cost(p, menu) for p in mystery.paths)
     why = (
         f"spent {spent} credit(s); the cheapest sufficient path costs {cheapest}"
         if spent
@@ -123,19 +126,21 @@ def _forecast_part(probes: list):
     return ("forecasts", round(MAX["forecasts"] * right / len(probes)), MAX["forecasts"], why)
 
 
-def _order_part(probes: list):
+def _order_part(mystery, probes: list):
     if not probes:
         return ("order", 0, MAX["order"], "no probe run")
     points, notes = MAX["order"], []
     names = [p["name"] for p in probes]
-    if "lr_sweep" in names:
-        before = names[: names.index("lr_sweep")]
-        if "raw_vs_reported" not in before or not {"overfit", "label_shuffle"} & set(before):
+    late, every, some, note = mystery.late_rule
+    if late in names:
+        before = names[: names.index(late)]
+        if not set(every) <= set(before) or not set(some) & set(before):
             points -= 5
-            notes.append("LR sweep before H3 and H2 were cleared (-5)")
-    if names[0] != "raw_vs_reported":
+            notes.append(note)
+    first = mystery.first_probe
+    if names[0] != first:
         points -= 2
-        notes.append(f"first probe {names[0]}, not raw_vs_reported (-2)")
+        notes.append(f"first probe {names[0]}, not {first} (-2)")
     blind = sum(not p.get("hypothesis") for p in probes)
     if blind:
         points -= min(3, blind)

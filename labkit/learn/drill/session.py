@@ -13,6 +13,7 @@ commands resumes where it stopped. The state is plain JSON and never holds the b
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 from ...errors import suggest
 from .case import Case
@@ -31,6 +32,48 @@ COMMANDS = ("help", "probes", "symptom", "hypothesis", "forecast", "probe", "con
 SYSTEMS = {"h1": "H1", "h2": "H2", "h3": "H3", "none": "NONE", "healthy": "NONE"}
 
 
+def _intro(case, out) -> None:
+    out("Training the mystery run: 50 steps ...")
+    for line in _symptom(case):
+        out(line)
+
+
+def _symptom(case) -> list[str]:
+    return symptom_lines(case.mystery, case.baseline().table["loss_reported"])
+
+
+ONE_PROCESS = SimpleNamespace(  # what the session asks of a kind of mystery; drill.ranks.BOOK
+    world=1,
+    case=Case,
+    intro=_intro,
+    symptom=_symptom,
+    menu=MENU,
+    outcomes=OUTCOMES,
+    menu_lines=menu_lines,
+    answer=answer,
+    read_forecast=read_forecast,
+    running="  running {name} on the mystery's own code ...",
+)
+
+
+def book_of(mystery):
+    """The rule book of `mystery`'s kind: one process, or two ranks (`drill.ranks`)."""
+    if getattr(mystery, "world", 1) == 2:
+        from .ranks import BOOK
+
+        return BOOK
+    return ONE_PROCESS
+
+
+def draw_kind(seed: int | None, world: int = 1):
+    """The mystery of `seed`: of the one-process zoo, or (`world=2`) of the distributed zoo."""
+    if world == 2:
+        from .ranks import draw_ranks
+
+        return draw_ranks(seed)
+    return draw(seed)
+
+
 class Drill:
     def __init__(
         self,
@@ -42,12 +85,15 @@ class Drill:
         state: dict | None = None,
         clock=time.monotonic,
     ):
-        self.mystery = mystery or draw(state["seed"] if state else None)
+        world = state.get("world", 1) if state else 1
+        self.mystery = mystery or draw_kind(state["seed"] if state else None, world)
+        self.book = book_of(self.mystery)
         self.log, self.clock = log, clock
         self.state = state or {
             "format": "labkit.drill-session/1",
             "id": f"{time.time():.6f}-{new_seed()}",
             "seed": self.mystery.seed,
+            "world": self.mystery.world,
             "budget": budget,
             "minutes": minutes,
             "spent": 0,
@@ -63,18 +109,21 @@ class Drill:
             self.state["elapsed_s"] += max(
                 0.0, time.time() - state["saved_at"]
             )  # as in an interview
-        self.case = Case(self.mystery)
+        self.case = self.book.case(self.mystery)
         self.result: dict | None = None  # the attempt, once finished
         self.last_answer = None  # the last probe's `Answer`, for front ends that plot it
         self._last = clock()
 
     @classmethod
-    def open(cls, seed: int | None = None, *, log: DrillLog | None = None, **settings):
-        """Resume the unfinished drill in `log` (with `seed`, if given), or start a new one."""
-        state = log.open_session(seed) if log is not None else None
+    def open(
+        cls, seed: int | None = None, *, log: DrillLog | None = None, world: int = 1, **settings
+    ):
+        """Resume the unfinished drill in `log` (with `seed`, if given, and of the same kind:
+        `world` 1 for one process, 2 for a distributed mystery), or start a new one."""
+        state = log.open_session(seed, world=world) if log is not None else None
         if state is not None:
             return cls(log=log, state=state)
-        return cls(draw(seed), log=log, **settings)
+        return cls(draw_kind(seed, world), log=log, **settings)
 
     # ---- reading ----------------------------------------------------------------------
     @property
@@ -100,9 +149,7 @@ class Drill:
                 f"Drill seed {s['seed']} (the same seed gives the same mystery): "
                 f"{s['budget']} credits{clock}."
             )
-        out("Training the mystery run: 50 steps ...")
-        for line in symptom_lines(self.mystery, self.case.baseline().table["loss_reported"]):
-            out(line)
+        self.book.intro(self.case, out)
         for p in s["probes"] if self.resumed else []:
             out(f"  already run: {p['name']} -> {p['outcome']}")
         if s.get("hypothesis"):
@@ -144,11 +191,11 @@ class Drill:
             out(line)
 
     def _cmd_symptom(self, rest, out):
-        for line in symptom_lines(self.mystery, self.case.baseline().table["loss_reported"]):
+        for line in self.book.symptom(self.case):
             out(line)
 
     def _cmd_probes(self, rest, out):
-        for line in menu_lines(self.left):
+        for line in self.book.menu_lines(self.left):
             out(line)
 
     def _system(self, rest, command, out):
@@ -172,7 +219,8 @@ class Drill:
         if not rest:
             out("error: forecast needs text, e.g. `forecast the raw loss falls: disagree`.")
             return
-        if not any(read_outcome(probe, rest) for probe in OUTCOMES):
+        outcomes = self.book.outcomes
+        if not any(read_outcome(probe, rest, outcomes) for probe in outcomes):
             return out(
                 f"error: {rest!r} names none of the outcomes a probe can show, so "
                 "nothing could score it; `probes` lists them, e.g. `forecast disagree`."
@@ -189,11 +237,11 @@ class Drill:
         }
 
     def _cmd_probe(self, rest, out):
-        name = rest.lower()
-        if name not in MENU:
+        name, menu = rest.lower(), self.book.menu
+        if name not in menu:
             out(
-                f"error: unknown probe {rest!r};{suggest(name, MENU).lower()} probes: "
-                f"{', '.join(MENU)}."
+                f"error: unknown probe {rest!r};{suggest(name, menu).lower()} probes: "
+                f"{', '.join(menu)}."
             )
             return
         done = {p["name"]: p for p in self.state["probes"]}
@@ -202,7 +250,7 @@ class Drill:
             for line in done[name]["lines"]:
                 out(line)
             return
-        price = MENU[name].price
+        price = menu[name].price
         if price > self.left:
             out(
                 f"error: {name} costs {price} credit(s) and {self.left} are left; convict, "
@@ -211,19 +259,19 @@ class Drill:
             return
         s = self.state
         hyp, fc = s["hypothesis"], s["forecast"]
-        predicted = read_forecast(name, fc, self.case) if fc else None
+        predicted = self.book.read_forecast(name, fc, self.case) if fc else None
         if fc and predicted is None:  # refused before it is paid for: nothing could score it
             s["forecast"] = None  # set aside
             return out(
                 f"error: your forecast names none of {name}'s outcomes "
-                f"({', '.join(OUTCOMES[name])}); it is set aside, nothing is charged: "
+                f"({', '.join(self.book.outcomes[name])}); it is set aside, nothing is charged: "
                 "forecast again, or run the probe without one."
             )
         out(f"probe {name}: {price} credit(s), {self.left - price} left after it")
         out("  hypothesis: " + (f"{hyp['system']} {hyp['text']}" if hyp else "none stated"))
-        out(f"  running {name} on the mystery's own code ...")
+        out(self.book.running.format(name=name))
         out.flush()  # nothing kept is acknowledged in these lines
-        ans = answer(self.case, name)
+        ans = self.book.answer(self.case, name)
         how = "no forecast written" if fc is None else f"your forecast read as '{predicted}'"
         for line in ans.lines:
             out(line)
@@ -280,6 +328,7 @@ class Drill:
             "system": m.system,
             "task": m.task,
             "run_seed": m.run_seed,
+            "world": m.world,
             "conviction": conviction,
             "ended": ended,
             "score": result.total,

@@ -16,6 +16,12 @@ def _rate(rows) -> str:
     return f"{right}/{len(rows)} ({100 * right / len(rows):.0f}%)"
 
 
+def bug_key(attempt: dict) -> str:
+    """The bug an attempt is counted under; a distributed mystery's with a "ddp:" prefix."""
+    name = attempt["bug"] or "healthy"
+    return f"ddp:{name}" if attempt.get("world", 1) == 2 else name
+
+
 def spark(scores) -> str:
     return "".join(BARS[min(len(BARS) - 1, int(s / 100 * len(BARS)))] for s in scores)
 
@@ -40,7 +46,7 @@ def stats_lines(attempts: list[dict], path: str) -> list[str]:
         by_system, by_bug = defaultdict(list), defaultdict(list)
         for a in drills:
             by_system[a["system"]].append(a)
-            by_bug[a["bug"] or "healthy"].append(a)
+            by_bug[bug_key(a)].append(a)
         for system in sorted(by_system):
             out.append(f"  {system:<5} {_rate(by_system[system])}")
         out.append("right system named, by bug:")
@@ -84,7 +90,7 @@ def stats_document(attempts: list[dict], path: str) -> dict:
     by_system, by_bug = defaultdict(list), defaultdict(list)
     for a in drills:
         by_system[a["system"]].append(a)
-        by_bug[a["bug"] or "healthy"].append(a)
+        by_bug[bug_key(a)].append(a)
     scores = [a["score"] for a in drills]
     return {
         "log": path,

@@ -242,10 +242,11 @@ def found(phrase: str, text: str) -> bool:
     return pattern(phrase).search(text.lower()) is not None
 
 
-def read_outcome(probe: str, text: str) -> str | None:
-    """The outcome of `probe` that `text` predicts, by the longest phrase it contains; or None."""
+def read_outcome(probe: str, text: str, outcomes: dict | None = None) -> str | None:
+    """The outcome of `probe` that `text` predicts, by the longest phrase it contains; or None.
+    `outcomes`: another table of the same shape (the distributed drill's); default `OUTCOMES`."""
     best, best_len = None, 0
-    for outcome, phrases in OUTCOMES[probe].items():
+    for outcome, phrases in (outcomes or OUTCOMES)[probe].items():
         for phrase in phrases:
             if len(phrase) > best_len and found(phrase, text):
                 best, best_len = outcome, len(phrase)

@@ -4,6 +4,9 @@ itself (and torch) is imported when the command runs.
 One command per line from stdin, so a pipe or a test can play a drill:
 
     printf 'probe raw_vs_reported\\nconvict H3 stale logger\\n' | labkit drill --seed 3
+
+`--distributed` draws from the distributed zoo instead (two real gloo ranks, started once
+per mystery: `labkit.learn.drill.ranks`); its seeds are a series of their own.
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ def add_arguments(p) -> None:
         "--answer",
         action="store_true",
         help="print the hidden setup of --seed and exit (for instructors and tests)",
+    )
+    p.add_argument(
+        "--distributed",
+        action="store_true",
+        help="a distributed mystery: a DDP bug (or none) on two real gloo ranks, started once "
+        "per mystery (10-20 s on two cores); its own seeds and probes",
     )
     p.add_argument("--stats", action="store_true", help="summarise the log and exit")
     p.add_argument(
@@ -87,6 +96,12 @@ def run(args) -> int:
     log = DrillLog(args.log)
     if sum(map(bool, (args.answer, args.stats, args.verbal))) > 1:
         raise ValueError("use one of --answer, --stats and --verbal at a time.")
+    if getattr(args, "distributed", False) and (args.stats or args.verbal):
+        raise ValueError(
+            "--distributed chooses the kind of mystery a drill draws; it goes with --seed, "
+            "--minutes and --answer, not with --stats or --verbal (--stats counts both kinds, "
+            "distributed bugs under 'ddp:')."
+        )
     if args.json and not args.stats:
         raise ValueError("--json goes with --stats: `labkit drill --stats --json -`.")
     if args.stats:
@@ -108,32 +123,40 @@ def run(args) -> int:
     return _play(args, log)
 
 
+def _world(args) -> int:
+    return 2 if getattr(args, "distributed", False) else 1
+
+
 def _answer(args, log) -> int:
-    from ..mystery import draw
-    from ..paths import PATHS
     from ..feedback import path_text
+    from ..session import draw_kind
 
     if args.seed is None:
         raise ValueError("--answer needs --seed N: it shows the hidden setup of that seed.")
-    m = draw(args.seed)
+    m = draw_kind(args.seed, _world(args))
     for key, value in m.answer().items():
         say(f"{key}: {value}")
-    say(f"cheapest path: {path_text(PATHS[m.key][0])}")
-    if log.path.exists() and log.mark_answer_seen(args.seed):
+    say(f"cheapest path: {path_text(m.paths[0], m.menu)}")
+    if log.path.exists() and log.mark_answer_seen(args.seed, world=_world(args)):
         say(f"note: the unfinished drill with seed {args.seed} in {log.path} will say so.")
     return 0
 
 
 def _play(args, log) -> int:
+    from ..ranks.launch import RanksFailed
     from ..session import Drill
 
-    drill = Drill.open(args.seed, log=log, minutes=args.minutes)
+    drill = Drill.open(args.seed, log=log, minutes=args.minutes, world=_world(args))
     if drill.resumed and args.minutes and drill.state["minutes"] != args.minutes:
         say(
             f"note: this drill keeps the clock it started with "
             f"({drill.state['minutes'] or 'none'}); --minutes applies to new drills."
         )
-    drill.intro_lines(say)
+    try:
+        drill.intro_lines(say)
+    except RanksFailed as exc:  # a distributed mystery whose ranks failed: said, not raised
+        print(f"labkit: error: {exc}; nothing was saved, try again.", file=sys.stderr)
+        return 1
     if not drill.resumed:
         drill.state = log.save_session(drill.state)
     try:
@@ -142,11 +165,13 @@ def _play(args, log) -> int:
             if drill.finished:
                 return 0
     except KeyboardInterrupt:
-        say(f"\ninterrupted: the drill is saved in {log.path}; `labkit drill` resumes it.")
+        again = "labkit drill" + (" --distributed" if _world(args) == 2 else "")
+        say(f"\ninterrupted: the drill is saved in {log.path}; `{again}` resumes it.")
         return 130
     say(
         f"paused: the drill is saved in {log.path}; `labkit drill"
         + (f" --log {args.log}" if args.log else "")
+        + (" --distributed" if _world(args) == 2 else "")
         + "` resumes it."
     )
     return 0

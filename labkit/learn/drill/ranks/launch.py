@@ -1,0 +1,123 @@
+"""One launch of two gloo ranks for a distributed mystery: every run its probes read, trained
+in turn by the same two processes, with a line of progress per unit of work.
+
+Starting two processes that import torch is most of the cost (seconds on two cores); a run
+of 64 steps is a fraction of a second. So a mystery starts its ranks once, trains the
+mystery run and the second-seed run one after the other, and every probe then reads what
+they returned. The ranks use the "spawn" start method, so `_rank` lives here, importable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+
+TIMEOUT_S = 60  # every collective: a rank that dies becomes an error in the other, not a hang
+STEPS, EVERY = 64, 16  # a run: four epochs of 16 steps; the watch compares the ranks every 16
+
+
+class RanksFailed(RuntimeError):
+    """A rank raised or died before the launch's runs were done (the sentence says which)."""
+
+
+def _note(out: str, text: str) -> None:
+    with open(os.path.join(out, "progress"), "a") as f:
+        f.write(text + "\n")
+
+
+def _rank(rank: int, world: int, rendezvous: str, runs: list, every: int, out: str) -> None:
+    import torch.distributed as dist
+
+    from ....bugs.ddp import DDP_BUGS
+    from ....core.ddp_loop import join_gloo, train_rank
+
+    join_gloo(rank, world, rendezvous, TIMEOUT_S)
+    if rank == 0:
+        _note(out, "joined")
+    try:
+        results = []
+        for bug, seed, steps in runs:
+            results.append(train_rank(DDP_BUGS[bug].seams, steps=steps, seed=seed, every=every))
+            if rank == 0:
+                _note(out, f"run {bug} {seed} {steps}")
+        with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+            json.dump(results, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def check_runs(runs) -> list[tuple[str, int, int]]:
+    """[(bug, seed, steps)] with every bug in the distributed zoo; a sentence for anything else."""
+    from ....bugs.ddp import DDP_BUGS
+    from ....errors import check_number, suggest
+
+    out = []
+    for run in runs:
+        bug, seed, steps = run
+        if bug not in DDP_BUGS:
+            raise ValueError(
+                f"bug={bug!r} is not in the distributed zoo; choose one of "
+                f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
+            )
+        check_number("seed", seed, minimum=0, integer=True)
+        check_number(f"steps for {bug}", steps, minimum=2, maximum=10_000, integer=True)
+        out.append((bug, int(seed), int(steps)))
+    if not out:
+        raise ValueError("runs is empty; give at least one (bug, seed, steps).")
+    return out
+
+
+def launch(runs, *, every: int = EVERY, progress=None, meanwhile=None) -> list[list[dict]]:
+    """Start two gloo ranks once and train each of `runs` ((bug, seed, steps), bug a name of
+    `labkit.bugs.ddp.DDP_BUGS`) in turn; [[rank 0's result, rank 1's]] per run, in order.
+
+    `progress(line)`, if given, gets a line when the ranks have started and one per run
+    trained, each with the seconds since the launch began. `meanwhile()`, if given, runs here
+    while the ranks start (the drill computes its one-process reference then)."""
+    import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import ProcessException
+
+    runs = check_runs(runs)
+    say = progress or (lambda line: None)
+    start = time.monotonic()
+    say(f"starting two gloo ranks (spawn, one thread each) for {len(runs)} run(s) ...")
+    with tempfile.TemporaryDirectory() as tmp:
+        rendezvous = os.path.join(tmp, "rendezvous")
+        ctx = mp.spawn(_rank, args=(2, rendezvous, runs, every, tmp), nprocs=2, join=False)
+        if meanwhile is not None:
+            meanwhile()
+        seen, done = 0, False
+        while not done:
+            try:
+                done = ctx.join(timeout=0.2)
+            except ProcessException as exc:  # a rank raised or died: say so, in one sentence
+                first = str(exc).strip().splitlines()
+                raise RanksFailed(
+                    "the two ranks stopped before their runs were done"
+                    + (f": {first[-1]}" if first else "")
+                ) from None
+            seen = _relay(tmp, seen, runs, start, say)
+        ranks = []
+        for rank in range(2):
+            with open(os.path.join(tmp, f"rank{rank}.json")) as f:
+                ranks.append(json.load(f))
+    return [[ranks[0][i], ranks[1][i]] for i in range(len(runs))]
+
+
+def _relay(tmp: str, seen: int, runs: list, start: float, say) -> int:
+    path = os.path.join(tmp, "progress")
+    if not os.path.exists(path):
+        return seen
+    with open(path) as f:  # whole lines only: rank 0 may be writing the next one now
+        lines = f.read().split("\n")[:-1]
+    t = time.monotonic() - start
+    for i, line in enumerate(lines[seen:], start=seen):
+        if line == "joined":
+            say(f"  both ranks started and joined their process group: {t:.1f} s")
+        else:
+            _, _, seed, steps = line.split()
+            n = sum(x.startswith("run ") for x in lines[: i + 1])
+            say(f"  run {n} of {len(runs)} trained (seed {seed}, {steps} steps): {t:.1f} s")
+    return len(lines)
