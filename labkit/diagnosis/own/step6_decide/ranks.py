@@ -12,6 +12,7 @@ once for several setups (`step1_capture.launch`) and fills one `TriageRecord` ea
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import torch
@@ -109,7 +110,13 @@ def _acquit(own: dict, alone: str) -> str:
 
 
 def record(
-    label: str, world: int, seeds: list, result: dict | None, problems: list, setup=None
+    label: str,
+    world: int,
+    seeds: list,
+    result: dict | None,
+    problems: list,
+    setup=None,
+    budget_s: float | None = None,
 ) -> TriageRecord:
     """The filled record of one setup, its threshold comparisons in ``record.margins``. The
     one-process checks' plain loops run on one thread, as each rank does: the model of a
@@ -119,14 +126,33 @@ def record(
     torch.set_num_threads(1)  # the plain loops here, as the ranks: one thread (see below)
     try:
         with margins.recording() as log:
-            rec = _record(label, world, seeds, result, problems, setup)
+            rec = _record(label, world, seeds, result, problems, setup, budget_s)
     finally:
         torch.set_num_threads(threads)
     rec.margins = log
     return rec
 
 
-def _record(label: str, world: int, seeds: list, result, problems: list, setup) -> TriageRecord:
+def _first_line(exc: Exception) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _in_budget(setup, seconds):
+    """Every call into `setup` here within `seconds` (`budget`, `bounded`), as in one process."""
+    from ..step1_capture import skips
+    from ..step1_capture.bounded import bounded
+    from ..step1_capture.budget import budget
+
+    skips.start()
+    with budget(seconds), bounded(setup):
+        yield
+
+
+def _record(
+    label: str, world: int, seeds: list, result, problems: list, setup, budget_s
+) -> TriageRecord:
     rec = TriageRecord(f"setup {label} on {world} ranks")
     rec.finding_key, rec.margins, rec.seeds = None, [], list(seeds)
     rec.intervener = _no_intervene
@@ -155,7 +181,11 @@ def _record(label: str, world: int, seeds: list, result, problems: list, setup) 
     found = choose(own, world)
     one, evs, done, missing = None, None, [], []
     if setup is not None and (found is None or found.system != "H3"):  # H3 comes first
-        one, evs, done, missing = single.decide(setup, own, seeds)
+        try:
+            with _in_budget(setup, budget_s):
+                one, evs, done, missing = single.decide(setup, own, seeds)
+        except Exception as exc:  # a method that never returns or raises: said; the rest stands
+            missing = [f"the one-process checks, stopped by {_first_line(exc)}"]
     f = first(found, one)
     if f is not None and f.system == "NONE":
         f = None
@@ -166,7 +196,7 @@ def _record(label: str, world: int, seeds: list, result, problems: list, setup) 
         alone = (
             single.acquittal(evs, done, missing)
             if evs is not None
-            else "the one-process checks were not run (no setup to run them on)"
+            else f"not checked: {', '.join(missing) or 'the one-process checks (no setup given)'}"
         )
         rec.convict("NONE", _acquit(own, alone), by="diagnose", seeds=list(seeds))
         rec.not_needed("intervention", "n/a: no defect to intervene on")
@@ -182,7 +212,11 @@ def _record(label: str, world: int, seeds: list, result, problems: list, setup) 
             sign_fix, rec, setup=setup, finding=f, own=own, world=world, seeds=list(seeds)
         )
     if f is one:  # a one-process finding: signed by labkit's plain loops where it can be
-        single.sign(rec, f, evs, seeds)
+        try:
+            with _in_budget(setup, budget_s):
+                single.sign(rec, f, evs, seeds)
+        except Exception as exc:
+            rec.set_row("intervention", f"not run: {_first_line(exc)}", status=UNKNOWN)
         return rec
     if f.variable is None:  # a change labkit cannot make for you
         for row in ("intervention", "confirmation"):
@@ -236,7 +270,9 @@ def triage_ranks(setups: dict, seeds=(0, 1), *, timeout_s: float | None = None, 
         setups, world, seeds, choose, timeout_s=timeout_s, read=single.shipped, **launch_kw
     )
     records = {
-        label: record(label, world, seeds, out["results"].get(label), out["problems"], setup)
+        label: record(
+            label, world, seeds, out["results"].get(label), out["problems"], setup, timeout_s
+        )
         for label, setup in setups.items()
     }
     for label, rec in records.items():

@@ -60,6 +60,16 @@ def shipped(replay, run, wrapped: bool) -> dict:
     return f
 
 
+HELD = {  # what a rule reads that stays in the ranks' processes, in the learner's words
+    "models": "the model's modules",
+    "graph": "the autograd graph of the loss",
+    "called": "which modules ran",
+    "per_param": "each parameter's update sizes",
+    "backwards": "each backward call",
+    "forwards": "each forward call",
+}
+
+
 class _Shipped:
     """The replay as it reaches the parent: the LRs; anything else raises `NotOnRanks`."""
 
@@ -74,7 +84,7 @@ class _Shipped:
         raise NotOnRanks("the model's parameters")
 
     def __getattr__(self, name):
-        raise NotOnRanks(name)
+        raise NotOnRanks(HELD.get(name, name))
 
 
 def _mean(columns: list[list]) -> list:
@@ -162,7 +172,7 @@ def decide(setup, own: dict, seeds) -> tuple[Finding, list, list[str], list[str]
         try:
             found = rule(evs)
         except NotOnRanks as exc:
-            missing.append(f"{name} (it reads {exc}, which stays on the ranks)")
+            missing.append(f"{name} (it reads {exc}, held in the ranks' processes)")
             continue
         done.append(name)
         if found is not None:
@@ -179,11 +189,11 @@ def acquittal(evs, done: list[str], missing: list[str]) -> str:
     said, unsaid = features.describe(evs[0])
     sig = evs[0].results.get("signal") or {}
     plain = evs[0].arm("own").level()
-    parts = [
-        f"the one-process checks found no defect: {', '.join(done)} checked",
-        "every rank's report rebuilt from the mean raw loss over the ranks",
-        said,
-    ]
+    head = (
+        f"the one-process checks found no defect (checked: {', '.join(done)}): every rank's "
+        "report rebuilt from the mean raw loss over the ranks"
+    )
+    parts = [head, said]
     if sig.get("verdict") == "signal":
         parts.append("the labels carry signal (real beat shuffled by more than the seed spread)")
     lrs = [lr for step in evs[0].replay.steps for lr in step["lr"]]
