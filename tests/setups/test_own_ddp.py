@@ -13,7 +13,8 @@ import labkit
 import own_setups.ddp
 from labkit.diagnosis.own.step1_capture.launch import pickled
 from labkit.diagnosis.own.step1_capture.setup import load
-from labkit.diagnosis.own.step6_decide.ranks import triage_ranks
+from labkit.diagnosis.finding import Finding
+from labkit.diagnosis.own.step6_decide.ranks import first, triage_ranks
 from own_setups.ddp import (
     BUGS,
     SINGLE,
@@ -188,6 +189,18 @@ def test_a_hung_rank_ends_in_a_sentence_after_one_collective_timeout():
     )
     assert "rank 0 failed while running RankHangs.train(seed 0)" in said
     assert rec.launch_s <= 30
+
+
+def test_the_first_system_wins_h3_then_h2_then_h1_the_distributed_finding_on_a_tie():
+    drift, data, lr0 = (Finding(s, k, "") for s, k in (("H1", "drift"), ("H2", "x"), ("H1", "lr")))
+    report = Finding("H3", "divisor", "")
+    assert first(drift, report) is report  # a dishonest report before drifting ranks
+    assert first(drift, data) is data
+    assert first(drift, lr0) is drift  # the same system: the distributed finding
+    assert first(None, lr0) is lr0 and first(drift, None) is drift
+    assert first(None, Finding("NONE", "healthy", "")) is None
+    unknown = Finding("UNKNOWN", "unknown", "")
+    assert first(drift, unknown) is drift and first(None, unknown) is unknown
 
 
 def test_world_size_must_be_a_whole_number_of_ranks():
