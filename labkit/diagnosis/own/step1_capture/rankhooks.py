@@ -208,8 +208,9 @@ def observe(
 ) -> dict:
     """Run the learner's ``train(seed, epochs)`` on this rank under `arm`; what it did.
     `progress(optimizer)` is called after every optimizer step (the launch's status);
-    `read(replay, run, wrapped)` (passed in by the decision, a later step) turns the replay
-    into plain data for the one-process checks."""
+    `read(replay, run, setup, seed, inner)` (passed in by the decision, a later step; `inner`:
+    the model inside DDP, or None) turns the replay into plain data for the one-process
+    checks."""
     from .replay import Replay
     from .setup import train
 
@@ -220,6 +221,7 @@ def observe(
             run = train(setup, seed, epochs)
     finally:
         patch.undo()
+    inner = obs.ddp.module if obs.ddp is not None else None  # the learner's own model
     w = obs.watch
     if w is not None:
         w.close()  # the last check, at the same point on every rank
@@ -246,5 +248,5 @@ def observe(
         "lr": obs.lr,
         "steps": len(run),
         "log": {k: run.table[k] for k in LOGGED if k in run.table},
-        "facts": read(replay, run, obs.ddp is not None) if read is not None else None,
+        "facts": read(replay, run, setup, seed, inner) if read is not None else None,
     }

@@ -12,27 +12,32 @@ it to the one-process rules as a `SeedEvidence`:
 - the plain loops (``arm``, ``shuffled``): labkit's own loops on ``make_model``,
   ``make_optimizer``, ``batches`` and ``loss_fn``, in this process, as long as the ranks'
   runs (the ranks average their gradients over the whole batch that ``batches`` gives);
-- what only the replay's live objects hold (the modules, the graph, per-parameter norms) does
-  not travel: a rule that needs it raises `NotOnRanks`, and is named as not checked.
+- what only the replay's live objects hold (the modules, the graph, per-parameter norms) is
+  read on the rank into the `PIECES` the rules read (frozen parameters, the graph's leaves,
+  each layer's norms, units that never fire); anything else a rule needs from them raises
+  `NotOnRanks`, and the rule is named as not checked.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from types import SimpleNamespace
 
 from ....core.run import Run
+from ...cache import OncePerSeed
 from ...finding import Finding
+from ..step1_capture import setup as proto
 from ..step3_h2 import features
 from ..step3_h2.features import leak_rule
 from ..step3_h2.offset import offset_rule
 from ..step4_h1.flow import facts
-from ..step4_h1.frozen import frozen_rule
-from ..step4_h1.leaves import graph_rule, still_rule
+from ..step4_h1.frozen import frozen_params, frozen_rule
+from ..step4_h1.leaves import graph_rule, leaves, still_rule
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule
-from ..step4_h1.norms import norms_rule
+from ..step4_h1.norms import dead_units, layer_norms, norms_rule
 from ..step4_h1.padding import padding_rule
 from . import rules
 from .evidence import SeedEvidence
@@ -42,14 +47,50 @@ class NotOnRanks(Exception):
     """A piece of the one-process evidence that does not travel from the ranks."""
 
 
-def shipped(replay, run, wrapped: bool) -> dict:
-    """On a rank: the replay's `facts` as plain data, with every step's LR and each
-    optimizer's base LR; names as the learner wrote them (``0.weight``, not DDP's
-    ``module.0.weight``)."""
-    f = facts(replay, run)
-    if wrapped:
-        for key in ("missing", "blocked", "frozen"):
-            f[key] = [n.removeprefix("module.") for n in f[key]]
+class _View:
+    """A rank's replay seen through DDP: its models are the learner's own module, so names
+    read ``0.weight`` (not DDP's ``module.0.weight``); the rest is the replay's."""
+
+    def __init__(self, replay, inner):
+        self._replay = replay
+        self.models = {id(inner): inner} if inner is not None else replay.models
+
+    def __getattr__(self, name):
+        return getattr(self._replay, name)
+
+
+class _OnRank(OncePerSeed):
+    """On a rank, after the learner's train(): what the one-process pieces read off an
+    evidence (the replay, the run, the facts, the batches)."""
+
+    def __init__(self, replay, run, setup, seed: int, inner):
+        super().__init__(seed)
+        self.replay, self.run, self.setup = _View(replay, inner), run, setup
+
+    @property
+    def facts(self) -> dict:
+        return self.once("facts", lambda: facts(self.replay, self.run))
+
+    @property
+    def batches(self) -> list:
+        return self.once("batches", lambda: proto.batches(self.setup, self.seed))
+
+
+# the pieces a rank reads off its replay's live objects for the rules that need them
+PIECES = {
+    "frozen": frozen_params,
+    "graph_leaves": leaves,
+    "layer_norms": layer_norms,
+    "dead_units": dead_units,
+}
+
+
+def shipped(replay, run, setup, seed: int, inner) -> dict:
+    """On a rank: the replay's `facts` as plain data, with every step's LR, each optimizer's
+    base LR, and the `PIECES` (a piece that cannot be read here is left out: its rule is then
+    named as not checked)."""
+    ev = _OnRank(replay, run, setup, seed, inner)
+    f = dict(ev.facts)
     f["orphans"] = [list(s) for s in f["orphans"]]
     f["clip_zero"] = [list(c) for c in f["clip_zero"]]
     f["step_lrs"] = [st["lr"] for st in replay.steps]
@@ -57,6 +98,12 @@ def shipped(replay, run, wrapped: bool) -> dict:
         [float(g.get("initial_lr", g["lr"])) for g in o.param_groups]
         for o in replay.optimizers.values()
     ]
+    f["pieces"] = {}
+    for key, piece in PIECES.items():
+        try:
+            f["pieces"][key] = json.loads(json.dumps(piece(ev)))
+        except Exception:  # a piece this loop does not allow: its rule is not checked
+            continue
     return f
 
 
@@ -121,6 +168,7 @@ class RankEvidence(SeedEvidence):
         )
         self.results["own"] = (run, _Shipped(f))
         self.results["facts"] = f
+        self.results.update(f.get("pieces", {}))  # the rules read them as if made here
 
     def once(self, key, make):
         if key == "third_seed":  # its run would be the learner's train(), on the ranks
@@ -184,6 +232,9 @@ def decide(setup, own: dict, seeds) -> tuple[Finding, list, list[str], list[str]
     return found, evs, done, missing
 
 
+NOT_RUN = "the overfit-64 gate (labkit's Adam on 64 of your examples)"
+
+
 def acquittal(evs, done: list[str], missing: list[str]) -> str:
     """What the one-process checks measured on a healthy setup, and what they could not."""
     said, unsaid = features.describe(evs[0])
@@ -205,7 +256,7 @@ def acquittal(evs, done: list[str], missing: list[str]) -> str:
         f"model, data, loss and optimizer reaches {plain:.3g}"
     )
     line = ", ".join(parts)
-    unchecked = missing + ([unsaid] if unsaid else [])
+    unchecked = [*missing, *([unsaid] if unsaid else []), NOT_RUN]
     if unchecked:
         line += "; not checked at world_size > 1: " + ", ".join(unchecked)
     return line
