@@ -65,7 +65,7 @@ def test_a_healthy_ddp_setup_is_acquitted(records):
 def test_the_acquittal_lists_the_one_process_checks_run_and_those_not_run(records):
     said = records["healthy"].rows["conviction"]["text"]
     assert "The one-process checks found no defect (checked: the logger on every rank, the" in said
-    assert "the optimizer and the loop, the label-shuffle control): every rank's report" in said
+    assert "the label-shuffle control, held tensors that never move): every rank's report" in said
     assert "the labels carry signal" in said
     assert "frozen parameters, tensors the loss depends on that no optimizer steps" in said
     assert said.endswith(
