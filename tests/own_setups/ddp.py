@@ -148,6 +148,45 @@ class RankDies(DDPSetup):
             os._exit(1)
 
 
+class MissingLayer(DDPSetup):
+    """A one-process bug inside DDP: the last layer left out of the optimizer."""
+
+    def make_optimizer(self, model):
+        head = list(model.parameters())[-2:]  # the last Linear's weight and bias
+        rest = [p for p in model.parameters() if all(p is not q for q in head)]
+        return torch.optim.SGD(rest, lr=0.05, momentum=0.9)
+
+
+class ZeroLR(DDPSetup):
+    """A one-process bug inside DDP: a learning rate of 0 (a schedule's start value)."""
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=0.0, momentum=0.9)
+
+
+class WrongDivisor(DDPSetup):
+    """A one-process logger bug inside DDP: the all-reduced loss divided by the 8 GPUs of
+    the machine the script was written for, not by world_size."""
+
+    def reported(self, loss):
+        total = loss.detach().clone()
+        dist.all_reduce(total)
+        return total.item() / 8
+
+
+class FixedDivisor(WrongDivisor):
+    """The fix of `WrongDivisor`: divided by world_size (record.intervene's test)."""
+
+    def reported(self, loss):
+        return DDPSetup.reported(self, loss)
+
+
+SINGLE = {  # one-process bugs inside a DDP loop; their healthy twin is DDPSetup
+    "missing_layer": MissingLayer,
+    "zero_lr": ZeroLR,
+    "wrong_divisor": WrongDivisor,
+}
+
 BUGS = {
     "forward_through_module": ForwardThroughModule,
     "no_sync_every_step": NoSyncEveryStep,

@@ -1,7 +1,9 @@
 """labkit.diagnose on distributed setups (world_size = 2): plain PyTorch DDP code
 (`own_setups.ddp`) triaged on two gloo ranks that labkit launches itself. Every setup shares
 one launch (the expensive part); the setup whose rank 1 dies comes last, so that its death
-ends the launch and every other setup's evidence is already in."""
+ends the launch and every other setup's evidence is already in. The one-process bugs inside
+DDP (`SINGLE`) ride in the same launch; their healthy twin is `DDPSetup`. One more launch runs
+a learner's fix (`record.intervene`), one the hung rank."""
 
 import pickle
 
@@ -11,8 +13,18 @@ import labkit
 import own_setups.ddp
 from labkit.diagnosis.own.step1_capture.launch import pickled
 from labkit.diagnosis.own.step1_capture.setup import load
-from labkit.diagnosis.own.step6_decide.ranks import triage_ranks
-from own_setups.ddp import BUGS, DDPSetup, NoDDP, NoShuffle, RankDies, RankHangs
+from labkit.diagnosis.finding import Finding
+from labkit.diagnosis.own.step6_decide.ranks import first, triage_ranks
+from own_setups.ddp import (
+    BUGS,
+    SINGLE,
+    DDPSetup,
+    FixedDivisor,
+    NoDDP,
+    NoShuffle,
+    RankDies,
+    RankHangs,
+)
 
 TIMEOUT_S = 120  # the whole launch
 SYSTEMS = {
@@ -23,11 +35,17 @@ SYSTEMS = {
     "local_reported_loss": ("H3", "local value"),
     "buffers_not_broadcast": ("H1", "broadcast_buffers=False"),
 }
+ONE_PROCESS = {  # bug: (system, mechanism's key, its words)
+    "missing_layer": ("H1", "not_in_optimizer", "3 is not in the optimizer: gradients arrive"),
+    "zero_lr": ("H1", "lr_zero", "the learning rate is 0 at every step"),
+    "wrong_divisor": ("H3", "divisor", "a constant divisor"),
+}
 
 
 @pytest.fixture(scope="module")
 def records():
     setups = {"healthy": DDPSetup(), **{k: cls() for k, cls in BUGS.items()}}
+    setups.update({k: cls() for k, cls in SINGLE.items()})
     setups.update(no_ddp=NoDDP(), no_shuffle=NoShuffle(), dies=RankDies())
     return triage_ranks(setups, timeout_s=TIMEOUT_S)
 
@@ -41,6 +59,63 @@ def test_a_healthy_ddp_setup_is_acquitted(records):
     assert "the ranks' parameters differ by 0 at most over" in said
     assert "0% of rank 0's rows" in said and "changes from epoch to epoch" in said
     assert {"ranks.report_gap", "ranks.overlap"} <= {m["name"] for m in rec.margins}
+
+
+@pytest.mark.slow
+def test_the_acquittal_lists_the_one_process_checks_run_and_those_not_run(records):
+    said = records["healthy"].rows["conviction"]["text"]
+    assert "The one-process checks found no defect (checked: the logger on every rank, the" in said
+    assert "the label-shuffle control, held tensors that never move): every rank's report" in said
+    assert "the labels carry signal" in said
+    assert "frozen parameters, tensors the loss depends on that no optimizer steps" in said
+    assert said.endswith(
+        "; not checked at world_size > 1: the overfit-64 gate (labkit's Adam on 64 of your examples)"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", list(SINGLE))
+def test_a_one_process_bug_inside_ddp_is_convicted_with_its_mechanism(records, bug):
+    system, key, words = ONE_PROCESS[bug]
+    rec = records[bug]
+    assert rec.finding_key == key  # the healthy twin, DDPSetup, is acquitted (above)
+    said = rec.rows["conviction"]["text"]
+    assert said.startswith(f"{system} (") and words in said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", ["missing_layer", "zero_lr"])
+def test_an_optimizer_bug_inside_ddp_is_signed_by_labkits_plain_loops(records, bug):
+    rec = records[bug]
+    assert rec.verdict().startswith("CONVICTION: H1")
+    for row in ("intervention", "confirmation"):
+        assert rec.rows[row]["data"]["met"] is True
+
+
+@pytest.mark.slow
+def test_a_logger_fix_runs_on_the_ranks_against_the_sealed_forecast(records):
+    rec = records["wrong_divisor"]
+    assert "divided by 4 at every report instead of 1" in rec.rows["conviction"]["text"]
+    with pytest.raises(labkit.TriageRefused, match="intervention is UNKNOWN"):
+        rec.verdict()  # labkit cannot change the learner's logger: the fix signs it
+    assert rec.forecast.text.startswith("loss_reported > ")
+    assert rec.intervene(FixedDivisor()).startswith("CONVICTION: H3")
+    for row in ("intervention", "confirmation"):
+        assert rec.rows[row]["data"]["met"] is True
+    assert rec.notes[-1].startswith("signed by your fix (FixedDivisor), run on 2 ranks")
+
+
+@pytest.mark.slow
+def test_a_fix_that_cannot_be_judged_is_refused_before_any_launch(records):
+    with pytest.raises(labkit.TriageRefused, match="there is no conviction to test"):
+        records["healthy"].intervene(DDPSetup())
+    rec = records["missing_layer"]
+    with pytest.raises(TypeError, match="fixed_setup is the class DDPSetup"):
+        rec.intervene(DDPSetup)
+    three = DDPSetup()
+    three.world_size = 3
+    with pytest.raises(ValueError, match="world_size=3: the setup was diagnosed on 2 ranks"):
+        rec.intervene(three)
 
 
 @pytest.mark.slow
@@ -115,6 +190,18 @@ def test_a_hung_rank_ends_in_a_sentence_after_one_collective_timeout():
     )
     assert "rank 0 failed while running RankHangs.train(seed 0)" in said
     assert rec.launch_s <= 30
+
+
+def test_the_first_system_wins_h3_then_h2_then_h1_the_distributed_finding_on_a_tie():
+    drift, data, lr0 = (Finding(s, k, "") for s, k in (("H1", "drift"), ("H2", "x"), ("H1", "lr")))
+    report = Finding("H3", "divisor", "")
+    assert first(drift, report) is report  # a dishonest report before drifting ranks
+    assert first(drift, data) is data
+    assert first(drift, lr0) is drift  # the same system: the distributed finding
+    assert first(None, lr0) is lr0 and first(drift, None) is drift
+    assert first(None, Finding("NONE", "healthy", "")) is None
+    unknown = Finding("UNKNOWN", "unknown", "")
+    assert first(drift, unknown) is drift and first(None, unknown) is unknown
 
 
 def test_world_size_must_be_a_whole_number_of_ranks():

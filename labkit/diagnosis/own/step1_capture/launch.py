@@ -80,9 +80,12 @@ def _write(path: str, data: dict) -> None:
     os.replace(tmp, path)  # whole or not at all, even if the rank dies now
 
 
-def _rank(rank, world, rendezvous, blob, seeds, out, collective_s, epochs, every, choose) -> None:
+def _rank(
+    rank, world, rendezvous, blob, seeds, out, collective_s, epochs, every, choose, read
+) -> None:
     """One rank: every setup of `blob` in turn (see the module docstring). `choose` (the
-    decision, passed in so that capturing imports no later step) picks the arm to run."""
+    decision, passed in so that capturing imports no later step) picks the arm to run;
+    `read` (the same) turns each run's replay into plain data (`rankhooks.observe`)."""
     import torch
     import torch.distributed as dist
 
@@ -114,15 +117,15 @@ def _rank(rank, world, rendezvous, blob, seeds, out, collective_s, epochs, every
             own, signed = {}, {}
             for seed in seeds:
                 say(stage="training", setup=label, seed=seed, arm="own", step=0)
-                own[seed] = observe(setup, seed, epochs, None, every, stepped)
+                own[seed] = observe(setup, seed, epochs, None, every, stepped, read)
             say(stage="exchanging the evidence", step=None)
             own = _gather(dist, own, world)
-            finding = choose(own, world)
+            finding = choose(own, world) if choose is not None else None
             arm = finding.arm if finding is not None and finding.arm in ARMS else None
             if arm is not None:
                 for seed in seeds:
                     say(stage="training", setup=label, seed=seed, arm=arm, step=0)
-                    signed[seed] = observe(setup, seed, epochs, arm, every, stepped)
+                    signed[seed] = observe(setup, seed, epochs, arm, every, stepped, read)
                 say(stage="exchanging the evidence", step=None)
                 signed = _gather(dist, signed, world)
             results[label] = {"own": own, "arm": arm, "signed": signed}
@@ -161,16 +164,29 @@ def launch(
     collective_s: float = COLLECTIVE_S,
     epochs: int = EPOCHS,
     every: int = EVERY,
+    read=None,
 ) -> dict:
     """Start `world` ranks, triage every setup of `setups` ({label: setup}) on them, with
-    `choose(evidence, world)` (a module-level function) picking each one's arm; returns
+    `choose(evidence, world)` (a module-level function) picking each one's arm (None: the
+    learner's loop only, as a fix is judged) and `read` (module-level) reading each replay; returns
     {"results": {label: ...}, "problems": [sentences], "seconds": wall time}."""
     import torch.multiprocessing as mp
 
     blob, started = pickled(setups), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="labkit-ranks-") as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
-        args = (world, rendezvous, blob, list(seeds), tmp, collective_s, epochs, every, choose)
+        args = (
+            world,
+            rendezvous,
+            blob,
+            list(seeds),
+            tmp,
+            collective_s,
+            epochs,
+            every,
+            choose,
+            read,
+        )
         ctx = mp.start_processes(_rank, args=args, nprocs=world, join=False, start_method="spawn")
         procs = ctx.processes
         stopped = _wait(procs, tmp, started + timeout_s - STOP_S, collective_s)

@@ -14,7 +14,10 @@ after) and watches:
 - ``DistributedSampler.__iter__``: at each epoch's start, whether it shuffles and its epoch;
 - ``Tensor.backward``: the loss each rank backpropagates (its local raw loss);
 - every training forward of the model: a key per input row (exact integer arithmetic on the
-  row's bits), so the parent can compare the ranks' shares and the order of each epoch.
+  row's bits), so the parent can compare the ranks' shares and the order of each epoch;
+- the one-process `Replay` (every step's LR and gradients, parameters missing from the
+  optimizer, a loss cut off from the graph, ...), read here into its `facts`, which travel to
+  the parent with the learner's own log (the one-process checks, `step6_decide.single`).
 
 An ``arm`` makes one change to the learner's loop, the interventions of `ARMS`.
 """
@@ -32,6 +35,7 @@ ARMS = {
     "no_hand_allreduce": "the gradients' all-reduce by hand removed (DDP's average only)",
     "broadcast_buffers": "DDP(broadcast_buffers=True), DDP's default",
 }
+LOGGED = ("step", "loss_raw", "loss_reported")  # the learner's own log, for the logger check
 KEY_SEED = 1234  # the fixed weights of the row keys
 
 
@@ -194,18 +198,30 @@ class Observer:
 
 
 def observe(
-    setup, seed: int, epochs: int, arm: str | None = None, every: int = 10, progress=None
+    setup,
+    seed: int,
+    epochs: int,
+    arm: str | None = None,
+    every: int = 10,
+    progress=None,
+    read=None,
 ) -> dict:
     """Run the learner's ``train(seed, epochs)`` on this rank under `arm`; what it did.
-    `progress(optimizer)` is called after every optimizer step (the launch's status)."""
+    `progress(optimizer)` is called after every optimizer step (the launch's status);
+    `read(replay, run, setup, seed, inner)` (passed in by the decision, a later step; `inner`:
+    the model inside DDP, or None) turns the replay into plain data for the one-process
+    checks."""
+    from .replay import Replay
     from .setup import train
 
-    obs, patch = Observer(arm, every, progress), _Patch()
+    obs, patch, replay = Observer(arm, every, progress), _Patch(), Replay(setup)
     obs.install(patch)
     try:
-        run = train(setup, seed, epochs)
+        with replay:  # inside the patches: its hooks come off first
+            run = train(setup, seed, epochs)
     finally:
         patch.undo()
+    inner = obs.ddp.module if obs.ddp is not None else None  # the learner's own model
     w = obs.watch
     if w is not None:
         w.close()  # the last check, at the same point on every rank
@@ -231,4 +247,6 @@ def observe(
         "update_norm_1": cols["update_norm"][0] if cols["update_norm"] else None,
         "lr": obs.lr,
         "steps": len(run),
+        "log": {k: run.table[k] for k in LOGGED if k in run.table},
+        "facts": read(replay, run, setup, seed, inner) if read is not None else None,
     }

@@ -81,3 +81,21 @@ def sign_reported(evs: dict) -> list[tuple[bool, str]]:
             )
         )
     return out
+
+
+def sign_fixed_report(fixed: dict) -> list[tuple[bool, str]]:
+    """Per seed, for a fix of the learner's: whether its reports equal the mean loss over the
+    ranks (within `SAME`, relative) at every step."""
+    out = []
+    for seed, ranks in fixed.items():
+        c = compare(ranks)
+        if c is None:
+            out.append((False, f"seed {seed}: the reports could not be paired with the losses"))
+            continue
+        met = c["gap"] <= SAME
+        said = (
+            f"seed {seed}: the fixed reports differ from the mean loss over the ranks by "
+            f"{c['gap']:.2g} at most (relative), {'within' if met else 'beyond'} {SAME:g}"
+        )
+        out.append((met, said))
+    return out

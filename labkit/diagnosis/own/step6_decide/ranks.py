@@ -3,34 +3,29 @@
 `choose` runs on every rank (the same gathered evidence gives the same finding, so the ranks
 agree on which intervention to run) and again here: H3 (a reported loss that is one rank's
 own), H2 (the ranks' shares of the data, the order of each epoch), H1 (the ranks' parameters
-or buffers drifting apart, gradients summed twice), on every seed. `triage_ranks` launches the
-ranks once for several setups (`step1_capture.launch`) and fills one `TriageRecord` each.
+or buffers drifting apart, gradients summed twice), on every seed. Here, in the parent, the
+one-process checks (`single`) run on what the ranks saw, and the first system wins: H3, then
+H2, then H1, the distributed finding first within a system. `triage_ranks` launches the ranks
+once for several setups (`step1_capture.launch`) and fills one `TriageRecord` each;
+``record.intervene(fix)`` runs the fix on the ranks (`rankfix`).
 """
 
 from __future__ import annotations
+
+import contextlib
+import functools
+
+import torch
 
 from ...finding import Finding
 from .. import margins
 from ...record.triage import UNKNOWN, TriageRecord
 from ...stepwise import two_seeds
-from ..step2_h3.ranklog import compare, reported_rule, sign_reported
-from ..step3_h2.shares import describe as describe_shares, shares_rule, sign_set_epoch
-from ..step4_h1.drift import (
-    buffers_rule,
-    double_rule,
-    drift_rule,
-    sign_double,
-    sign_drift,
-)
-
-FORECASTS = {
-    "wrapper": "the ranks' parameters stay equal (relative difference 0 at every check)",
-    "sync": "the ranks' parameters stay equal (relative difference 0 at every check)",
-    "broadcast_buffers": "the ranks' buffers agree at every check (relative difference 0)",
-    "set_epoch": "the order of the rows changes from epoch to epoch",
-    "no_hand_allreduce": "the first gradient shrinks by a factor of world_size",
-    "allreduce_report": "the reports averaged over the ranks equal the mean loss",
-}
+from . import single
+from .rankfix import FORECASTS, sign_fix, signs
+from ..step2_h3.ranklog import compare, reported_rule
+from ..step3_h2.shares import describe as describe_shares, shares_rule
+from ..step4_h1.drift import buffers_rule, double_rule, drift_rule
 
 
 def choose(evs: dict, world: int) -> Finding | None:
@@ -43,16 +38,18 @@ def choose(evs: dict, world: int) -> Finding | None:
     return double_rule(evs, world)
 
 
-def _signs(f: Finding, own: dict, signed: dict, world: int) -> list[tuple[bool, str]]:
-    if f.arm == "allreduce_report":
-        return sign_reported(own)
-    if f.arm == "set_epoch":
-        return sign_set_epoch(signed)
-    if f.arm == "no_hand_allreduce":
-        return sign_double(own, signed, world)
-    if f.arm == "broadcast_buffers":
-        return sign_drift(signed, "buffers")
-    return sign_drift(signed)
+ORDER = ("H3", "H2", "H1")
+
+
+def first(found: Finding | None, one: Finding | None) -> Finding | None:
+    """The distributed finding `found` or the one-process `one`, whichever system comes first
+    (H3, H2, H1); the distributed one on a tie. None: both healthy; UNKNOWN: the one-process
+    checks could not tell and nothing distributed was found."""
+    if one is None or one.system not in ORDER:
+        return found if found is not None or one is None or one.system == "NONE" else one
+    if found is None or ORDER.index(one.system) < ORDER.index(found.system):
+        return one
+    return found
 
 
 def _baseline(own: dict, world: int) -> str:
@@ -69,8 +66,9 @@ def _baseline(own: dict, world: int) -> str:
     )
 
 
-def _acquit(own: dict) -> str:
-    """What the healthy evidence measured, each clause from its own numbers."""
+def _acquit(own: dict, alone: str) -> str:
+    """What the healthy evidence measured, each clause from its own numbers; `alone`: the
+    one-process checks' words (`single.acquittal`)."""
     ranks = [ev for evs in own.values() for ev in evs]
     checks = [c for evs in own.values() for c in evs[0]["checks"]]
     if not checks:
@@ -84,44 +82,77 @@ def _acquit(own: dict) -> str:
     synced = all(f["ddp"] == f["inner"] == f["ddp_synced"] for f in fwd)
     hand = sum(ev["hand_reduces"] for ev in ranks)
     gap = [compare(r) for r in own.values()]
-    return "; ".join(
-        [
-            (
-                f"no distributed defect measured on {len(own)} seeds: the ranks' parameters differ "
-                f"by {params:.3g} at most over {len(checks)} checks (relative)"
-            ),
-            f"their buffers by {max(buffers):.3g} at most over {len(buffers)} checks"
-            if buffers
-            else "the model holds no floating-point buffers",
-            describe_shares(own),
-            "every training forward went through DDP with its gradient sync on"
-            if synced
-            else f"training forwards through DDP / synced / in all: "
-            f"{sum(f['ddp'] for f in fwd)} / {sum(f['ddp_synced'] for f in fwd)} / "
-            f"{sum(f['inner'] for f in fwd)}",
-            f"{hand} all-reduce calls by hand on a parameter's gradient",
-            f"the reported loss is the mean over the ranks (within "
-            f"{max(g['gap'] for g in gap):.2g}, relative)"
-            if all(g is not None for g in gap)
-            else "the reported loss was not paired with the ranks' losses step by step",
-        ]
-    ) + (
-        ". The one-process checks of the logger, the data and the optimizer are those of "
-        "labkit.diagnose with world_size=1 and were not run here."
+    return (
+        "; ".join(
+            [
+                (
+                    f"no distributed defect measured on {len(own)} seeds: the ranks' parameters differ "
+                    f"by {params:.3g} at most over {len(checks)} checks (relative)"
+                ),
+                f"their buffers by {max(buffers):.3g} at most over {len(buffers)} checks"
+                if buffers
+                else "the model holds no floating-point buffers",
+                describe_shares(own),
+                "every training forward went through DDP with its gradient sync on"
+                if synced
+                else f"training forwards through DDP / synced / in all: "
+                f"{sum(f['ddp'] for f in fwd)} / {sum(f['ddp_synced'] for f in fwd)} / "
+                f"{sum(f['inner'] for f in fwd)}",
+                f"{hand} all-reduce calls by hand on a parameter's gradient",
+                f"the reported loss is the mean over the ranks (within "
+                f"{max(g['gap'] for g in gap):.2g}, relative)"
+                if all(g is not None for g in gap)
+                else "the reported loss was not paired with the ranks' losses step by step",
+            ]
+        )
+        + f". {alone[0].upper()}{alone[1:]}"
     )
 
 
 def record(
-    label: str, world: int, seeds: list, result: dict | None, problems: list
+    label: str,
+    world: int,
+    seeds: list,
+    result: dict | None,
+    problems: list,
+    setup=None,
+    budget_s: float | None = None,
 ) -> TriageRecord:
-    """The filled record of one setup, its threshold comparisons in ``record.margins``."""
-    with margins.recording() as log:
-        rec = _record(label, world, seeds, result, problems)
+    """The filled record of one setup, its threshold comparisons in ``record.margins``. The
+    one-process checks' plain loops run on one thread, as each rank does: the model of a
+    distributed setup is small enough to fit a laptop's two ranks, and on a busy 2-core
+    machine (load 8) two threads took 16 ms a step of the tests' MLP, one thread 0.7 ms."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the plain loops here, as the ranks: one thread (see below)
+    try:
+        with margins.recording() as log:
+            rec = _record(label, world, seeds, result, problems, setup, budget_s)
+    finally:
+        torch.set_num_threads(threads)
     rec.margins = log
     return rec
 
 
-def _record(label: str, world: int, seeds: list, result, problems: list) -> TriageRecord:
+def _first_line(exc: Exception) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _in_budget(setup, seconds):
+    """Every call into `setup` here within `seconds` (`budget`, `bounded`), as in one process."""
+    from ..step1_capture import skips
+    from ..step1_capture.bounded import bounded
+    from ..step1_capture.budget import budget
+
+    skips.start()
+    with budget(seconds), bounded(setup):
+        yield
+
+
+def _record(
+    label: str, world: int, seeds: list, result, problems: list, setup, budget_s
+) -> TriageRecord:
     rec = TriageRecord(f"setup {label} on {world} ranks")
     rec.finding_key, rec.margins, rec.seeds = None, [], list(seeds)
     rec.intervener = _no_intervene
@@ -147,10 +178,27 @@ def _record(label: str, world: int, seeds: list, result, problems: list) -> Tria
         ),
     )
     rec.notes.append("the ranks' shares of the data: " + describe_shares(own))
-    f = choose(own, world)
+    found = choose(own, world)
+    one, evs, done, missing = None, None, [], []
+    if setup is not None and (found is None or found.system != "H3"):  # H3 comes first
+        try:
+            with _in_budget(setup, budget_s):
+                one, evs, done, missing = single.decide(setup, own, seeds)
+        except Exception as exc:  # a method that never returns or raises: said; the rest stands
+            missing = [f"the one-process checks, stopped by {_first_line(exc)}"]
+    f = first(found, one)
+    if f is not None and f.system == "NONE":
+        f = None
+    if missing:
+        rec.notes.append("one-process checks not run at world_size > 1: " + ", ".join(missing))
     if f is None:
         rec.finding_key = "healthy"
-        rec.convict("NONE", _acquit(own), by="diagnose", seeds=list(seeds))
+        alone = (
+            single.acquittal(evs, done, missing)
+            if evs is not None
+            else f"not checked: {', '.join(missing) or 'the one-process checks (no setup given)'}"
+        )
+        rec.convict("NONE", _acquit(own, alone), by="diagnose", seeds=list(seeds))
         rec.not_needed("intervention", "n/a: no defect to intervene on")
         rec.not_needed("confirmation", f"n/a: seed {seeds[1]} shows the same healthy evidence")
         return rec
@@ -159,6 +207,17 @@ def _record(label: str, world: int, seeds: list, result, problems: list) -> Tria
         rec.set_row("conviction", f"UNKNOWN: {f.mechanism}", status=UNKNOWN, by="diagnose")
         return rec
     rec.convict(f.system, f.mechanism, by="diagnose", seeds=list(seeds))
+    if setup is not None:
+        rec.intervener = functools.partial(
+            sign_fix, rec, setup=setup, finding=f, own=own, world=world, seeds=list(seeds)
+        )
+    if f is one:  # a one-process finding: signed by labkit's plain loops where it can be
+        try:
+            with _in_budget(setup, budget_s):
+                single.sign(rec, f, evs, seeds)
+        except Exception as exc:
+            rec.set_row("intervention", f"not run: {_first_line(exc)}", status=UNKNOWN)
+        return rec
     if f.variable is None:  # a change labkit cannot make for you
         for row in ("intervention", "confirmation"):
             rec.set_row(row, "not run: make the fix named above and run labkit.diagnose again")
@@ -166,7 +225,7 @@ def _record(label: str, world: int, seeds: list, result, problems: list) -> Tria
         return rec
     name, before, after = f.variable
     for row, seed, (met, said) in zip(
-        ("intervention", "confirmation"), seeds, _signs(f, own, signed, world)
+        ("intervention", "confirmation"), seeds, signs(f, own, signed, world)
     ):
         rec.set_row(
             row,
@@ -183,9 +242,10 @@ def _record(label: str, world: int, seeds: list, result, problems: list) -> Tria
 
 
 def _no_intervene(fixed_setup, *, budget_s=None):
-    raise ValueError(
-        "record.intervene(fix) is not built for a setup with world_size > 1; run "
-        "labkit.diagnose(fixed_setup) again: it runs the one-change arm on the ranks."
+    from ...record.prediction import TriageRefused
+
+    raise TriageRefused(
+        "there is no conviction to test: the ranks returned no evidence, or found no defect."
     )
 
 
@@ -206,10 +266,14 @@ def triage_ranks(setups: dict, seeds=(0, 1), *, timeout_s: float | None = None, 
         raise ValueError(f"triage_ranks takes setups of one world_size of 2 or more; got {worlds}.")
     timeout_s = timeout_s or LAUNCH_S
     launch_kw.setdefault("collective_s", min(COLLECTIVE_S, timeout_s / 6))  # room to notice
-    out = launch(setups, world, seeds, choose, timeout_s=timeout_s, **launch_kw)
+    out = launch(
+        setups, world, seeds, choose, timeout_s=timeout_s, read=single.shipped, **launch_kw
+    )
     records = {
-        label: record(label, world, seeds, out["results"].get(label), out["problems"])
-        for label in setups
+        label: record(
+            label, world, seeds, out["results"].get(label), out["problems"], setup, timeout_s
+        )
+        for label, setup in setups.items()
     }
     for label, rec in records.items():
         if label not in out["results"]:
