@@ -15,6 +15,7 @@ from labkit.diagnosis.own.step1_capture.launch import pickled
 from labkit.diagnosis.own.step1_capture.setup import load
 from labkit.diagnosis.finding import Finding
 from labkit.diagnosis.own.step6_decide.ranks import first, triage_ranks
+from own_setups.ddp_second import BUGS as SECOND_BUGS, HEALTHY as SECOND_HEALTHY
 from own_setups.ddp import (
     BUGS,
     SINGLE,
@@ -46,6 +47,7 @@ ONE_PROCESS = {  # bug: (system, mechanism's key, its words)
 def records():
     setups = {"healthy": DDPSetup(), **{k: cls() for k, cls in BUGS.items()}}
     setups.update({k: cls() for k, cls in SINGLE.items()})
+    setups.update({k: cls() for k, cls in {**SECOND_HEALTHY, **SECOND_BUGS}.items()})
     setups.update(no_ddp=NoDDP(), no_shuffle=NoShuffle(), dies=RankDies())
     return triage_ranks(setups, timeout_s=TIMEOUT_S)
 
@@ -162,6 +164,39 @@ def test_the_same_order_every_epoch_is_told_apart_by_what_the_sampler_said(recor
     rec = records["no_shuffle"]
     assert rec.finding_key == "sampler_no_shuffle"  # set_epoch would not help: not suggested
     assert rec.rows["conviction"]["text"].endswith("made with shuffle=False")
+
+
+SECOND = {  # the second set, written after the zoo and its rules: (system, key, words)
+    "lr_depends_on_rank": ("H1", "optimizer_differs_per_rank", "lr: 0.05 on rank 0, 0.1 on rank 1"),
+    "step_on_rank_zero_only": ("H1", "steps_apart", "rank 0 made 24, rank 1 made 0"),
+    "same_sampler_on_every_rank": ("H2", "ranks_same_data", "100% of rank 0's rows in epoch 0"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SECOND_HEALTHY))
+def test_ddp_features_used_as_documented_are_acquitted(records, name):
+    rec = records[name]  # no_sync() for accumulation, an LR scaled by world size, clipping
+    assert rec.finding_key == "healthy" and rec.verdict().startswith("CONVICTION: NONE")
+    assert "the ranks' parameters differ by 0 at most over" in rec.rows["conviction"]["text"]
+
+
+@pytest.mark.slow
+def test_the_effective_batch_counts_the_rows_of_every_micro_batch_of_a_step(records):
+    assert (
+        "16 + 16 = 32 rows per optimizer step"
+        in records["ok_accumulate_with_no_sync"].rows["baseline"]["text"]
+    )  # two micro-batches of 8 per rank: 32 rows a step, not the 16 of one forward
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SECOND))
+def test_the_second_sets_bugs_are_convicted_with_their_mechanism(records, name):
+    system, key, words = SECOND[name]
+    rec = records[name]
+    assert rec.finding_key == key
+    said = rec.rows["conviction"]["text"]
+    assert said.startswith(f"{system} (") and words in said
 
 
 @pytest.mark.slow

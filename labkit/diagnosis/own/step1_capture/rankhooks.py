@@ -39,6 +39,22 @@ LOGGED = ("step", "loss_raw", "loss_reported")  # the learner's own log, for the
 KEY_SEED = 1234  # the fixed weights of the row keys
 
 
+def settings_of(group: dict) -> dict:
+    """A parameter group's numeric settings (lr, momentum, betas, weight_decay, eps, ...), as
+    plain floats: what the ranks' optimizers should share."""
+    out = {}
+    for k, v in group.items():
+        if k == "params" or isinstance(v, bool):
+            continue
+        if isinstance(v, torch.Tensor) and v.numel() == 1:
+            v = float(v)
+        if isinstance(v, (int, float)):
+            out[k] = float(v)
+        elif isinstance(v, tuple) and all(isinstance(x, (int, float)) for x in v):
+            out[k] = tuple(float(x) for x in v)
+    return out
+
+
 def row_keys(x: torch.Tensor) -> list[int]:
     """One integer per row of `x`, from its bits: equal rows give equal keys on any machine."""
     rows = x.detach().reshape(len(x), -1).contiguous()
@@ -79,6 +95,7 @@ class Observer:
         self.ddp, self.ddp_kwargs, self.optimizers, self.watch = None, {}, [], None
         self.model = None  # without DDP: the model the loop trains
         self.lr = None  # the watched optimizer's learning rates, per parameter group
+        self.settings = None  # its settings per parameter group (lr, momentum, ...): floats
         self.samplers: list[dict] = []  # each DistributedSampler iteration: shuffle, epoch
         self._epochs: dict[int, int] = {}  # the arm "set_epoch": epochs begun per sampler
         self.forwards = {"ddp": 0, "ddp_synced": 0, "inner": 0}
@@ -194,6 +211,7 @@ class Observer:
             if any(id(p) in owned for g in opt.param_groups for p in g["params"]):
                 self.watch = watch(model, opt, check_every=self.every)
                 self.lr = [g["lr"] for g in opt.param_groups]
+                self.settings = [settings_of(g) for g in opt.param_groups]
                 return
 
 
@@ -246,6 +264,8 @@ def observe(
         "grad_norm_1": cols["grad_norm"][0] if cols["grad_norm"] else None,
         "update_norm_1": cols["update_norm"][0] if cols["update_norm"] else None,
         "lr": obs.lr,
+        "settings": obs.settings,
+        "optimizer_steps": w.steps if w is not None else None,
         "steps": len(run),
         "log": {k: run.table[k] for k in LOGGED if k in run.table},
         "facts": read(replay, run, setup, seed, inner) if read is not None else None,

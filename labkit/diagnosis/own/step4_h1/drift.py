@@ -84,7 +84,58 @@ def drift_rule(evs: dict) -> Finding | None:
             arm="sync",
             variable=("no_sync()", "around every backward", "left out"),
         )
+    apart = settings_apart(evs[next(iter(evs))])
+    if apart is not None:
+        return Finding(
+            "H1",
+            "optimizer_differs_per_rank",
+            f"{seen}: the ranks' optimizers are not the same: {apart}; DDP averages the "
+            "gradients, so the same gradient takes a different step on each rank and the "
+            "copies part (build the optimizer from settings every rank shares)",
+        )
     return Finding("UNKNOWN", "ranks_diverged", f"{seen}; no cause was measured")
+
+
+def settings_apart(ranks: list[dict]) -> str | None:
+    """Where the ranks' optimizer settings differ ("lr 0.05 on rank 0, 0.1 on rank 1"), or
+    None where they agree or were not read."""
+    settings = [ev.get("settings") for ev in ranks]
+    if any(s is None for s in settings) or len({len(s) for s in settings}) > 1:
+        return None
+    said = []
+    for g, group in enumerate(settings[0]):
+        for k, v in group.items():
+            values = [s[g].get(k) for s in settings]
+            if any(x != v for x in values):
+                where = f" of param group {g}" if len(settings[0]) > 1 else ""
+                each = ", ".join(
+                    f"{x:g} on rank {r}" if isinstance(x, float) else f"{x} on rank {r}"
+                    for r, x in enumerate(values)
+                )
+                said.append(f"{k}{where}: {each}")
+    return "; ".join(said) or None
+
+
+def steps_apart_rule(evs: dict) -> Finding | None:
+    """Ranks that make different numbers of optimizer steps in the same loop (a step under
+    ``if rank == 0``), on every seed: their copies of the model part, whatever DDP averages."""
+    counts = {s: [ev.get("optimizer_steps") for ev in ranks] for s, ranks in evs.items()}
+    if any(None in c or len(set(c)) == 1 for c in counts.values()):
+        return None
+    seed, c = next(iter(counts.items()))
+    ev = evs[seed][0]
+    each = ", ".join(f"rank {r} made {n}" for r, n in enumerate(c))
+    unanswered = _said(ev, "the other ranks did not answer")
+    return Finding(
+        "H1",
+        "steps_apart",
+        f"the ranks do not make the same number of optimizer steps: over the same "
+        f"{ev['forwards']['inner']} training forwards each, {each} (seed {seed}; every seed "
+        "alike)"
+        + ("; the watch's checks went unanswered from then on" if unanswered else "")
+        + ": DDP averages every rank's gradients, but a rank that skips optimizer.step() "
+        "keeps its old parameters, so the copies part (is the step under `if rank == 0`?)",
+    )
 
 
 def buffers_rule(evs: dict) -> Finding | None:

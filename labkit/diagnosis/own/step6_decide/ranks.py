@@ -22,16 +22,16 @@ from .. import margins
 from ...record.triage import UNKNOWN, TriageRecord
 from ...stepwise import two_seeds
 from . import single
-from .rankfix import FORECASTS, sign_fix, signs
+from .rankfix import FIX_ONLY, FORECASTS, sign_fix, signs
 from ..step2_h3.ranklog import compare, reported_rule
 from ..step3_h2.shares import describe as describe_shares, shares_rule
-from ..step4_h1.drift import buffers_rule, double_rule, drift_rule
+from ..step4_h1.drift import buffers_rule, double_rule, drift_rule, steps_apart_rule
 
 
 def choose(evs: dict, world: int) -> Finding | None:
     """The first finding that holds on every seed, H3 -> H2 -> H1; None: nothing found.
     `evs`: {seed: [each rank's evidence]}."""
-    for rule in (reported_rule, shares_rule, drift_rule, buffers_rule):
+    for rule in (reported_rule, shares_rule, steps_apart_rule, drift_rule, buffers_rule):
         found = rule(evs)
         if found is not None:
             return found
@@ -54,16 +54,27 @@ def first(found: Finding | None, one: Finding | None) -> Finding | None:
 
 def _baseline(own: dict, world: int) -> str:
     ev = next(iter(own.values()))
-    rows = [r["rows_per_forward"][0] if r["rows_per_forward"] else 0 for r in ev]
+    rows = [_rows_per_step(r) for r in ev]
     lr = ev[0]["lr"]
     if not ev[0]["raw"]:
         return f"your loop on {world} ranks, {ev[0]['steps']} steps: no loss was backpropagated"
     return (
         f"your loop on {world} ranks, {ev[0]['steps']} steps ({ev[0]['epochs']} epochs): rank "
         f"0's loss {ev[0]['raw'][0]:.3g} -> {ev[0]['raw'][-1]:.3g}; "
-        f"{' + '.join(map(str, rows))} = {sum(rows)} rows per step over the ranks (the "
-        f"effective batch), lr {lr[0] if lr else None}"
+        f"{' + '.join(f'{n:g}' for n in rows)} = {sum(rows):g} rows per optimizer step over the "
+        f"ranks (the effective batch), lr {lr[0] if lr else None}"
     )
+
+
+def _rows_per_step(ev: dict) -> float:
+    """Rows a rank trains on per optimizer step: its first batch's rows where it steps once
+    per forward, else its rows over its optimizer steps (micro-batches under accumulation)."""
+    forwards, steps = ev["rows_per_forward"], ev.get("optimizer_steps")
+    if not forwards:
+        return 0
+    if not steps or steps == len(forwards):
+        return forwards[0]
+    return round(sum(forwards) / steps, 1)
 
 
 def _acquit(own: dict, alone: str) -> str:
@@ -220,7 +231,13 @@ def _record(
         return rec
     if f.variable is None:  # a change labkit cannot make for you
         for row in ("intervention", "confirmation"):
-            rec.set_row(row, "not run: make the fix named above and run labkit.diagnose again")
+            rec.set_row(
+                row,
+                "not run: labkit cannot make this change for you; make the fix named above "
+                "and sign it with record.intervene(fixed_setup), run on the ranks"
+                if f.key in FIX_ONLY
+                else "not run: make the fix named above and run labkit.diagnose again",
+            )
             rec.rows[row]["status"] = UNKNOWN
         return rec
     name, before, after = f.variable
