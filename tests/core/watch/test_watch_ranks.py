@@ -4,6 +4,7 @@ run of 500 steps, and names each drift; every bug of `labkit.bugs.ddp` shows its
 The two ranks start once (`labkit.learn.lessons.ranks`) and train every run in turn."""
 
 import re
+import time
 
 import pytest
 import torch
@@ -81,7 +82,18 @@ def test_a_rank_that_never_steps_ends_the_checks_with_a_sentence_not_a_hang(tmp_
     from own_setups.ddp_watch import rank_zero_only_steps
 
     out = str(tmp_path / "said")
-    mp.spawn(rank_zero_only_steps, args=(str(tmp_path / "rdv"), out, 5.0), nprocs=2)
+    # forked from this worker (torch and labkit already imported, one torch thread): the
+    # ranks start in a fraction of the seconds two fresh imports take under "spawn"
+    args = (str(tmp_path / "rdv"), out, 5.0)
+    ranks = mp.start_processes(
+        rank_zero_only_steps, args=args, nprocs=2, start_method="fork", join=False
+    )
+    deadline = time.monotonic() + 60
+    while not ranks.join(timeout=1):
+        if time.monotonic() > deadline:
+            for p in ranks.processes:
+                p.kill()
+            pytest.fail("the two ranks did not end within 60 s: the watch's checks hung")
     rank0, rank1 = (json.loads((tmp_path / f"said.{r}.json").read_text()) for r in (0, 1))
     assert (rank0["steps"], rank1["steps"]) == (40, 0)
     assert len(rank0["findings"]) == 1 and rank0["findings"][0].startswith(
