@@ -19,7 +19,8 @@ H1  the loss path, read here because a broken loss fools the control below; a lo
     than the next token's, measured through the loss call (`offset`: a double shift)
 H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
     from noise, one feature's scale swamping the others); held-out batches whose loss
-    never improves while the training loss falls
+    never improves while the training loss falls; a plain loop's model far worse on the whole
+    epoch than on the batches it saw last (`order`: batches sorted by label)
 H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
     optimizer setting at a time back to its default (`settings`); behind a divergence or a
     setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
@@ -53,6 +54,7 @@ from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
 from ..step3_h2.offset import offset_rule
+from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
 from ..step4_h1.leaves import graph_rule, still_rule
@@ -331,6 +333,7 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         range_rule,
         padding_rule,
         _h2_signal,
+        order_rule,
         _h1,
         still_rule,
     ):
