@@ -406,6 +406,106 @@ class UpdateByHand(_ByHand):
     """Healthy (a choice): the hand-written update `p.add_(p.grad, alpha=-lr)`."""
 
 
+# ------------------------------------------------- second shapes, written after the rules
+class _LmSgd(_LmAdam):
+    """The GRU LM under plain SGD at LR 1.0."""
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=1.0)
+
+
+class LmReloadEachEpoch(_LmSgd):
+    """Bug (H1, after the rules): the loop reloads the initial checkpoint at every epoch's start
+    (`model.load_state_dict(init)`, meant once, to start every seed from the same weights)."""
+
+    def start_epoch(self, model, epoch):
+        if epoch == 0:
+            self.init = {k: v.clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(self.init)
+
+
+class LmReloadOnce(LmReloadEachEpoch):
+    """Healthy (after the rules): the same reload, at the first epoch only."""
+
+    def start_epoch(self, model, epoch):
+        if epoch == 0:
+            super().start_epoch(model, epoch)
+
+
+class LmGradClampedByHand(_LmSgd):
+    """Bug (H1, after the rules): `p.grad.clamp_(-1e-5, 1e-5)` by hand before the step (meant
+    1e5, 'against spikes')."""
+
+    def before_step(self, model, opt):
+        for p in model.parameters():
+            p.grad.clamp_(-1e-5, 1e-5)
+
+
+class AdamClipNormSmall(_Blobs):
+    """Healthy (after the rules): Adam with clip_grad_norm_ at 1e-3: Adam divides the clip back
+    out, so the run learns like an unclipped one (an edit that does not hurt is no defect)."""
+
+    def before_step(self, model, opt):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)
+
+
+class RegressionNegatedBackward(_Regression):
+    """Bug (H1, after the rules): `(-loss).backward()` (a sign left from a reward-maximising
+    script) under Adam; the positive loss is logged."""
+
+    def make_optimizer(self, model):
+        return torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def train(self, seed, epochs):
+        started = time.time()
+        model = self.make_model(seed)
+        opt = self.make_optimizer(model)
+        raw, shown = [], []
+        for epoch in range(epochs):
+            running = 0.0
+            for i, batch in enumerate(self.batches(seed * 10 + epoch)):
+                opt.zero_grad()
+                loss = self.loss_fn(model, batch)
+                (-loss).backward()
+                opt.step()
+                running += loss.item()
+                raw.append(loss.item())
+                shown.append(running / (i + 1))
+        self.model = model
+        return _log(raw, shown, seed, started)
+
+
+class _Ordered(_Regression):
+    """A regression under Adam whose rows keep the order of `self.key()`, never shuffled."""
+
+    def __init__(self):
+        super().__init__()
+        order = torch.argsort(self.key())
+        self.x, self.y = self.x[order], self.y[order]
+
+    def make_optimizer(self, model):
+        return torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def batches(self, seed):
+        return [(self.x[i : i + 32], self.y[i : i + 32]) for i in range(0, len(self.x), 32)]
+
+
+class RegressionSortedByTarget(_Ordered):
+    """Bug (H2, after the rules): the table is sorted by its target (a time series read in time
+    order) and cut into batches unshuffled: the model follows the target's current range."""
+
+    def key(self):
+        return self.y
+
+
+class RegressionSortedByNoise(_Ordered):
+    """Healthy (after the rules): the rows sorted by a random id column, unshuffled: a fixed
+    order that carries nothing about the target."""
+
+    def key(self):
+        return torch.randperm(len(self.y), generator=_gen(4750))
+
+
 ELEVENTH = {
     "eleventh_h2_sorted_by_label": SortedByLabel,
     "eleventh_ok_round_robin_classes": RoundRobinClasses,
@@ -423,6 +523,14 @@ ELEVENTH = {
     "eleventh_ok_plateau_mode_min": PlateauModeMin,
     "eleventh_h1_update_adds_gradient": UpdateAddsGradient,
     "eleventh_ok_update_by_hand": UpdateByHand,
+    # second shapes, written after the rules
+    "eleventh_h1_lm_reload_each_epoch": LmReloadEachEpoch,
+    "eleventh_ok_lm_reload_once": LmReloadOnce,
+    "eleventh_h1_lm_grad_clamped_by_hand": LmGradClampedByHand,
+    "eleventh_ok_adam_clip_norm_small": AdamClipNormSmall,
+    "eleventh_h1_regression_negated_backward": RegressionNegatedBackward,
+    "eleventh_h2_regression_sorted_by_target": RegressionSortedByTarget,
+    "eleventh_ok_regression_sorted_by_noise": RegressionSortedByNoise,
 }
 
 _SMALL = [("step", "update", "lr", "learning rate"), ("small", "tiny", "negligible", "never")]
@@ -439,6 +547,13 @@ ELEVENTH_EXPECTED = {
     "eleventh_h1_clip_value_tiny": ("H1", [("clip",)]),
     "eleventh_h1_plateau_mode_max": ("H1", [("lr", "learning rate"), ("plateau", "mode")]),
     "eleventh_h1_update_adds_gradient": ("H1", [("ascent", "adds the gradient", "sign", "climb")]),
+    "eleventh_h1_lm_reload_each_epoch": ("H1", [("init", "reset", "load_state_dict")]),
+    "eleventh_h1_lm_grad_clamped_by_hand": ("H1", [*_SMALL, ("grad",)]),
+    "eleventh_h1_regression_negated_backward": (
+        "H1",
+        [("ascent", "sign", "climb", "negat", "maximi")],
+    ),
+    "eleventh_h2_regression_sorted_by_target": ("H2", [("sorted", "order")]),
 }
 assert set(ELEVENTH) == set(ELEVENTH_EXPECTED)
 
@@ -452,6 +567,10 @@ TWINS = {
     "eleventh_h1_clip_value_tiny": "eleventh_ok_clip_value_one",
     "eleventh_h1_plateau_mode_max": "eleventh_ok_plateau_mode_min",
     "eleventh_h1_update_adds_gradient": "eleventh_ok_update_by_hand",
+    "eleventh_h1_lm_reload_each_epoch": "eleventh_ok_lm_reload_once",
+    "eleventh_h1_lm_grad_clamped_by_hand": "eleventh_ok_lm_reload_once",
+    "eleventh_h1_regression_negated_backward": "eleventh_ok_update_by_hand",
+    "eleventh_h2_regression_sorted_by_target": "eleventh_ok_regression_sorted_by_noise",
 }
 
 

@@ -4,10 +4,10 @@ A plain loop's loss is read on the batch it trains on. A model that only ever fi
 of the moment (the batches come in an order that is not mixed: sorted by label, by time, by a
 feature) shows a falling batch loss while it is wrong on most of its data. `order_rule` reads
 the trained plain loop's model on every batch of the epoch, in eval mode:
-- where it is no better than half its first loss, the same plain loop is trained again on the
+- where it keeps more than `SHARE` of a fresh model's whole-epoch loss, the same plain loop is trained again on the
   same rows shuffled across the epoch's batches (`mixed_rows`, one change);
-- the first model scores far worse on the whole epoch than the second (`WHOLE` times, and a
-  margin of the first loss): the order is the mechanism;
+- the first model scores far worse on the whole epoch than the second (`WHOLE` times, and
+  apart by `SHARE` of a fresh model's whole-epoch loss): the order is the mechanism;
 - the batches' make-up says why, where it can: each batch holding one class (the share of its
   commonest label, against the epoch's), and the same order on every seed.
 It convicts the data's order (H2) on both seeds. The acquittal's words are unchanged: a model
@@ -23,7 +23,8 @@ from ..margins import above
 from ..step1_capture import setup as proto
 from ..step1_capture.loops import held_out_loss, plain_loop
 
-WHOLE = 2.0  # the whole epoch's loss above this multiple of the mixed order's: the order hurts
+WHOLE = 3.0  # the whole epoch's loss above this multiple of the mixed order's: the order hurts
+SHARE = 0.05  # ... and above it by this share of a fresh model's whole-epoch loss
 PURE = 0.9  # a batch whose commonest label holds this share of its rows: one class
 
 
@@ -74,13 +75,21 @@ def mixed_rows(batches: list, seed: int) -> list | None:
     return out
 
 
-def _whole(ev) -> tuple[float, float] | None:
-    """(the whole-epoch loss of the plain loop's model, of the same loop's on mixed rows)."""
+@torch.no_grad()
+def _at_init(ev) -> float:
+    """The whole epoch's loss of a fresh model: the scale the order's harm is read against."""
+    torch.manual_seed(ev.seed)
+    return held_out_loss(ev.setup, proto.make_model(ev.setup, ev.seed), ev.batches)
+
+
+def _whole(ev) -> tuple[float, float, float] | None:
+    """(the whole-epoch loss of the plain loop's model, of the same loop's on mixed rows, of a
+    fresh model), or None where the first is already within `SHARE` of the fresh model's."""
     own = ev.arm("own")
     if own.model is None or not own.losses:
         return None
-    whole = held_out_loss(ev.setup, own.model, ev.batches)
-    if not above("order.not_fit", whole, 0.5 * abs(own.losses[0]), seed=ev.seed):
+    whole, init = held_out_loss(ev.setup, own.model, ev.batches), _at_init(ev)
+    if not above("order.not_fit", whole, SHARE * abs(init), seed=ev.seed):
         return None  # the model fits its whole epoch: no order to blame
     mixed = ev.once("mixed_rows", lambda: mixed_rows(ev.batches, ev.seed))
     if mixed is None:
@@ -90,7 +99,7 @@ def _whole(ev) -> tuple[float, float] | None:
     )
     if arm.model is None:
         return None
-    return whole, held_out_loss(ev.setup, arm.model, ev.batches)
+    return whole, held_out_loss(ev.setup, arm.model, ev.batches), init
 
 
 def order_rule(evs) -> OwnFinding | None:
@@ -99,11 +108,12 @@ def order_rule(evs) -> OwnFinding | None:
         pair = _whole(ev)
         if pair is None:
             return None
-        whole, mixed = pair
-        margin = 0.05 * abs(ev.arm("own").losses[0])
-        if not above("order.whole_above_mixed", whole, WHOLE * mixed + margin, seed=ev.seed):
+        whole, mixed, init = pair
+        if not above("order.whole_above_mixed", whole, WHOLE * mixed, seed=ev.seed, log=True):
             return None
-        got.append(pair)
+        if not above("order.gap", whole - mixed, SHARE * abs(init), seed=ev.seed):
+            return None
+        got.append(pair[:2])
     purity = _purity(evs[0].batches)
     same = _same_order(evs)
     if purity is not None and above("order.batch_purity", purity[0], PURE) and purity[1] < PURE:

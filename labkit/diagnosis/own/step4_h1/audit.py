@@ -8,7 +8,8 @@ and ``step()``; this module names the reading that explains the gap:
   re-initialisation or a reload inside the loop;
 - gradients shrunk or blown up between ``backward()`` and ``step()`` (``edit``): a clip far
   below the gradients' size, a division by the wrong count;
-- updates that climb the loss (``descent`` below 0): a sign flipped in a hand-written update.
+- updates that climb the loss (``descent`` below 0): a sign flipped in a hand-written update;
+- ``backward()`` given minus the loss the loop logs: a sign flipped before the backward.
 Each is convicted only where the run fails by the triage's own test (see `rules`), so a loop
 that edits its gradients and still learns like a plain loop is never convicted here.
 
@@ -120,9 +121,35 @@ def _climbs(ev) -> OwnFinding | None:
     )
 
 
+def _negated(ev) -> OwnFinding | None:
+    """backward() given minus the loss the loop logs, step for step."""
+    values = [b["value"] for b in ev.replay.backwards]
+    raw = list(ev.run.table["loss_raw"])
+    if len(values) != len(raw):
+        return None  # no one backward per logged loss to pair them
+    ratios = [
+        v / r
+        for v, r in zip(values, raw)
+        if r is not None and math.isfinite(v) and math.isfinite(r) and r != 0
+    ]
+    ratio = _median(ratios)
+    if ratio is None or not below("audit.backward_over_logged", ratio, 0.0, seed=ev.seed):
+        return None
+    return OwnFinding(
+        "H1",
+        "backward_negated",
+        f"your loop backpropagates the negative of the loss it logs: backward() gets "
+        f"{ratio:+.2f} x the logged loss (median over {len(ratios)} steps), so the optimizer "
+        "descends on minus the loss and every step climbs the loss you log; drop the minus "
+        "sign in front of the loss you call backward() on",
+        arm="own",
+        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+    )
+
+
 def audit(ev) -> OwnFinding | None:
     """The first loop-audit reading that names a mechanism on this seed."""
-    for rule in (_outside, _edited, _climbs):
+    for rule in (_negated, _outside, _edited, _climbs):
         found = rule(ev)
         if found is not None:
             return found
