@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from labkit import Run
 
-from .common import MLP, TinyGRULM, blob_mixture, markov_tokens, split
+from .common import MLP, SmallCNN, TinyGRULM, bar_images, blob_mixture, markov_tokens, split
 from .fourth import mlp, shuffled, tabular_regression
 
 
@@ -506,6 +506,69 @@ class RegressionSortedByNoise(_Ordered):
         return torch.randperm(len(self.y), generator=_gen(4750))
 
 
+# -------------------------------------------------- third shapes, written after those rules
+class ClassifierNegatedBackward(_Blobs):
+    """Bug (H1, after the negation rule): `(loss * -1.0).backward()` under SGD with momentum,
+    the positive loss logged (a classifier where the regression had Adam)."""
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def train(self, seed, epochs):
+        started = time.time()
+        model = self.make_model(seed)
+        opt = self.make_optimizer(model)
+        raw, shown = [], []
+        for epoch in range(epochs):
+            running = 0.0
+            for i, batch in enumerate(self.batches(seed * 10 + epoch)):
+                opt.zero_grad()
+                loss = self.loss_fn(model, batch)
+                (loss * -1.0).backward()
+                opt.step()
+                running += loss.item()
+                raw.append(loss.item())
+                shown.append(running / (i + 1))
+        self.model = model
+        return _log(raw, shown, seed, started)
+
+
+class _Bars(_Plain):
+    """The stroke-image CNN under Adam, batches of 16 cut in the table's order."""
+
+    def __init__(self):
+        self.x, self.y = bar_images(n=384, seed=4760)
+
+    def make_model(self, seed):
+        torch.manual_seed(seed)
+        return SmallCNN()
+
+    def make_optimizer(self, model):
+        return torch.optim.Adam(model.parameters(), lr=3e-3)
+
+    def batches(self, seed):
+        return [(self.x[i : i + 16], self.y[i : i + 16]) for i in range(0, len(self.x), 16)]
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return F.cross_entropy(model(x), y)
+
+
+class CnnSortedByLabel(_Bars):
+    """Bug (H2, after the order rule): the images were grouped by class when saved and are read
+    back unshuffled (a CNN under Adam where the first was an MLP under SGD)."""
+
+    def __init__(self):
+        super().__init__()
+        order = torch.argsort(self.y, stable=True)
+        self.x, self.y = self.x[order], self.y[order]
+
+
+class CnnTableOrder(_Bars):
+    """Healthy (after the order rule): the same images in the order they were generated, which
+    is random, read back unshuffled."""
+
+
 ELEVENTH = {
     "eleventh_h2_sorted_by_label": SortedByLabel,
     "eleventh_ok_round_robin_classes": RoundRobinClasses,
@@ -531,6 +594,10 @@ ELEVENTH = {
     "eleventh_h1_regression_negated_backward": RegressionNegatedBackward,
     "eleventh_h2_regression_sorted_by_target": RegressionSortedByTarget,
     "eleventh_ok_regression_sorted_by_noise": RegressionSortedByNoise,
+    # third shapes, written after the negation and order rules
+    "eleventh_h1_classifier_negated_backward": ClassifierNegatedBackward,
+    "eleventh_h2_cnn_sorted_by_label": CnnSortedByLabel,
+    "eleventh_ok_cnn_table_order": CnnTableOrder,
 }
 
 _SMALL = [("step", "update", "lr", "learning rate"), ("small", "tiny", "negligible", "never")]
@@ -554,6 +621,11 @@ ELEVENTH_EXPECTED = {
         [("ascent", "sign", "climb", "negat", "maximi")],
     ),
     "eleventh_h2_regression_sorted_by_target": ("H2", [("sorted", "order")]),
+    "eleventh_h1_classifier_negated_backward": (
+        "H1",
+        [("ascent", "sign", "climb", "negat", "maximi")],
+    ),
+    "eleventh_h2_cnn_sorted_by_label": ("H2", [("sorted", "order", "one class")]),
 }
 assert set(ELEVENTH) == set(ELEVENTH_EXPECTED)
 
@@ -571,6 +643,8 @@ TWINS = {
     "eleventh_h1_lm_grad_clamped_by_hand": "eleventh_ok_lm_reload_once",
     "eleventh_h1_regression_negated_backward": "eleventh_ok_update_by_hand",
     "eleventh_h2_regression_sorted_by_target": "eleventh_ok_regression_sorted_by_noise",
+    "eleventh_h1_classifier_negated_backward": "eleventh_ok_round_robin_classes",
+    "eleventh_h2_cnn_sorted_by_label": "eleventh_ok_cnn_table_order",
 }
 
 

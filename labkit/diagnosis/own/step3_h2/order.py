@@ -6,8 +6,10 @@ feature) shows a falling batch loss while it is wrong on most of its data. `orde
 the trained plain loop's model on every batch of the epoch, in eval mode:
 - where it keeps more than `SHARE` of a fresh model's whole-epoch loss, the same plain loop is trained again on the
   same rows shuffled across the epoch's batches (`mixed_rows`, one change);
-- the first model scores far worse on the whole epoch than the second (`WHOLE` times, and
-  apart by `SHARE` of a fresh model's whole-epoch loss): the order is the mechanism;
+- the order is the mechanism where the first model has not learned its epoch as a whole (above
+  `CHANCE` of a fresh model's loss) and the second has (below `MIXED` of the first's), or where
+  the first scores far worse than the second (`WHOLE` times, and apart by `SHARE` of a fresh
+  model's loss): a model several times worse on its own data is no slower learner;
 - the batches' make-up says why, where it can: each batch holding one class (the share of its
   commonest label, against the epoch's), and the same order on every seed.
 It convicts the data's order (H2) on both seeds. The acquittal's words are unchanged: a model
@@ -19,12 +21,14 @@ from __future__ import annotations
 import torch
 
 from ...finding import OwnFinding
-from ..margins import above
+from ..margins import above, below
 from ..step1_capture import setup as proto
 from ..step1_capture.loops import held_out_loss, plain_loop
 
 WHOLE = 3.0  # the whole epoch's loss above this multiple of the mixed order's: the order hurts
 SHARE = 0.05  # ... and above it by this share of a fresh model's whole-epoch loss
+CHANCE = 0.5  # or: the whole epoch's loss above this share of a fresh model's (no learning),
+MIXED = 0.67  # ... where the mixed order's is below this share of it
 PURE = 0.9  # a batch whose commonest label holds this share of its rows: one class
 
 
@@ -109,9 +113,13 @@ def order_rule(evs) -> OwnFinding | None:
         if pair is None:
             return None
         whole, mixed, init = pair
-        if not above("order.whole_above_mixed", whole, WHOLE * mixed, seed=ev.seed, log=True):
-            return None
-        if not above("order.gap", whole - mixed, SHARE * abs(init), seed=ev.seed):
+        if above("order.at_chance", whole, CHANCE * abs(init), seed=ev.seed):
+            if not below("order.mixed_learns", mixed, MIXED * whole, seed=ev.seed, log=True):
+                return None  # no better on the epoch mixed: the order is not why
+        elif not (
+            above("order.whole_above_mixed", whole, WHOLE * mixed, seed=ev.seed, log=True)
+            and above("order.gap", whole - mixed, SHARE * abs(init), seed=ev.seed)
+        ):
             return None
         got.append(pair[:2])
     purity = _purity(evs[0].batches)

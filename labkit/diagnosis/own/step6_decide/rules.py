@@ -17,10 +17,12 @@ H1  the loss path, read here because a broken loss fools the control below; a lo
     0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
     padding counted in a sequence loss (`padding`); token targets scored at an offset other
     than the next token's, measured through the loss call (`offset`: a double shift)
+H2  a plain loop's model far worse on its whole epoch than the same loop's on rows shuffled
+    across the epoch (`order`: batches sorted by label), read first: an unmixed order fools
+    the label-shuffle control, as no signal
 H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
     from noise, one feature's scale swamping the others); held-out batches whose loss
-    never improves while the training loss falls; a plain loop's model far worse on the whole
-    epoch than on the batches it saw last (`order`: batches sorted by label)
+    never improves while the training loss falls
 H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
     optimizer setting at a time back to its default (`settings`); behind a divergence or a
     setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
@@ -332,8 +334,8 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         offset_rule,
         range_rule,
         padding_rule,
-        _h2_signal,
         order_rule,
+        _h2_signal,
         _h1,
         still_rule,
     ):
