@@ -4,16 +4,18 @@ A plain loop's loss is read on the batch it trains on. A model that only ever fi
 of the moment (the batches come in an order that is not mixed: sorted by label, by time, by a
 feature) shows a falling batch loss while it is wrong on most of its data. `order_rule` reads
 the trained plain loop's model on every batch of the epoch, in eval mode:
-- where it keeps more than `SHARE` of a fresh model's whole-epoch loss, the same plain loop is trained again on the
-  same rows shuffled across the epoch's batches (`mixed_rows`, one change);
+- where it keeps more than `SHARE` of a fresh model's whole-epoch loss, the same plain loop is
+  trained again on the same rows shuffled across the epoch's batches (`mixed_rows`, one
+  change);
 - the order is the mechanism where the first model has not learned its epoch as a whole (above
   `CHANCE` of a fresh model's loss) and the second has (below `MIXED` of the first's), or where
   the first scores far worse than the second (`WHOLE` times, and apart by `SHARE` of a fresh
   model's loss): a model several times worse on its own data is no slower learner;
 - the batches' make-up says why, where it can: each batch holding one class (the share of its
   commonest label, against the epoch's), and the same order on every seed.
-It convicts the data's order (H2) on both seeds. The acquittal's words are unchanged: a model
-that fits its whole epoch as well as its last batches is what a mixed order gives.
+It is read only where an unmixed order can be: batches in the same order for every seed, or
+batches that each hold one class. It convicts the data's order (H2) on both seeds. The
+acquittal's words are unchanged: a model that fits its whole epoch is what a mixed order gives.
 """
 
 from __future__ import annotations
@@ -107,6 +109,10 @@ def _whole(ev) -> tuple[float, float, float] | None:
 
 
 def order_rule(evs) -> OwnFinding | None:
+    purity, same = _purity(evs[0].batches), _same_order(evs)
+    pure = purity is not None and purity[0] >= PURE and purity[1] < PURE
+    if not (same or pure):
+        return None  # a seeded order of mixed batches: the learner shuffles
     got = []
     for ev in evs:
         pair = _whole(ev)
@@ -122,9 +128,7 @@ def order_rule(evs) -> OwnFinding | None:
         ):
             return None
         got.append(pair[:2])
-    purity = _purity(evs[0].batches)
-    same = _same_order(evs)
-    if purity is not None and above("order.batch_purity", purity[0], PURE) and purity[1] < PURE:
+    if pure:
         why = (
             f"the batches are sorted by label: each batch holds one class (its commonest label "
             f"fills {purity[0]:.0%} of it, median over the epoch, while the epoch's commonest "

@@ -176,7 +176,10 @@ def describe_schedule(rp, n_batches: int) -> str:
             if abs(per - n_batches) <= 1
             else f"once every {per:.0f} steps"
         )
-        text = f"set by {recs[0]['kind']}({settings}), stepped {n} times in {len(rp.steps)} steps ({cadence})"
+        text = (
+            f"set by {recs[0]['kind']}({settings}), stepped {n} times in {len(rp.steps)} "
+            f"steps ({cadence})"
+        )
         metrics = [r["metric"] for r in calls if r["metric"] is not None]
         mode = recs[0]["settings"].get("mode")
         if recs[0]["kind"] == "ReduceLROnPlateau" and len(metrics) >= 2 and mode in ("min", "max"):
