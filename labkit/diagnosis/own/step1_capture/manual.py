@@ -74,7 +74,8 @@ def watch_schedulers(rp):
 
 
 def _norms(tensors) -> list[float]:
-    return [float(n) for n in torch._foreach_norm([t.detach().float() for t in tensors])]
+    kept = [t.detach().float() for t in tensors]
+    return [float(n) for n in torch._foreach_norm(kept)] if kept else []
 
 
 def after_backward_norms(rp, params) -> None:
