@@ -13,7 +13,7 @@ twin first (`python -m own_setups.eleventh` from tests/): the bug clearly hurts,
   set once before training);
 - accumulated gradients divided by the data set's size instead of the number of micro-batches
   (twin: divided by the number of micro-batches, by hand);
-- Adam with eps=1.0 on an LM (twin: eps=1e-6, amsgrad and betas (0.8, 0.99) in both);
+- Adam with eps=1.0 on an LM (twin: eps=1e-6, amsgrad in both);
 - gradients clipped by value at 1e-4 on a regression (twin: clipped by value at 1.0);
 - ReduceLROnPlateau written with mode="max" on a regression's loss (twin: mode="min");
 - a hand-written update that adds the gradient (twin: the same update that subtracts it).
@@ -280,7 +280,7 @@ class GradOverMicroBatches(_Accumulate):
 
 
 class _LmAdam(_Plain):
-    """A GRU LM on Markov tokens under Adam with amsgrad and betas (0.8, 0.99)."""
+    """A GRU LM on Markov tokens under Adam with amsgrad."""
 
     EPS = 1e-6
 
@@ -292,9 +292,7 @@ class _LmAdam(_Plain):
         return TinyGRULM()
 
     def make_optimizer(self, model):
-        return torch.optim.Adam(
-            model.parameters(), lr=5e-3, betas=(0.8, 0.99), eps=self.EPS, amsgrad=True
-        )
+        return torch.optim.Adam(model.parameters(), lr=5e-3, eps=self.EPS, amsgrad=True)
 
     def batches(self, seed):
         return [
