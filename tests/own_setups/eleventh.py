@@ -18,6 +18,11 @@ twin first (`python -m own_setups.eleventh` from tests/): the bug clearly hurts,
 - ReduceLROnPlateau written with mode="max" on a regression's loss (twin: mode="min");
 - a hand-written update that adds the gradient (twin: the same update that subtracts it).
 
+After the first score, second and third shapes were written after the rules they test (LM,
+CNN, regression and classifier; SGD and Adam), and two healthy loops that do what the loop
+audit reads and still learn: Lookahead by hand (weights moved outside step()) and gradients
+scaled by 1000 under Adam. `TWINS` pairs each bug with a twin for `verify`.
+
 Nothing here uses labkit but `Run.from_log`.
 """
 
@@ -567,6 +572,35 @@ class CnnTableOrder(_Bars):
     is random, read back unshuffled."""
 
 
+# --------------------------- healthy loops that do what the loop audit reads, and still learn
+class LookaheadByHand(_Blobs):
+    """Healthy (after the rules): Lookahead written by hand: every 5 steps the weights are pulled
+    halfway back to a slow copy, which then takes their place (parameters change outside
+    step(), on purpose, and the run learns)."""
+
+    def start_epoch(self, model, epoch):
+        if epoch == 0:
+            self.slow = [p.detach().clone() for p in model.parameters()]
+            self.count = 0
+
+    def before_step(self, model, opt):
+        self.count += 1
+        if self.count % 5 == 0:
+            with torch.no_grad():
+                for p, s in zip(model.parameters(), self.slow):
+                    s.add_(p - s, alpha=0.5)
+                    p.copy_(s)
+
+
+class AdamGradTimesThousand(_Blobs):
+    """Healthy (after the rules): the gradients multiplied by 1000 before Adam's step (a loss
+    scale left from mixed-precision code): Adam divides the scale back out, and the run learns."""
+
+    def before_step(self, model, opt):
+        for p in model.parameters():
+            p.grad.mul_(1000.0)
+
+
 ELEVENTH = {
     "eleventh_h2_sorted_by_label": SortedByLabel,
     "eleventh_ok_round_robin_classes": RoundRobinClasses,
@@ -596,6 +630,8 @@ ELEVENTH = {
     "eleventh_h1_classifier_negated_backward": ClassifierNegatedBackward,
     "eleventh_h2_cnn_sorted_by_label": CnnSortedByLabel,
     "eleventh_ok_cnn_table_order": CnnTableOrder,
+    "eleventh_ok_lookahead_by_hand": LookaheadByHand,
+    "eleventh_ok_adam_grad_times_thousand": AdamGradTimesThousand,
 }
 
 _SMALL = [("step", "update", "lr", "learning rate"), ("small", "tiny", "negligible", "never")]
