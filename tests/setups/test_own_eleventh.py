@@ -123,6 +123,32 @@ WORDS = {
 }
 
 
+ACQUITTALS = {  # what the loop audit read, in the acquittal, and what it could not read
+    "eleventh_ok_grad_over_micro_batches": [
+        "the gradients scaled by x0.25 between backward() and step()",
+        "no parameter changes outside step()",
+    ],
+    "eleventh_ok_lookahead_by_hand": ["the parameters also change outside step()"],
+    "eleventh_ok_update_by_hand": [
+        "not checked: whether the gradients change between backward() and the step",
+        "(your loop updates the weights itself)",
+    ],
+    "eleventh_ok_round_robin_classes": [
+        "the gradients reach step() as backward() left them",
+        "the updates go down the gradient, median cosine +",
+    ],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ACQUITTALS))
+def test_an_acquittal_says_what_the_loop_audit_read(name):
+    row = report.triage(name, keep=True)
+    assert row["system"] == "NONE" and all(w in row["mechanism"] for w in ACQUITTALS[name]), row[
+        "mechanism"
+    ]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(WORDS))
 def test_each_new_mechanism_says_what_it_measured(name):

@@ -193,3 +193,38 @@ def describe_schedule(rp, n_batches: int) -> str:
                 )
         parts.append(text)
     return "; ".join(parts)
+
+
+def describe(ev) -> tuple[str | None, str | None]:
+    """(what the loop audit read, what it could not) for the acquittal, in the learner's terms:
+    a loop that edits its gradients or moves its weights outside step() and still learns is
+    acquitted, and the line says so instead of claiming the loop is plain."""
+    steps = ev.replay.steps
+    if not steps:
+        return None, "your loop's steps (the replay saw no step)"
+    said, unsaid = [], []
+    manual = any(st.get("manual") for st in steps)
+    own = "your loop updates the weights itself"
+    edit = _median([st["edit"] for st in steps if st.get("edit") and math.isfinite(st["edit"])])
+    if edit is None:
+        why = own if manual else "no Tensor.backward() to compare them with"
+        unsaid.append(f"whether the gradients change between backward() and the step ({why})")
+    elif 0.5 <= edit <= 2.0:
+        said.append("the gradients reach step() as backward() left them")
+    else:
+        said.append(f"the gradients scaled by x{edit:.2g} between backward() and step()")
+    outside = [st["outside"] for st in steps if st.get("outside") is not None]
+    if not outside:
+        why = own if manual else "no two steps of one optimizer to compare"
+        unsaid.append(f"whether the parameters change between steps ({why})")
+    elif max(outside) == 0:
+        said.append("no parameter changes outside step()")
+    else:
+        said.append(
+            f"the parameters also change outside step() (up to {max(outside):.0%} of their norm)"
+        )
+    cos = _median([st["descent"] for st in steps if st.get("descent") is not None])
+    if cos is not None:
+        said.append(f"the updates go down the gradient, median cosine {cos:+.2f}")
+    line = f"your loop's {len(steps)} steps ({'; '.join(said)})" if said else None
+    return line, ", ".join(unsaid) or None
