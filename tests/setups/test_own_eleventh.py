@@ -25,6 +25,7 @@ from own_setups.eleventh import (
 )
 
 from labkit.diagnosis.own.step1_capture import setup as proto
+from labkit.diagnosis.own.step1_capture.manual import descent
 from labkit.diagnosis.own.step1_capture.replay import Replay
 from labkit.diagnosis.own.step3_h2.order import mixed_rows
 from labkit.diagnosis.own.step4_h1.audit import describe_schedule
@@ -55,6 +56,14 @@ def test_the_audit_reads_whether_updates_go_down_the_gradient():
     up, down = _replay(UpdateAddsGradient, 1), _replay(UpdateByHand, 1)
     assert all(st["descent"] < -0.99 for st in up.steps[:5])  # p += lr * grad: cosine -1
     assert all(st["descent"] > 0.99 for st in down.steps)
+
+
+def test_descent_is_the_cosine_of_the_update_with_minus_the_gradient():
+    g = [torch.tensor([3.0, 4.0]), torch.tensor([0.0])]
+    assert descent(g, [-0.1 * t for t in g]) == pytest.approx(1.0)  # plain SGD
+    assert descent(g, [0.1 * t for t in g]) == pytest.approx(-1.0)  # p += lr * grad
+    assert descent(g, [torch.tensor([4.0, -3.0]), torch.tensor([0.0])]) == 0.0  # orthogonal
+    assert descent([None], [torch.ones(2)]) is None
 
 
 def test_every_scheduler_step_is_recorded_with_its_settings_and_metric():
