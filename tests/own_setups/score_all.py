@@ -6,7 +6,7 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 (batch, setup, system, mechanism, ...): `tools/portability.py` compares them across CPU paths.
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
-ninth and tenth (issue 46),
+ninth, tenth and eleventh (issue 46),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from . import ALL_EXPECTED, ALL_SETUPS
 from .blind import BLIND, BLIND_EXPECTED
 from .eighth import EIGHTH, EIGHTH_EXPECTED
+from .eleventh import ELEVENTH, ELEVENTH_EXPECTED
 from .fifth import FIFTH, FIFTH_EXPECTED
 from .fourth import FOURTH, FOURTH_EXPECTED
 from .ninth import NINTH, NINTH_EXPECTED
@@ -33,7 +34,7 @@ BATCHES = {"first-third": (ALL_SETUPS, ALL_EXPECTED), "fourth": (FOURTH, FOURTH_
            "fifth": (FIFTH, FIFTH_EXPECTED), "sixth": (SIXTH, SIXTH_EXPECTED),
            "seventh": (SEVENTH, SEVENTH_EXPECTED), "eighth": (EIGHTH, EIGHTH_EXPECTED),
            "blind": (BLIND, BLIND_EXPECTED), "ninth": (NINTH, NINTH_EXPECTED),
-           "tenth": (TENTH, TENTH_EXPECTED)}
+           "tenth": (TENTH, TENTH_EXPECTED), "eleventh": (ELEVENTH, ELEVENTH_EXPECTED)}
 
 
 def _one(item):

@@ -13,7 +13,6 @@ from own_setups.score_eighth import triage
 
 # Missed at daff8ba: name -> the system labkit gave instead (see eighth.py's FIRST_SCORE).
 KNOWN_MISSES = {  # after issue 26's rules (first score at daff8ba in eighth.py's docstring)
-    "eighth_h1_wave_clip_typo": "UNKNOWN",  # clip_grad_norm_(max_norm=1e-4): steps too small
     "eighth_h2_teacher_curriculum_sorts_inputs_only": "H2",  # right system, the inputs blamed
     "eighth_h2_teacher_noisy_labels": "H2",  # right system, the inputs blamed
     "eighth_h2_wave_millimetres": "H1",  # read as momentum 0.9 on badly scaled inputs

@@ -9,6 +9,11 @@ While the context is open, PyTorch's global hooks and three temporary wrappers s
 - every top-level module call (global forward hooks): grad mode, autocast, whether the
   output has a graph, and which submodules ran;
 - ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for;
+- every LR scheduler's ``step()`` (``schedules``): its class, settings, the metric it was given
+  and the optimizer step it came at;
+- what the loop does beside ``backward()`` and ``step()`` (`manual`): gradients edited between
+  them, parameters changed between steps by something other than the optimizer, and whether
+  each update goes down the gradient;
 - per parameter (``per_param``): the summed gradient and update norms over the steps;
 - the whole graph (``graph``, see `graph`): every leaf the first losses depend on, in the
   model or not, whether it gets a gradient and whether it moves over the run.
@@ -51,6 +56,7 @@ class Replay:
         self.backwards: list[dict] = []
         self.steps: list[dict] = []
         self.clips: list[tuple[str, float]] = []
+        self.schedules: list[dict] = []  # one per scheduler.step() (see `audit.schedules`)
         self.called: set[int] = set()  # ids of modules that ran inside a forward with grad on
         self.per_param: dict[
             int, list
@@ -61,6 +67,7 @@ class Replay:
         self._batches: dict[int, object] = {}
         self._last_input = None
         self._before: list[torch.Tensor] = []
+        self._grads: list = []
 
     # ---- installing and removing -------------------------------------------------
     def __enter__(self):
@@ -94,6 +101,7 @@ class Replay:
             return self._orig["value"](parameters, clip_value, *args, **kwargs)
 
         torch.Tensor.backward = backward
+        self._unpatch = own_manual.watch_schedulers(self)
         nn_utils.clip_grad_norm_ = clip_grad.clip_grad_norm_ = clip_norm
         nn_utils.clip_grad_value_ = clip_grad.clip_grad_value_ = clip_value
         self._wrapped_batches = False
@@ -107,6 +115,7 @@ class Replay:
         for h in self._handles:
             h.remove()
         torch.Tensor.backward = self._orig["backward"]
+        self._unpatch()
         nn_utils.clip_grad_norm_ = clip_grad.clip_grad_norm_ = self._orig["norm"]
         nn_utils.clip_grad_value_ = clip_grad.clip_grad_value_ = self._orig["value"]
         if self._wrapped_batches:
@@ -205,6 +214,7 @@ class Replay:
         self.ever_grad.update(id(p) for p in params if p.grad is not None)
         self.graph.after_backward()
         self.backwards[-1]["grad_norm_after"] = total_norm([p.grad for p in params])
+        own_manual.after_backward_norms(self, params)
         if not self.optimizers:
             own_manual.after_backward(self)
 
@@ -234,8 +244,10 @@ class Replay:
                 "loss_after": None,
             }
         )
+        own_manual.before_step(self, optimizer, params, grads)
         self._before = [p.detach().clone() for p in params]
         self._grad_norms = [None if g is None else float(g.detach().float().norm()) for g in grads]
+        self._grads = grads
         self._since_step = 0
 
     def _post_step(self, optimizer, args, kwargs):
@@ -251,7 +263,8 @@ class Replay:
             for p, d, g in zip(params, norms, self._grad_norms):
                 acc = self.per_param.setdefault(id(p), [0.0, 0.0, 0])
                 acc[0], acc[1], acc[2] = acc[0] + (g or 0.0), acc[1] + float(d), acc[2] + 1
-        self._before = []
+            own_manual.after_step(self, optimizer, params, self._grads, deltas)
+        self._before, self._grads = [], []
         self._stepped = True
         if self.after_step_loss and self._last_input is not None:
             batch = self._batches.get(self._last_input[0])

@@ -351,11 +351,15 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
         own.level() + 0.02 * abs(own.losses[0]),
         seed=ev.seed,
     ):
+        from .audit import describe_schedule
+
+        named = describe_schedule(ev.replay, ev.n_batches)
+        guess = "" if named else " (a per-epoch scheduler stepped every batch?)"
         return _loop_finding(
             "lr_collapse",
             f"the LR schedule collapses: the LR falls from "
             f"{f['lr_first']:g} to {f['lr_last']:.1e}, below {COLLAPSE:g}x its start by "
-            f"step {f['lr_collapse_step']} of {f['steps']} (a per-epoch scheduler stepped "
-            "every batch?), so learning stops early",
+            f"step {f['lr_collapse_step']} of {f['steps']}{guess}, so learning stops early"
+            + (f"; the LR is {named}" if named else ""),
         )
     return unsettled(ev, f, own)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..step3_h2 import features
-from ..step4_h1 import leaves
+from ..step4_h1 import audit, leaves
 
 
 def _lr(ev) -> str | None:
@@ -27,7 +27,7 @@ def checked(evs, plain_level: float) -> str:
     ev = evs[0]
     done = ["the logger is honest (every report rebuilt from the raw losses)"]
     missing = []
-    for said, unsaid in (features.describe(ev), leaves.describe(ev)):
+    for said, unsaid in (features.describe(ev), leaves.describe(ev), audit.describe(ev)):
         done += [said] if said else []
         missing += [unsaid] if unsaid else []
     done.insert(2, "the labels carry signal (real beat shuffled by more than the seed spread)")

@@ -17,12 +17,18 @@ H1  the loss path, read here because a broken loss fools the control below; a lo
     0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
     padding counted in a sequence loss (`padding`); token targets scored at an offset other
     than the next token's, measured through the loss call (`offset`: a double shift)
+H2  a plain loop's model far worse on its whole epoch than the same loop's on rows shuffled
+    across the epoch (`order`: batches sorted by label), read first: an unmixed order fools
+    the label-shuffle control, as no signal
 H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
     from noise, one feature's scale swamping the others); held-out batches whose loss
     never improves while the training loss falls
 H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
     optimizer setting at a time back to its default (`settings`); behind a divergence or a
     setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
+H1  a loop that ends far above a plain loop, or does not learn: the loop audit (`audit`:
+    parameters changed outside step(), gradients edited between backward() and step(), updates
+    that climb the loss)
 --  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
     no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
     but not on the mechanism get a third seed (`seeds`).
@@ -46,9 +52,11 @@ from .evidence import SeedEvidence
 from ...finding import OwnFinding
 from ..step2_h3.logger import check_logger
 from ..margins import above, below
+from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
 from ..step3_h2.offset import offset_rule
+from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
 from ..step4_h1.leaves import graph_rule, still_rule
@@ -271,19 +279,26 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     plain = [ev.arm("own").level() for ev in evs]
     start = evs[0].run.table["loss_raw"][0]
     margin = max(0.05 * abs(start), 3 * abs(plain[0] - plain[1]))
-    if all(
+    behind = all(
         above("healthy.own_above_plain", o, p + margin, seed=ev.seed)
         for o, p, ev in zip(own, plain, evs)
-    ):
+    )
+    stuck = all(
+        above("healthy.stuck", o, 0.9 * abs(start), seed=ev.seed) for o, ev in zip(own, evs)
+    )
+    if behind or stuck:  # the run fails: the loop audit names what the loop does differently
+        found = settle(
+            evs, [audit(ev) for ev in evs], audit, "H1", "the loop audit finds a mechanism"
+        )
+        if found is not None and found.system == "H1":
+            return found
+    if behind:
         return _unknown(
             f"your loop ends at a loss of {own[0]:.3g} / {own[1]:.3g} where a plain loop with "
             f"the same model, data, loss and optimizer reaches {plain[0]:.3g} / {plain[1]:.3g}, "
             "but the replay measured no mechanism; compare your loop with the plain one line "
             "by line"
         )
-    stuck = all(
-        above("healthy.stuck", o, 0.9 * abs(start), seed=ev.seed) for o, ev in zip(own, evs)
-    )
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
     if stuck and all(
         below("healthy.ref_learns", r, 0.8 * abs(start), seed=ev.seed) for r, ev in zip(refs, evs)
@@ -319,6 +334,7 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         offset_rule,
         range_rule,
         padding_rule,
+        order_rule,
         _h2_signal,
         _h1,
         still_rule,
