@@ -2,7 +2,8 @@
 by the learner's fix, passed to ``record.intervene(fixed_setup)``.
 
 - `own_plan(finding, evs)`: labkit's own intervention for a mechanism its plain arms do not
-  cover: for one in the loss, the reference loss on the same model output (`own.refloss`); for
+  cover: for one in the loss, the reference loss on the same model output (`own.refloss`; for
+  the alignment of targets, the next-token loss along the measured time axis); for
   a tensor the loss depends on that no optimizer holds, the same loop holding it (`stepped`);
 - `prescribe_rows(record, finding, evs)`: otherwise, the prescription (`own_prescribe`) in the
   intervention row, with the seeds in the confirmation row, both still UNKNOWN;
@@ -25,6 +26,9 @@ from .prescribe import CHANGES, LOSS, prescribe, text
 from ...record.prediction import TriageRefused
 
 
+ALIGNED = ("labels_are_inputs", "double_shift")  # findings on which target each output meets
+
+
 def own_plan(finding, evs):
     """(forecast, run(seed) -> Run, variable) of labkit's own intervention, or None."""
     if finding.key == "leaf_not_stepped":  # the tensors added to the optimizer (`stepped`)
@@ -32,7 +36,17 @@ def own_plan(finding, evs):
 
         return stepped_plan(evs)
     touches = CHANGES.get(finding.key, (set(), ""))[0]
-    return own_refloss.plan(evs) if LOSS in touches else None
+    if LOSS not in touches:
+        return None
+    if finding.key in ALIGNED:  # the next-token loss along the axis the offset was measured on
+        from ..step3_h2.offset import measure
+
+        ev = evs[0]
+        m = ev.once("offset", lambda: measure(ev.setup, ev.seed, ev.batches[0]))
+        found = own_refloss.plan(evs, m["axis"]) if m is not None else None
+        if found is not None:
+            return found
+    return own_refloss.plan(evs)
 
 
 def prescribe_rows(record, finding, evs, labkit_plan=None) -> dict:
