@@ -5,6 +5,7 @@ by the learner's fix, passed to ``record.intervene(fixed_setup)``.
   cover: for one in the loss, the reference loss on the same model output (`own.refloss`; for
   the alignment of targets, the next-token loss along the measured time axis); for
   a tensor the loss depends on that no optimizer holds, the same loop holding it (`stepped`);
+  for a label left in the inputs, the same loop with those features held constant (`unleaked`);
 - `prescribe_rows(record, finding, evs)`: otherwise, the prescription (`own_prescribe`) in the
   intervention row, with the seeds in the confirmation row, both still UNKNOWN;
 - `intervene(record, fixed_setup)`: checks that the fix is the one change prescribed
@@ -35,6 +36,10 @@ def own_plan(finding, evs):
         from .stepped import plan as stepped_plan
 
         return stepped_plan(evs)
+    if finding.key == "label_in_inputs":  # the leaked features held constant (`unleaked`)
+        from .unleaked import plan as unleaked_plan
+
+        return unleaked_plan(evs)
     touches = CHANGES.get(finding.key, (set(), ""))[0]
     if LOSS not in touches:
         return None
