@@ -1,6 +1,8 @@
 """Signing a conviction of the setup triage: by labkit's own intervention where it has one, else
 by the learner's fix, passed to ``record.intervene(fixed_setup)``.
 
+- `first_plan(finding, evs)`: labkit's one-change run of the learner's own loop, before the
+  plain arm: for an LR too high, the same loop at the lower LR (`scaled`);
 - `own_plan(finding, evs)`: labkit's own intervention for a mechanism its plain arms do not
   cover: for one in the loss, the reference loss on the same model output (`own.refloss`; for
   the alignment of targets, the next-token loss along the measured time axis); for
@@ -28,6 +30,14 @@ from ...record.prediction import TriageRefused
 
 
 ALIGNED = ("labels_are_inputs", "double_shift")  # findings on which target each output meets
+
+
+def first_plan(finding, evs):
+    """labkit's one-change run of the learner's own loop, tried before the plain arm the
+    finding names: for an LR too high, the same loop at the lower LR (`scaled`); or None."""
+    from .scaled import plan as scaled_plan
+
+    return scaled_plan(finding, evs)
 
 
 def own_plan(finding, evs):

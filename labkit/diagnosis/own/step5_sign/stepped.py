@@ -30,7 +30,9 @@ def _resolve(obj, name: str):
     return obj if isinstance(obj, torch.Tensor) else None
 
 
-def _with_leaves(setup, names: list[str]):
+def with_optimizer(setup, change):
+    """A shallow copy of `setup` whose ``make_optimizer`` returns the learner's optimizer passed
+    through `change(optimizer, copy)`; every other method is the learner's."""
     make = getattr(type(setup), "make_optimizer", None)
     fixed = copy.copy(setup)
     for name, value in list(vars(fixed).items()):  # the deadline's wrappers call the original
@@ -40,7 +42,14 @@ def _with_leaves(setup, names: list[str]):
             )  # the class's own method, bound to the copy (train keeps its deadline)
 
     def make_optimizer(model):
-        opt = make(fixed, model)
+        return change(make(fixed, model), fixed)
+
+    fixed.make_optimizer = make_optimizer
+    return fixed
+
+
+def _with_leaves(setup, names: list[str]):
+    def add(opt, fixed):
         held = {id(p) for g in opt.param_groups for p in g["params"]}
         extra = [t for t in (_resolve(fixed, n) for n in names) if t is not None]
         extra = [t for t in extra if id(t) not in held]
@@ -48,8 +57,21 @@ def _with_leaves(setup, names: list[str]):
             opt.add_param_group({"params": extra})
         return opt
 
-    fixed.make_optimizer = make_optimizer
-    return fixed
+    return with_optimizer(setup, add)
+
+
+def trial_forecast(evs, run):
+    """(forecast, run) from a seed-0 trial of `run`: its loss lands at least halfway from the
+    learner's run (the worse of both seeds) to the trial's, or None when it does not beat both."""
+    ev = evs[0]
+    step = int(ev.run.table["step"][-1])
+    before = min(level(e.run, step) for e in evs)
+    after = level(run(ev.seed), step)  # the trial the forecast is read off
+    if not (math.isfinite(after) and math.isfinite(before) and after < before):
+        return None
+    from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
+
+    return f"loss < {_num(after + 0.5 * (before - after))} by step {step}", run
 
 
 def plan(evs):
@@ -72,16 +94,11 @@ def plan(evs):
     def run(seed):  # a fresh run each time: the forecast is sealed before the intervention starts
         return proto.train(_with_leaves(ev.setup, names), seed, ev.epochs)
 
-    step = int(ev.run.table["step"][-1])
-    before = min(level(e.run, step) for e in evs)
-    after = level(run(ev.seed), step)  # the trial the forecast is read off
-    if not (math.isfinite(after) and math.isfinite(before) and after < before):
+    found = trial_forecast(evs, run)
+    if found is None:
         return None
-    from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
-
     return (
-        f"loss < {_num(after + 0.5 * (before - after))} by step {step}",
-        run,
+        *found,
         (
             "the optimizer's parameters",
             "as make_optimizer() builds them",
