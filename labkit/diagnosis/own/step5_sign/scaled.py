@@ -26,7 +26,7 @@ def plan(finding, evs):
     if k is None or getattr(type(ev.setup), "make_optimizer", None) is None:
         return None
 
-    def lowered(opt, fixed):
+    def lowered(opt, fixed, model):
         for group in opt.param_groups:
             group["lr"] = group["lr"] / k
         return opt

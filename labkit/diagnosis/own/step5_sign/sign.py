@@ -46,6 +46,10 @@ def own_plan(finding, evs):
         from .stepped import plan as stepped_plan
 
         return stepped_plan(evs)
+    if finding.key == "leaf_never_moves":  # the same loop, those groups at the default LR
+        from .stepped import moving_plan
+
+        return moving_plan(evs)
     if finding.key == "label_in_inputs":  # the leaked features held constant (`unleaked`)
         from .unleaked import plan as unleaked_plan
 
