@@ -62,9 +62,14 @@ def own_plan(finding, evs):
 
         ev = evs[0]
         m = ev.once("offset", lambda: measure(ev.setup, ev.seed, ev.batches[0]))
-        found = own_refloss.plan(evs, m["axis"]) if m is not None else None
+        found = own_refloss.plan(evs, f"next:{m['axis']}") if m is not None else None
         if found is not None:
             return found
+    if finding.key == "padding_in_loss":  # both runs scored on the real tokens only
+        from ..step4_h1.padding import _pad_id
+
+        pad = _pad_id(evs[0].batches)
+        return own_refloss.plan(evs, f"pad:{pad[0]}") if pad is not None else None
     return own_refloss.plan(evs)
 
 
@@ -165,8 +170,9 @@ def _one_change(triage, fixed_setup, p) -> str:
 
 
 def _run(p: dict, setup, seed: int):
-    if p["judged_by"] == "reference":  # the fixed loss trains; the reference loss is read
-        return own_refloss.run(setup, seed, p["steps"], "scored", proto.batches(setup, seed))
+    if p["judged_by"].split(":", 1)[0] == "reference":  # the fixed loss trains; the reference
+        ruler = p["judged_by"].partition(":")[2]  # loss the forecast was read on is logged
+        return own_refloss.run(setup, seed, p["steps"], "scored", proto.batches(setup, seed), ruler)
     if p["judged_by"].startswith("held-out:"):  # a plain loop on the fixed batches, scored held out
         started, arm = time.time(), p["judged_by"].split(":", 1)[1]
         res = plain_loop(
