@@ -90,7 +90,7 @@ def _tenth(monkeypatch):
 
 
 # Each setup's tests take its name as their only parameter, so conftest.work_unit keeps them
-# in one unit: the setup is triaged once (report.record_of keeps the record), and the 22
+# in one unit: the setup is triaged once (report.record_of keeps the record), and the 28
 # triages spread over the workers instead of one module fixture on one worker.
 
 
