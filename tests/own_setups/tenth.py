@@ -12,6 +12,10 @@
 
 - an LR raised 100-fold (the word-language-model LSTM at SGD LR 200 under clipping at 0.25, a
   clipped SGD classifier at LR 10): H1, an LR too high, not the data; twins at the usual LR;
+- a tensor made outside the model that the optimizer holds at LR 0 (`leaves.still_rule`): an
+  embedding table beside a GRU LM under SGD, a zero-initialised input gate on a regression under
+  Adam and on a classifier under SGD; twins: the gate fixed at 1 on purpose, a cosine
+  classifier's temperature fixed by LR 0 (both learn), and the table under SGD's LR;
 - more of the short kinds: a double shift on sequence-first batches and under SGD (twin: one
   shift under SGD); a regression's epoch total in an integer array, and its worst batch so far
   shown as progress (twin: a float array).
@@ -436,6 +440,77 @@ class RegressionWorstSoFar(_Regression):
         )
 
 
+# ------------------------------------------- a tensor the optimizer holds at LR 0 (`still_rule`)
+class LmTableGroupLrZero(_LmTable):
+    """Bug (H1): the embedding table beside the model is passed to SGD in its own group, whose
+    LR is 0 (an `embed_lr` left at 0): it keeps its small random init and the LM cannot learn."""
+
+    def make_optimizer(self, model):
+        groups = [{"params": model.parameters()}, {"params": [self.table], "lr": 0.0}]
+        return torch.optim.SGD(groups, lr=self.LR)
+
+
+class _Gated:
+    """A learned per-feature input gate kept beside the model, in its own parameter group."""
+
+    GATE_INIT, GATE_LR = 0.0, 0.0
+
+    def make_model(self, seed):
+        self.gate = torch.full((self.x.shape[1],), self.GATE_INIT, requires_grad=True)
+        return super().make_model(seed)
+
+    def groups(self, model):
+        return [{"params": model.parameters()}, {"params": [self.gate], "lr": self.GATE_LR}]
+
+
+class RegressionGateLrZero(_Gated, _Regression):
+    """Bug (H1): a regression under Adam whose input gate starts at 0 and sits in a group at LR
+    0: every input stays multiplied by 0, and only the mean of the target is learned."""
+
+    LR = 0.01
+
+    def make_optimizer(self, model):
+        return torch.optim.Adam(self.groups(model), lr=self.LR)
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return F.mse_loss(model(x * self.gate).squeeze(-1), y)
+
+
+class RegressionGateFixed(RegressionGateLrZero):
+    """Healthy: the same gate held at LR 0 on purpose, at 1 (a fixed gate passes the inputs)."""
+
+    GATE_INIT = 1.0
+
+
+class ClassifierGateLrZero(_Gated, _Blobs):
+    """Bug (H1): the same zero gate at LR 0 on a classifier under SGD with momentum."""
+
+    LR = 0.05
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(self.groups(model), lr=self.LR, momentum=0.9)
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return F.cross_entropy(model(x * self.gate), y)
+
+
+class ClassifierGateFixed(ClassifierGateLrZero):
+    """Healthy: the gate held at LR 0 on purpose, at 1."""
+
+    GATE_INIT = 1.0
+
+
+class LogitScaleGroupLrZero(LogitScaleNotInOptimizer):
+    """Healthy: the cosine classifier's logit scale held at LR 0 on purpose (a fixed
+    temperature): the logits stay within [-1, 1], and the run still learns."""
+
+    def make_optimizer(self, model):
+        groups = [{"params": model.parameters()}, {"params": [self.logit_scale], "lr": 0.0}]
+        return torch.optim.Adam(groups, lr=self.LR)
+
+
 TENTH = {
     "tenth_h1_logit_scale_not_in_optimizer": LogitScaleNotInOptimizer,
     "tenth_ok_logit_scale_in_optimizer": LogitScaleInOptimizer,
@@ -459,6 +534,12 @@ TENTH = {
     "tenth_h3_regression_int_totals": RegressionIntTotals,
     "tenth_ok_regression_float_totals": RegressionFloatTotals,
     "tenth_h3_regression_worst_so_far": RegressionWorstSoFar,
+    "tenth_h1_lm_table_group_lr_zero": LmTableGroupLrZero,
+    "tenth_h1_regression_gate_lr_zero": RegressionGateLrZero,
+    "tenth_ok_regression_gate_fixed": RegressionGateFixed,
+    "tenth_h1_classifier_gate_lr_zero": ClassifierGateLrZero,
+    "tenth_ok_classifier_gate_fixed": ClassifierGateFixed,
+    "tenth_ok_logit_scale_group_lr_zero": LogitScaleGroupLrZero,
 }
 
 _UNSTEPPED = [("not in the optimizer",), ("outside the model", "model.parameters()")]
@@ -482,5 +563,13 @@ TENTH_EXPECTED = {
     "tenth_h2_lm_double_shift_sgd": ("H2", [("shift",), ("twice", "t+2", "two")]),
     "tenth_h3_regression_int_totals": ("H3", [("int", "integer", "truncat")]),
     "tenth_h3_regression_worst_so_far": ("H3", [("max",)]),
+    **{
+        f"tenth_h1_{kind}_lr_zero": ("H1", [("never move",), ("lr is 0",), (what,)])
+        for kind, what in (
+            ("lm_table_group", "self.table"),
+            ("regression_gate", "self.gate"),
+            ("classifier_gate", "self.gate"),
+        )
+    },
 }
 assert set(TENTH) == set(TENTH_EXPECTED)

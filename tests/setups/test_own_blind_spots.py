@@ -91,6 +91,15 @@ def test_padding_counted_in_the_loss_is_measured_and_ignore_index_acquits():
     assert padding_rule([SeedEvidence(PaddingIgnored(), s) for s in (0, 1)]) is None
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["blind_h1_padding_counted"])
+def test_padding_counted_is_signed_alone_by_the_loss_over_the_real_tokens(name):
+    """labkit's own run: the same cross-entropy with the pad id ignored, both runs scored on the
+    real tokens only (the pad targets are what made the learner's loss read low)."""
+    row = triage(name, keep=True)
+    assert row["granted"] and "ignore_index=0" in _record(name).rows["intervention"]["text"]
+
+
 def _wlm_log(first_report_sums_one_more: bool):
     """PyTorch word_language_model's logger over 3 epochs of 32 batches."""
     raw = [

@@ -4,6 +4,7 @@ here, the measurements each rule decides on, read on the batch's own setups in w
 second each, and two whole triages: a warm-up longer than the run (convicted) and a linear probe
 on a pretrained body (acquitted, the faster unfrozen loop as advice)."""
 
+import copy
 import math
 
 import pytest
@@ -108,6 +109,26 @@ def test_two_ninth_setups_triaged_whole(name):
     if name == "ninth_ok_linear_probe":
         notes = report.record_of(name).notes
         assert any(n.startswith("advice, not a defect") for n in notes), notes
+
+
+class _ShiftedOnce(SeqFirstUnshifted):
+    """The learner's one-change fix: the targets one step ahead (batches() only)."""
+
+    SHIFT = 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ninth_h2_seq_first_unshifted"])
+def test_sequence_first_targets_are_signed_on_the_next_token_loss_by_labkit_and_the_fix(name):
+    """labkit's own run scores the next token along the time axis it measured (axis 0 here);
+    the learner's fix is judged on that same loss, not on one read batch-first."""
+    row = report.triage(name, keep=True)
+    record = report.record_of(name)
+    assert row["right_mechanism"] and row["granted"], row["mechanism"][:200]
+    assert "sequence-first" in record.rows["intervention"]["text"]
+    assert record.rows["conviction"]["data"]["prescription"]["judged_by"] == "reference:next:0"
+    signed = copy.deepcopy(record).intervene(_ShiftedOnce())
+    assert signed.startswith("CONVICTION: H2")
 
 
 def test_the_logger_is_named_by_the_candidates_that_rebuild_its_reports():

@@ -6,7 +6,10 @@ sees that no optimizer holds it and that it never moves, and the per-feature inp
 a label left in the features and a constant bias column. Then every setup triaged
 once: right system and mechanism on every setup, every healthy twin acquitted with
 words that say what was checked and what could not be, and a tensor left out of the optimizer
-signed by labkit's own intervention and by the learner's fix."""
+signed by labkit's own intervention and by the learner's fix. The signing mechanisms of the
+later session (a label held constant, the next-token loss on the measured axis, the learner's
+own loop at the lower LR, a group at LR 0 given the default LR) sign their setups alone, by
+margins far wider than any CPU path moves them."""
 
 import copy
 
@@ -24,12 +27,14 @@ from own_setups.tenth import (
     OffsetNotInOptimizer,
     RegressionBiasColumn,
     RegressionTargetInInputs,
+    SeqFirstDoubleShift,
 )
 
 from labkit.diagnosis.own.step1_capture import setup as proto
 from labkit.diagnosis.own.step1_capture.graph import leaves_of
 from labkit.diagnosis.own.step1_capture.replay import Replay
 from labkit.diagnosis.own.step3_h2.features import feature_checks
+from labkit.diagnosis.own.step5_sign import refloss, unleaked
 
 
 def test_the_walk_from_the_loss_finds_tensors_outside_the_model():
@@ -58,6 +63,26 @@ def test_the_input_is_read_feature_by_feature():
     assert bias["label"] == [] and bias["constant"] == [8]
 
 
+def test_the_next_token_loss_reads_the_time_axis_it_is_given():
+    """Logits that name token t+1 of a sequence-first grid, flattened as the model returns
+    them: the next-token loss along axis 0 is near 0, along axis 1 it is far from it."""
+    s = SeqFirstDoubleShift()
+    batch = s.batches(0)[0]
+    x = proto.inputs_of(batch)  # (time, batch)
+    nxt = torch.roll(x, -1, dims=0)
+    out = 20.0 * F.one_hot(nxt, 20).float().flatten(0, 1)
+    right, wrong = refloss.next_token(out, batch, 0), refloss.next_token(out, batch, 1)
+    assert float(right) < 1e-6 and float(wrong) > 5.0
+
+
+def test_a_leaked_feature_is_held_constant_and_the_width_kept():
+    s = RegressionTargetInInputs()
+    held = unleaked._held(s.batches(0), [8])
+    x = torch.cat([proto.inputs_of(b) for b in held])
+    assert x.shape[1] == 9 and bool((x[:, 8] == x[0, 8]).all())
+    assert torch.equal(x[:, :8], torch.cat([proto.inputs_of(b) for b in s.batches(0)])[:, :8])
+
+
 @pytest.fixture(autouse=True)
 def _tenth(monkeypatch):
     monkeypatch.setattr(report, "SETUPS", {**report.SETUPS, **TENTH})
@@ -65,7 +90,7 @@ def _tenth(monkeypatch):
 
 
 # Each setup's tests take its name as their only parameter, so conftest.work_unit keeps them
-# in one unit: the setup is triaged once (report.record_of keeps the record), and the 22
+# in one unit: the setup is triaged once (report.record_of keeps the record), and the 28
 # triages spread over the workers instead of one module fixture on one worker.
 
 
@@ -130,3 +155,23 @@ def test_a_tensor_left_out_of_the_optimizer_is_signed_by_labkit_and_by_the_fix(n
 def test_an_offset_a_model_bias_also_learns_is_convicted_but_not_signed_alone(name):
     row = report.triage(name, keep=True)
     assert row["right_mechanism"] and not row["granted"]  # holding it changes nothing
+
+
+# labkit's own one-change intervention signs each alone; the words say what it changed
+SIGNED_ALONE = {
+    "tenth_h2_regression_target_in_inputs": "feature 8 held at the training mean",
+    "tenth_h2_classifier_label_in_inputs": "feature 12 held at the training mean",
+    "tenth_h2_seq_first_double_shift": "along the batches' first axis (sequence-first)",
+    "tenth_h1_classifier_lr_x100": "yours / 100, in your own loop",
+    "tenth_h1_lm_table_group_lr_zero": "the LR of self.table",
+    "tenth_h1_regression_gate_lr_zero": "the LR of self.gate",
+    "tenth_h1_classifier_gate_lr_zero": "the LR of self.gate",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SIGNED_ALONE))
+def test_labkit_signs_it_alone_by_the_one_change_it_names(name):
+    row = report.triage(name, keep=True)
+    assert row["right_mechanism"] and row["granted"], row["mechanism"][:200]
+    assert SIGNED_ALONE[name] in report.record_of(name).rows["intervention"]["text"]

@@ -11,7 +11,9 @@ or its shape when it lives in a local variable of ``train()``) and read against 
   ``not_in_optimizer``; a leaf the loop moves by hand is updated, not missing;
 - **held, never moved**: in the optimizer, a gradient when the optimizer steps, not one change
   (its group's LR is 0): H1 only when the run fails by its own test (`baseline.fails`), since a
-  group at LR 0 may be a deliberate freeze; read after every other H1 rule (`still_rule`).
+  group at LR 0 may be a deliberate freeze; read after every other H1 rule (`still_rule`),
+  and for a tensor made outside the model with `graph_rule`, before the label-shuffle control
+  (`still_outside_rule`: labkit's plain loops cannot move it either).
 
 `describe` gives the acquittal its words for the graph: what was checked and what could not be.
 """
@@ -79,9 +81,10 @@ def _unstepped(ev) -> list[dict]:
     ]
 
 
-def _held_still(ev) -> list[dict]:
+def _held_still(ev, outside: bool = False) -> list[dict]:
     s = leaves(ev)
-    return [r for r in s["rows"] if r["step_grad"] and not r["moved"] and r["held"]]
+    rows = [r for r in s["rows"] if r["step_grad"] and not r["moved"] and r["held"]]
+    return [r for r in rows if not r["in_model"]] if outside else rows
 
 
 def _names(rows) -> list[str]:
@@ -123,10 +126,11 @@ def graph_rule(evs) -> OwnFinding | None:
     return None
 
 
-def still_rule(evs) -> OwnFinding | None:
+def still_rule(evs, outside: bool = False) -> OwnFinding | None:
     """H1 for a held tensor that never moves though it has a gradient when the optimizer steps,
-    read last: the LR of 0, gradients cleared or clipped to 0 have their own rules first."""
-    still = [_held_still(ev) for ev in evs]
+    read last: the LR of 0, gradients cleared or clipped to 0 have their own rules first.
+    With `outside`, only tensors made outside the model (`still_outside_rule`)."""
+    still = [_held_still(ev, outside) for ev in evs]
     if still[0] and _names(still[0]) == _names(still[1]) and all(baseline.fails(ev) for ev in evs):
         rows = still[0]
         lrs = ", ".join(f"{lr:g}" for lr in sorted({r["lr"] for r in rows if r["lr"] is not None}))
@@ -140,6 +144,14 @@ def still_rule(evs) -> OwnFinding | None:
             f"({'its' if one else 'their'} group's LR is {lrs}), and {baseline.fails(evs[0])}",
         )
     return None
+
+
+def still_outside_rule(evs) -> OwnFinding | None:
+    """`still_rule` for tensors made outside the model, read with `graph_rule`, before the
+    label-shuffle control: labkit's plain loops hold the model's parameters only, so a run
+    that needs such a tensor to move (an embedding table beside the model, its group at LR 0)
+    trains alike on real and shuffled labels there, and would read as data without signal."""
+    return still_rule(evs, outside=True)
 
 
 def describe(ev) -> tuple[str | None, str | None]:

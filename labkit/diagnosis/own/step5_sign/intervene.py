@@ -8,7 +8,9 @@ with); seed 1 is the confirmation. Arms:
 - a plain-loop arm ("own", "rebuilt", "ref", "lr/10", "lr/100", "unfrozen"): the loss
   lands at least halfway from the curve it replaces to the arm's curve;
 - "logger": the learner's own loop re-run, reported as the honest running mean of its
-  raw losses: the reported curve moves at least halfway to the honest one;
+  raw losses: the reported curve moves at least halfway to the honest one, at the step where
+  every seed's reports stand furthest on one side of every seed's honest mean (seed 0's widest
+  gap where none separates them all);
 - "shuffled": labels permuted again; the loss ends no better than with the real labels;
 - "cleaned": non-finite input values replaced by 0; the loss stays finite and bounded;
 - "held_out_train": train on all but the last fifth of the training batches and score
@@ -69,9 +71,34 @@ def _logger_run(ev, seed):
     )
 
 
+def _separation(evs, t: int):
+    """(gap, midpoint, op) at step t where every seed's reported window lies on one side of
+    every seed's honest window, or None: the threshold a fix must cross on both seeds."""
+    h, r = [], []
+    for ev in evs:
+        raw = [float(v) for v in ev.run.table["loss_raw"]]
+        rep = ev.run.table["loss_reported"]
+        if t >= len(raw) or rep[t] is None or not math.isfinite(rep[t]):
+            return None
+        h.append(_window(_epoch_mean(raw, ev.rows_per_epoch), t))
+        r.append(_window(rep, t))
+    if max(r) < min(h):
+        return min(h) - max(r), (min(h) + max(r)) / 2, ">"
+    if min(r) > max(h):
+        return min(r) - max(h), (min(r) + max(h)) / 2, "<"
+    return None
+
+
 def _plan_logger(evs):
+    """The step where the honest and the reported windows stand furthest apart on every seed,
+    the threshold halfway between them; on seed 0 alone where no step separates all seeds."""
     ev = evs[0]
     raw = [float(v) for v in ev.run.table["loss_raw"]]
+    both = [(t, _separation(evs, t)) for t in range(9, len(raw))]
+    both = [(t, sep) for t, sep in both if sep is not None]
+    if len(evs) > 1 and both:
+        where, (_, mid, op) = max(both, key=lambda b: b[1][0])
+        return f"loss_reported {op} {_num(mid)} by step {where}", lambda seed: _logger_run(ev, seed)
     honest = _epoch_mean(raw, ev.rows_per_epoch)
     rep = ev.run.table["loss_reported"]
     best, where = 0.0, None

@@ -60,6 +60,8 @@ _LOSS_SENTENCE = {
     ".sum())",
     "loss_rebuilt": "backpropagate the loss tensor itself: no .item(), torch.tensor(...) or "
     "detach() between the model's output and backward()",
+    "padding_in_loss": "leave the pad positions out of the loss: ignore_index=<the pad id> in "
+    "cross_entropy, or labels set to -100 where the attention mask is 0",
 }
 CHANGES = {
     **dict.fromkeys(
@@ -247,7 +249,9 @@ def prescribe(finding, evs, labkit_plan=None) -> dict:
     if finding.key in RESCALED or finding.system == "H3":
         if labkit_plan is not None:
             forecast = labkit_plan[0]  # on the reference loss when labkit swapped the loss
-            judged_by = "reference" if labkit_plan[2][0] == "loss_fn" else judged_by
+            ruler = getattr(labkit_plan[1], "ruler", "")  # which reference it was read on
+            if labkit_plan[2][0] == "loss_fn":
+                judged_by = f"reference:{ruler}" if ruler else "reference"
         else:
             why = (
                 "the fix changes what the loss or the logger measures, and labkit found no "

@@ -1,9 +1,13 @@
 """Signing a conviction of the setup triage: by labkit's own intervention where it has one, else
 by the learner's fix, passed to ``record.intervene(fixed_setup)``.
 
+- `first_plan(finding, evs)`: labkit's one-change run of the learner's own loop, before the
+  plain arm: for an LR too high, the same loop at the lower LR (`scaled`);
 - `own_plan(finding, evs)`: labkit's own intervention for a mechanism its plain arms do not
-  cover: for one in the loss, the reference loss on the same model output (`own.refloss`); for
+  cover: for one in the loss, the reference loss on the same model output (`own.refloss`; for
+  the alignment of targets, the next-token loss along the measured time axis); for
   a tensor the loss depends on that no optimizer holds, the same loop holding it (`stepped`);
+  for a label left in the inputs, the same loop with those features held constant (`unleaked`);
 - `prescribe_rows(record, finding, evs)`: otherwise, the prescription (`own_prescribe`) in the
   intervention row, with the seeds in the confirmation row, both still UNKNOWN;
 - `intervene(record, fixed_setup)`: checks that the fix is the one change prescribed
@@ -25,14 +29,48 @@ from .prescribe import CHANGES, LOSS, prescribe, text
 from ...record.prediction import TriageRefused
 
 
+ALIGNED = ("labels_are_inputs", "double_shift")  # findings on which target each output meets
+
+
+def first_plan(finding, evs):
+    """labkit's one-change run of the learner's own loop, tried before the plain arm the
+    finding names: for an LR too high, the same loop at the lower LR (`scaled`); or None."""
+    from .scaled import plan as scaled_plan
+
+    return scaled_plan(finding, evs)
+
+
 def own_plan(finding, evs):
     """(forecast, run(seed) -> Run, variable) of labkit's own intervention, or None."""
     if finding.key == "leaf_not_stepped":  # the tensors added to the optimizer (`stepped`)
         from .stepped import plan as stepped_plan
 
         return stepped_plan(evs)
+    if finding.key == "leaf_never_moves":  # the same loop, those groups at the default LR
+        from .stepped import moving_plan
+
+        return moving_plan(evs)
+    if finding.key == "label_in_inputs":  # the leaked features held constant (`unleaked`)
+        from .unleaked import plan as unleaked_plan
+
+        return unleaked_plan(evs)
     touches = CHANGES.get(finding.key, (set(), ""))[0]
-    return own_refloss.plan(evs) if LOSS in touches else None
+    if LOSS not in touches:
+        return None
+    if finding.key in ALIGNED:  # the next-token loss along the axis the offset was measured on
+        from ..step3_h2.offset import measure
+
+        ev = evs[0]
+        m = ev.once("offset", lambda: measure(ev.setup, ev.seed, ev.batches[0]))
+        found = own_refloss.plan(evs, f"next:{m['axis']}") if m is not None else None
+        if found is not None:
+            return found
+    if finding.key == "padding_in_loss":  # both runs scored on the real tokens only
+        from ..step4_h1.padding import _pad_id
+
+        pad = _pad_id(evs[0].batches)
+        return own_refloss.plan(evs, f"pad:{pad[0]}") if pad is not None else None
+    return own_refloss.plan(evs)
 
 
 def prescribe_rows(record, finding, evs, labkit_plan=None) -> dict:
@@ -132,8 +170,9 @@ def _one_change(triage, fixed_setup, p) -> str:
 
 
 def _run(p: dict, setup, seed: int):
-    if p["judged_by"] == "reference":  # the fixed loss trains; the reference loss is read
-        return own_refloss.run(setup, seed, p["steps"], "scored", proto.batches(setup, seed))
+    if p["judged_by"].split(":", 1)[0] == "reference":  # the fixed loss trains; the reference
+        ruler = p["judged_by"].partition(":")[2]  # loss the forecast was read on is logged
+        return own_refloss.run(setup, seed, p["steps"], "scored", proto.batches(setup, seed), ruler)
     if p["judged_by"].startswith("held-out:"):  # a plain loop on the fixed batches, scored held out
         started, arm = time.time(), p["judged_by"].split(":", 1)[1]
         res = plain_loop(

@@ -10,6 +10,9 @@ are the ones added. A tensor that lives only in a local variable of ``train()`` 
 reached: then labkit has no intervention and the prescription alone signs the conviction.
 The forecast is read off seed 0's run: its loss lands at least halfway from the learner's run to
 it, on both seeds.
+
+`moving_plan` does the same for a held tensor that never moves (``leaf_never_moves``): the
+groups at LR 0 that hold it get the optimizer's default LR.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ def _resolve(obj, name: str):
     return obj if isinstance(obj, torch.Tensor) else None
 
 
-def _with_leaves(setup, names: list[str]):
+def with_optimizer(setup, change):
+    """A shallow copy of `setup` whose ``make_optimizer`` returns the learner's optimizer passed
+    through `change(optimizer, copy, model)`; every other method is the learner's."""
     make = getattr(type(setup), "make_optimizer", None)
     fixed = copy.copy(setup)
     for name, value in list(vars(fixed).items()):  # the deadline's wrappers call the original
@@ -40,7 +45,14 @@ def _with_leaves(setup, names: list[str]):
             )  # the class's own method, bound to the copy (train keeps its deadline)
 
     def make_optimizer(model):
-        opt = make(fixed, model)
+        return change(make(fixed, model), fixed, model)
+
+    fixed.make_optimizer = make_optimizer
+    return fixed
+
+
+def _with_leaves(setup, names: list[str]):
+    def add(opt, fixed, model):
         held = {id(p) for g in opt.param_groups for p in g["params"]}
         extra = [t for t in (_resolve(fixed, n) for n in names) if t is not None]
         extra = [t for t in extra if id(t) not in held]
@@ -48,8 +60,64 @@ def _with_leaves(setup, names: list[str]):
             opt.add_param_group({"params": extra})
         return opt
 
-    fixed.make_optimizer = make_optimizer
-    return fixed
+    return with_optimizer(setup, add)
+
+
+def _with_lr(setup, names: list[str]):
+    """The optimizer's groups at LR 0 that hold a tensor of `names` at its default LR."""
+
+    def lift(opt, fixed, model):
+        own = dict(model.named_parameters()) if isinstance(model, torch.nn.Module) else {}
+        ids = {id(t) for t in (own.get(n) or _resolve(fixed, n) for n in names) if t is not None}
+        for g in opt.param_groups:
+            if g["lr"] == 0 and any(id(p) in ids for p in g["params"]):
+                g["lr"] = opt.defaults.get("lr", 0.0)
+        return opt
+
+    return with_optimizer(setup, lift)
+
+
+def trial_forecast(evs, run):
+    """(forecast, run) from a seed-0 trial of `run`: its loss lands at least halfway from the
+    learner's run (the worse of both seeds) to the trial's, or None when it does not beat both."""
+    ev = evs[0]
+    step = int(ev.run.table["step"][-1])
+    before = min(level(e.run, step) for e in evs)
+    after = level(run(ev.seed), step)  # the trial the forecast is read off
+    if not (math.isfinite(after) and math.isfinite(before) and after < before):
+        return None
+    from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
+
+    return f"loss < {_num(after + 0.5 * (before - after))} by step {step}", run
+
+
+def moving_plan(evs):
+    """labkit's own intervention for a held tensor that never moves (``leaf_never_moves``): the
+    learner's own loop with the groups at LR 0 that hold those tensors at the optimizer's
+    default LR, nothing else changed; None where the default is 0 too, a tensor has no name the
+    setup's code or the model gives it, or the run does not beat the learner's on seed 0."""
+    ev = evs[0]
+    rows = [r for r in leaves(ev)["rows"] if r["step_grad"] and not r["moved"] and r["held"]]
+    names = [r["name"] for r in rows]
+    if not rows or not all(r["named"] or r["in_model"] for r in rows):
+        return None
+    if getattr(type(ev.setup), "make_optimizer", None) is None:
+        return None
+
+    def run(seed):  # a fresh run each time: the forecast is sealed before the intervention starts
+        return proto.train(_with_lr(ev.setup, names), seed, ev.epochs)
+
+    found = trial_forecast(evs, run)
+    if found is None:
+        return None
+    return (
+        *found,
+        (
+            "the LR of " + ", ".join(names),
+            "0",
+            "the optimizer's default LR (your loop otherwise unchanged)",
+        ),
+    )
 
 
 def plan(evs):
@@ -72,16 +140,11 @@ def plan(evs):
     def run(seed):  # a fresh run each time: the forecast is sealed before the intervention starts
         return proto.train(_with_leaves(ev.setup, names), seed, ev.epochs)
 
-    step = int(ev.run.table["step"][-1])
-    before = min(level(e.run, step) for e in evs)
-    after = level(run(ev.seed), step)  # the trial the forecast is read off
-    if not (math.isfinite(after) and math.isfinite(before) and after < before):
+    found = trial_forecast(evs, run)
+    if found is None:
         return None
-    from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
-
     return (
-        f"loss < {_num(after + 0.5 * (before - after))} by step {step}",
-        run,
+        *found,
         (
             "the optimizer's parameters",
             "as make_optimizer() builds them",

@@ -22,7 +22,7 @@ from ..step3_h2.entropy import explain_model_stall, explain_stall
 from .evidence import SeedEvidence
 from ..step5_sign.intervene import plan
 from .rules import decide, logger_check
-from ..step5_sign.sign import intervene, own_plan, prescribe_rows
+from ..step5_sign.sign import first_plan, intervene, own_plan, prescribe_rows
 from ...probes import overfit_probe
 from ...stepwise import Stepwise, two_seeds
 from ...record.triage import UNKNOWN, TriageRecord
@@ -183,8 +183,10 @@ class SetupExplorer(Stepwise):
             rec.not_needed("intervention", "n/a: no defect to intervene on")
             rec.not_needed("confirmation", f"n/a: seed {s1} shows the same healthy evidence")
             return rec.rows["conviction"]["text"]
-        self._plan = plan(f, self.evs) if f.arm else None
-        self._plan = self._plan + (f.variable,) if self._plan else own_plan(f, self.evs)
+        self._plan = first_plan(f, self.evs)
+        if self._plan is None:
+            self._plan = plan(f, self.evs) if f.arm else None
+            self._plan = self._plan + (f.variable,) if self._plan else own_plan(f, self.evs)
         prescribe_rows(rec, f, self.evs, self._plan)
         return rec.rows["conviction"]["text"]
 

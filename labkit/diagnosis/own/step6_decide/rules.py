@@ -59,7 +59,7 @@ from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
-from ..step4_h1.leaves import graph_rule, still_rule
+from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import recount
 from ..step4_h1.norms import describe as describe_layers, norms_rule
@@ -329,6 +329,7 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         leak_rule,
         frozen_rule,
         graph_rule,
+        still_outside_rule,
         norms_rule,
         loss_path,
         offset_rule,
