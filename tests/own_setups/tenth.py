@@ -483,6 +483,13 @@ class RegressionGateFixed(RegressionGateLrZero):
     GATE_INIT = 1.0
 
 
+class RegressionGateTrained(RegressionGateLrZero):
+    """Healthy: the gate starts at 0 and is trained at the group's LR (it opens within steps);
+    at init the loss ignores the inputs, which must not read as a loss that ignores pairing."""
+
+    GATE_LR = 0.01
+
+
 class ClassifierGateLrZero(_Gated, _Blobs):
     """Bug (H1): the same zero gate at LR 0 on a classifier under SGD with momentum."""
 
@@ -500,6 +507,21 @@ class ClassifierGateFixed(ClassifierGateLrZero):
     """Healthy: the gate held at LR 0 on purpose, at 1."""
 
     GATE_INIT = 1.0
+
+
+class RegressionAggregateLoss(_Regression):
+    """Bug (H1): the squared error of the batch's means, not of each prediction: the model
+    learns the mean of the target and nothing of which row it belongs to."""
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return (model(x).squeeze(-1).mean() - y.mean()) ** 2
+
+
+class ClassifierGateTrained(ClassifierGateLrZero):
+    """Healthy: the zero gate trained at the optimizer's LR."""
+
+    GATE_LR = 0.05
 
 
 class LogitScaleGroupLrZero(LogitScaleNotInOptimizer):
@@ -539,6 +561,9 @@ TENTH = {
     "tenth_ok_regression_gate_fixed": RegressionGateFixed,
     "tenth_h1_classifier_gate_lr_zero": ClassifierGateLrZero,
     "tenth_ok_classifier_gate_fixed": ClassifierGateFixed,
+    "tenth_ok_regression_gate_trained": RegressionGateTrained,
+    "tenth_ok_classifier_gate_trained": ClassifierGateTrained,
+    "tenth_h1_regression_aggregate_loss": RegressionAggregateLoss,
     "tenth_ok_logit_scale_group_lr_zero": LogitScaleGroupLrZero,
 }
 
@@ -562,6 +587,7 @@ TENTH_EXPECTED = {
     "tenth_h2_seq_first_double_shift": ("H2", [("shift",), ("twice", "t+2", "two")]),
     "tenth_h2_lm_double_shift_sgd": ("H2", [("shift",), ("twice", "t+2", "two")]),
     "tenth_h3_regression_int_totals": ("H3", [("int", "integer", "truncat")]),
+    "tenth_h1_regression_aggregate_loss": ("H1", [("does not pair",), ("permuted",)]),
     "tenth_h3_regression_worst_so_far": ("H3", [("max",)]),
     **{
         f"tenth_h1_{kind}_lr_zero": ("H1", [("never move",), ("lr is 0",), (what,)])

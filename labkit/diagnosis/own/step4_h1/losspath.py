@@ -260,9 +260,27 @@ def _unpaired(setup, model, batch, value: float) -> float | None:
         changed = float(setup.loss_fn(model, proto.with_labels(batch, other)))
     except Exception:  # labels of another value may be refused: then nothing is measured
         return None
-    if _same(permuted, value) and not _same(changed, value):
+    if (
+        _same(permuted, value)
+        and not _same(changed, value)
+        and _reads_inputs(setup, model, batch, value)
+    ):
         return permuted
     return None
+
+
+def _reads_inputs(setup, model, batch, value: float) -> bool:
+    """Whether the loss changes when every row's input is the first row's: where it does not
+    (a gate or a layer at 0 at init, outside the model or in it), the predictions do not yet
+    depend on the inputs, and labels permuted among identical predictions tell nothing."""
+    try:
+        x = proto.inputs_of(batch)
+        if not torch.is_tensor(x) or x.dim() == 0 or len(x) < 2:
+            return True  # not measured: as before
+        alike = proto.with_inputs(batch, x[:1].expand_as(x).clone())
+        return not _same(float(setup.loss_fn(model, alike)), value)
+    except Exception:  # an input this check cannot rewrite: as before
+        return True
 
 
 def loss_path(evs) -> OwnFinding | None:
