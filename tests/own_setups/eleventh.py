@@ -148,6 +148,23 @@ class SortedByLabel(_Blobs):
         return [(self.x[i : i + 32], self.y[i : i + 32]) for i in range(0, len(self.x), 32)]
 
 
+class SortedByLabelShuffled(SortedByLabel):
+    """The learner's fix of `SortedByLabel`: a new permutation of the rows for every seed."""
+
+    def batches(self, seed):
+        perm = torch.randperm(len(self.x), generator=torch.Generator().manual_seed(seed))
+        return [
+            (self.x[perm[i : i + 32]], self.y[perm[i : i + 32]]) for i in range(0, len(self.x), 32)
+        ]
+
+
+class SortedByLabelReversed(SortedByLabel):
+    """Not a fix: the sorted batches in reverse order, still one class a batch."""
+
+    def batches(self, seed):
+        return list(reversed(super().batches(seed)))
+
+
 class RoundRobinClasses(SortedByLabel):
     """Healthy (a choice): the same fixed, unshuffled order, but the rows interleave the
     classes round-robin (one of each class in turn), so every batch holds every class."""

@@ -7,11 +7,16 @@ of each update with minus the gradient, and every LR scheduler's step; the order
 rows keep each row whole. Then every setup triaged once: right system and mechanism on every
 setup, no healthy twin convicted, and the words each new mechanism prints."""
 
+import copy
+
 import pytest
 import torch
 
+import labkit
 import own_setups.report as report
 from own_setups.eleventh import (
+    SortedByLabelReversed,
+    SortedByLabelShuffled,
     ELEVENTH,
     ELEVENTH_EXPECTED,
     ClipValueOne,
@@ -165,3 +170,28 @@ def test_each_new_mechanism_says_what_it_measured(name):
     assert all(w in row["mechanism"] for w in WORDS[name]), row["mechanism"]
     if name == "eleventh_h1_plateau_mode_max":  # measured once per epoch: no per-batch guess
         assert "stepped every batch?" not in row["mechanism"]
+
+
+ORDER = [
+    "eleventh_h2_sorted_by_label",
+    "eleventh_h2_regression_sorted_by_target",
+    "eleventh_h2_cnn_sorted_by_label",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ORDER)
+def test_an_unmixed_order_is_signed_by_the_same_rows_mixed_across_the_epoch(name):
+    assert report.triage(name, keep=True)["granted"]  # signed on both seeds by labkit alone
+    said = report.record_of(name).rows["intervention"]["text"]
+    assert "the same rows mixed across the epoch, in batches of the same sizes" in said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["eleventh_h2_sorted_by_label"])
+def test_a_learners_shuffle_signs_the_order_on_the_whole_epoch_and_a_reversal_does_not(name):
+    record = report.record_of(name)
+    signed = copy.deepcopy(record).intervene(SortedByLabelShuffled())
+    assert signed.startswith("CONVICTION: H2")
+    with pytest.raises(labkit.TriageRefused, match="the forecast was not met on seed 0"):
+        copy.deepcopy(record).intervene(SortedByLabelReversed())

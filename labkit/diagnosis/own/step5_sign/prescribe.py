@@ -114,6 +114,13 @@ CHANGES = {
         ("keep each label with its own input when the data is shuffled, split or joined"),
     ),
     "noise_inputs": ({DATA}, "feed the real features, not noise of the same shape"),
+    "order_unmixed": (
+        {DATA},
+        (
+            "shuffle the rows across the epoch (a DataLoader with shuffle=True, or a new "
+            "random permutation every epoch), so that each batch is a sample of the whole epoch"
+        ),
+    ),
     "feature_scale": ({DATA}, "standardise every input feature with the training statistics"),
     "held_out_mismatch": (
         {"val_batches"},
@@ -257,6 +264,8 @@ def prescribe(finding, evs, labkit_plan=None) -> dict:
                 "the fix changes what the loss or the logger measures, and labkit found no "
                 "reference that learned better than yours, so no threshold compares the runs"
             )
+    elif finding.key == "order_unmixed" and labkit_plan is not None:
+        forecast, judged_by = labkit_plan[0], "epoch:own"  # the ruler of labkit's `mixed` run
     else:
         forecast, why, judged_by = _loop_forecast(evs, finding.key)
     return {

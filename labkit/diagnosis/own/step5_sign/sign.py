@@ -8,6 +8,7 @@ by the learner's fix, passed to ``record.intervene(fixed_setup)``.
   the alignment of targets, the next-token loss along the measured time axis); for
   a tensor the loss depends on that no optimizer holds, the same loop holding it (`stepped`);
   for a label left in the inputs, the same loop with those features held constant (`unleaked`);
+  for batches in an unmixed order, the same rows mixed across the epoch (`mixed`);
 - `prescribe_rows(record, finding, evs)`: otherwise, the prescription (`own_prescribe`) in the
   intervention row, with the seeds in the confirmation row, both still UNKNOWN;
 - `intervene(record, fixed_setup)`: checks that the fix is the one change prescribed
@@ -50,6 +51,10 @@ def own_plan(finding, evs):
         from .stepped import moving_plan
 
         return moving_plan(evs)
+    if finding.key == "order_unmixed":  # the same rows mixed across the epoch (`mixed`)
+        from .mixed import plan as mixed_plan
+
+        return mixed_plan(evs)
     if finding.key == "label_in_inputs":  # the leaked features held constant (`unleaked`)
         from .unleaked import plan as unleaked_plan
 
@@ -188,6 +193,16 @@ def _run(p: dict, setup, seed: int):
             seed=seed,
             started_at=started,
             config={"task": "held-out loss of the fix"},
+        )
+    if p["judged_by"].startswith("epoch:"):  # a plain loop on the fixed batches, scored on them
+        started, data = time.time(), proto.batches(setup, seed)  # all: the whole epoch's loss
+        arm = p["judged_by"].split(":", 1)[1]
+        res = plain_loop(setup, seed, p["steps"], arm, batches=data, held_out=data, checkpoints=10)
+        return Run.from_log(
+            {"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
+            seed=seed,
+            started_at=started,
+            config={"task": "the whole epoch's loss of the fix"},
         )
     run = proto.train(setup, seed, p["epochs"])
     if not p["forecast"].startswith("loss_reported"):
