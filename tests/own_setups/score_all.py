@@ -30,25 +30,41 @@ from .seventh import SEVENTH, SEVENTH_EXPECTED
 from .sixth import SIXTH, SIXTH_EXPECTED
 from .tenth import TENTH, TENTH_EXPECTED
 
-BATCHES = {"first-third": (ALL_SETUPS, ALL_EXPECTED), "fourth": (FOURTH, FOURTH_EXPECTED),
-           "fifth": (FIFTH, FIFTH_EXPECTED), "sixth": (SIXTH, SIXTH_EXPECTED),
-           "seventh": (SEVENTH, SEVENTH_EXPECTED), "eighth": (EIGHTH, EIGHTH_EXPECTED),
-           "blind": (BLIND, BLIND_EXPECTED), "ninth": (NINTH, NINTH_EXPECTED),
-           "tenth": (TENTH, TENTH_EXPECTED), "eleventh": (ELEVENTH, ELEVENTH_EXPECTED)}
+BATCHES = {
+    "first-third": (ALL_SETUPS, ALL_EXPECTED),
+    "fourth": (FOURTH, FOURTH_EXPECTED),
+    "fifth": (FIFTH, FIFTH_EXPECTED),
+    "sixth": (SIXTH, SIXTH_EXPECTED),
+    "seventh": (SEVENTH, SEVENTH_EXPECTED),
+    "eighth": (EIGHTH, EIGHTH_EXPECTED),
+    "blind": (BLIND, BLIND_EXPECTED),
+    "ninth": (NINTH, NINTH_EXPECTED),
+    "tenth": (TENTH, TENTH_EXPECTED),
+    "eleventh": (ELEVENTH, ELEVENTH_EXPECTED),
+}
 
 
 def _one(item):
     batch, name = item
     import torch
     from . import report
+
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 1))
     setups, expected = BATCHES[batch]
     report.SETUPS, report.EXPECTED = {**report.SETUPS, **setups}, {**report.EXPECTED, **expected}
     try:
         row = report.triage(name)
     except Exception as exc:  # a crash is a miss, named
-        row = {"name": name, "expected": expected[name][0], "system": "CRASH", "mechanism": repr(exc),
-               "right_system": False, "right_mechanism": False, "granted": False, "seconds": 0.0}
+        row = {
+            "name": name,
+            "expected": expected[name][0],
+            "system": "CRASH",
+            "mechanism": repr(exc),
+            "right_system": False,
+            "right_mechanism": False,
+            "granted": False,
+            "seconds": 0.0,
+        }
     return batch, row
 
 
@@ -68,25 +84,33 @@ def main(argv: list[str]) -> int:
         buggy = [r for r in rows if r["expected"] != "NONE"]
         healthy = [r for r in rows if r["expected"] == "NONE"]
         right = [r for r in buggy if r["right_system"]]
-        got = {"buggy": len(buggy), "system": len(right),
-               "mechanism": sum(r["right_mechanism"] for r in buggy), "healthy": len(healthy),
-               "convicted": sum(r["system"] not in ("NONE", "UNKNOWN") for r in healthy),
-               "signed": sum(r["granted"] for r in right)}
+        got = {
+            "buggy": len(buggy),
+            "system": len(right),
+            "mechanism": sum(r["right_mechanism"] for r in buggy),
+            "healthy": len(healthy),
+            "convicted": sum(r["system"] not in ("NONE", "UNKNOWN") for r in healthy),
+            "signed": sum(r["granted"] for r in right),
+        }
         for k in total:
             total[k] += got[k]
         slowest = max(rows, key=lambda r: r["seconds"])
-        print(f"{batch:12s} buggy {got['buggy']:3d}: system {got['system']}, mechanism "
-              f"{got['mechanism']}, signed {got['signed']} of {got['system']}; healthy "
-              f"{got['healthy']}: convicted {got['convicted']}; slowest {slowest['name']} "
-              f"{slowest['seconds']:.1f} s")
+        print(
+            f"{batch:12s} buggy {got['buggy']:3d}: system {got['system']}, mechanism "
+            f"{got['mechanism']}, signed {got['signed']} of {got['system']}; healthy "
+            f"{got['healthy']}: convicted {got['convicted']}; slowest {slowest['name']} "
+            f"{slowest['seconds']:.1f} s"
+        )
         for r in buggy:
             if not r["right_mechanism"]:
                 print(f"    miss {r['name']}: {r['system']}: {r['mechanism'][:110]}")
     b = max(1, total["buggy"])
-    print(f"all batches: {total['system']}/{total['buggy']} right system ({total['system'] / b:.0%}), "
-          f"{total['mechanism']}/{total['buggy']} right mechanism ({total['mechanism'] / b:.0%}), "
-          f"{total['convicted']} of {total['healthy']} healthy convicted, {total['signed']} of "
-          f"{total['system']} right convictions signed by labkit alone")
+    print(
+        f"all batches: {total['system']}/{total['buggy']} right system ({total['system'] / b:.0%}), "
+        f"{total['mechanism']}/{total['buggy']} right mechanism ({total['mechanism'] / b:.0%}), "
+        f"{total['convicted']} of {total['healthy']} healthy convicted, {total['signed']} of "
+        f"{total['system']} right convictions signed by labkit alone"
+    )
     return 0
 
 

@@ -27,9 +27,16 @@ def triage(name: str) -> dict:
     try:
         return report.triage(name)
     except Exception as exc:  # noqa: BLE001 - the crash is what the row records
-        return {"name": name, "expected": report.EXPECTED[name][0], "system": "CRASH",
-                "mechanism": f"{type(exc).__name__}: {exc}", "right_system": False,
-                "right_mechanism": False, "granted": False, "seconds": time.perf_counter() - started}
+        return {
+            "name": name,
+            "expected": report.EXPECTED[name][0],
+            "system": "CRASH",
+            "mechanism": f"{type(exc).__name__}: {exc}",
+            "right_system": False,
+            "right_mechanism": False,
+            "granted": False,
+            "seconds": time.perf_counter() - started,
+        }
 
 
 def score(*parts: str) -> list[dict]:
@@ -44,24 +51,32 @@ def summary(rows: list[dict]) -> str:
     right = [r for r in buggy if r["right_system"]]
     convicted = sum(r["system"] not in ("NONE", "UNKNOWN") for r in healthy)
     slowest = max(rows, key=lambda r: r["seconds"])
-    return (f"{len(right)} of {len(buggy)} right system, "
-            f"{sum(r['right_mechanism'] for r in buggy)} of {len(buggy)} right mechanism, "
-            f"{convicted} of {len(healthy)} healthy convicted "
-            f"({sum(r['system'] == 'NONE' for r in healthy)} acquitted), "
-            f"{sum(r['granted'] for r in right)} of {len(right)} right convictions granted; "
-            f"slowest {slowest['name']} {slowest['seconds']:.1f} s")
+    return (
+        f"{len(right)} of {len(buggy)} right system, "
+        f"{sum(r['right_mechanism'] for r in buggy)} of {len(buggy)} right mechanism, "
+        f"{convicted} of {len(healthy)} healthy convicted "
+        f"({sum(r['system'] == 'NONE' for r in healthy)} acquitted), "
+        f"{sum(r['granted'] for r in right)} of {len(right)} right convictions granted; "
+        f"slowest {slowest['name']} {slowest['seconds']:.1f} s"
+    )
 
 
 def main(argv=None) -> int:
     torch.set_num_threads(1)
     rows = score(*(sys.argv[1:] if argv is None else argv))
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print("| setup | expected | labkit said | system | mechanism | verdict | s |\n|---|---|---|---|---|---|---|")
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    print(
+        "| setup | expected | labkit said | system | mechanism | verdict | s |\n|---|---|---|---|---|---|---|"
+    )
     for r in rows:
-        print(f"| {r['name']} | {r['expected']} | {r['system']}: {r['mechanism'][:110]} | "
-              f"{'right' if r['right_system'] else 'WRONG'} | "
-              f"{'right' if r['right_mechanism'] else 'WRONG'} | "
-              f"{'granted' if r['granted'] else 'refused'} | {r['seconds']:.1f} |")
+        print(
+            f"| {r['name']} | {r['expected']} | {r['system']}: {r['mechanism'][:110]} | "
+            f"{'right' if r['right_system'] else 'WRONG'} | "
+            f"{'right' if r['right_mechanism'] else 'WRONG'} | "
+            f"{'granted' if r['granted'] else 'refused'} | {r['seconds']:.1f} |"
+        )
     print(f"score at {head or 'this tree'}: {summary(rows)}")
     return 0
 

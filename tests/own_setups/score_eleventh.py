@@ -3,43 +3,19 @@
     cd tests && OMP_NUM_THREADS=1 python -m own_setups.score_eleventh               # every setup
     cd tests && OMP_NUM_THREADS=1 python -m own_setups.score_eleventh sorted eps  # names holding either
 
-The same rows and summary as `score_eighth`, for the eleventh batch.
+The same rows and summary as `score_eighth` (`score_tenth.score`), for the eleventh batch.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
-import torch
-
-from . import report
-from .score_eighth import summary, triage
 from .eleventh import ELEVENTH, ELEVENTH_EXPECTED
+from .score_tenth import score
 
 
 def main(argv=None) -> int:
-    torch.set_num_threads(1)
-    parts = sys.argv[1:] if argv is None else argv
-    report.SETUPS = {**report.SETUPS, **ELEVENTH}
-    report.EXPECTED = {**report.EXPECTED, **ELEVENTH_EXPECTED}
-    rows = []
-    for name in ELEVENTH:
-        if any(p in name for p in parts or ("",)):
-            rows.append(triage(name))
-            r = rows[-1]
-            print(
-                f"| {r['name']} | {r['expected']} | {r['system']}: {r['mechanism'][:300]} | "
-                f"{'right' if r['right_system'] else 'WRONG'} | "
-                f"{'right' if r['right_mechanism'] else 'WRONG'} | "
-                f"{'granted' if r['granted'] else 'refused'} | {r['seconds']:.1f} |",
-                flush=True,
-            )
-    head = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    print(f"score at {head or 'this tree'}: {summary(rows)}")
-    return 0
+    return score(ELEVENTH, ELEVENTH_EXPECTED, argv)
 
 
 if __name__ == "__main__":

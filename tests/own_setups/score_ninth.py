@@ -28,11 +28,16 @@ def main(argv=None) -> int:
         if any(p in name for p in parts or ("",)):
             rows.append(triage(name))
             r = rows[-1]
-            print(f"| {r['name']} | {r['expected']} | {r['system']}: {r['mechanism'][:160]} | "
-                  f"{'right' if r['right_system'] else 'WRONG'} | "
-                  f"{'right' if r['right_mechanism'] else 'WRONG'} | "
-                  f"{'granted' if r['granted'] else 'refused'} | {r['seconds']:.1f} |", flush=True)
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+            print(
+                f"| {r['name']} | {r['expected']} | {r['system']}: {r['mechanism'][:160]} | "
+                f"{'right' if r['right_system'] else 'WRONG'} | "
+                f"{'right' if r['right_mechanism'] else 'WRONG'} | "
+                f"{'granted' if r['granted'] else 'refused'} | {r['seconds']:.1f} |",
+                flush=True,
+            )
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     print(f"score at {head or 'this tree'}: {summary(rows)}")
     return 0
 

@@ -18,13 +18,15 @@ from .score_eighth import summary, triage
 from .tenth import TENTH, TENTH_EXPECTED
 
 
-def main(argv=None) -> int:
+def score(setups: dict, expected: dict, argv=None) -> int:
+    """Triage every setup of one batch whose name holds one of `argv` (all when none), one
+    row each as it is done, then the summary; the batch joins report's SETUPS and EXPECTED."""
     torch.set_num_threads(1)
     parts = sys.argv[1:] if argv is None else argv
-    report.SETUPS = {**report.SETUPS, **TENTH}
-    report.EXPECTED = {**report.EXPECTED, **TENTH_EXPECTED}
+    report.SETUPS = {**report.SETUPS, **setups}
+    report.EXPECTED = {**report.EXPECTED, **expected}
     rows = []
-    for name in TENTH:
+    for name in setups:
         if any(p in name for p in parts or ("",)):
             rows.append(triage(name))
             r = rows[-1]
@@ -40,6 +42,10 @@ def main(argv=None) -> int:
     ).stdout.strip()
     print(f"score at {head or 'this tree'}: {summary(rows)}")
     return 0
+
+
+def main(argv=None) -> int:
+    return score(TENTH, TENTH_EXPECTED, argv)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,15 @@ class LoopResult:
     model: object = None
     run: Run | None = None
 
+    def evals_run(self, seed: int, started_at: float, task: str) -> Run:
+        """The held-out losses at the checkpoints, as a `Run` whose loss_raw a forecast reads."""
+        return Run.from_log(
+            {"step": [s for s, _ in self.evals], "loss_raw": [v for _, v in self.evals]},
+            seed=seed,
+            started_at=started_at,
+            config={"task": task},
+        )
+
     @property
     def mean(self) -> float:
         """Mean training loss over the whole run (inf if any step was non-finite)."""

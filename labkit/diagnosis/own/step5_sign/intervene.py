@@ -189,12 +189,7 @@ def _held_out_run(ev, batches, seed):
         held_out=batches[-k:],
         checkpoints=10,
     )
-    return Run.from_log(
-        {"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
-        seed=seed,
-        started_at=started,
-        config={"task": "held-out slice of training"},
-    )
+    return res.evals_run(seed, started, "held-out slice of training")
 
 
 def _plan_held_out(evs):

@@ -27,12 +27,7 @@ def _scored(ev, batches: list, seed: int) -> Run:
     res = plain_loop(
         ev.setup, seed, ev.steps, "own", batches=batches, held_out=ev.batches, checkpoints=10
     )
-    return Run.from_log(
-        {"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
-        seed=seed,
-        started_at=started,
-        config={"task": "the whole epoch's loss"},
-    )
+    return res.evals_run(seed, started, "the whole epoch's loss")
 
 
 def plan(evs):

@@ -188,22 +188,12 @@ def _run(p: dict, setup, seed: int):
             batches=proto.batches(setup, seed),
             held_out=proto.batches(setup, seed, "val_batches"),
         )
-        return Run.from_log(
-            {"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
-            seed=seed,
-            started_at=started,
-            config={"task": "held-out loss of the fix"},
-        )
+        return res.evals_run(seed, started, "held-out loss of the fix")
     if p["judged_by"].startswith("epoch:"):  # a plain loop on the fixed batches, scored on them
         started, data = time.time(), proto.batches(setup, seed)  # all: the whole epoch's loss
         arm = p["judged_by"].split(":", 1)[1]
         res = plain_loop(setup, seed, p["steps"], arm, batches=data, held_out=data, checkpoints=10)
-        return Run.from_log(
-            {"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
-            seed=seed,
-            started_at=started,
-            config={"task": "the whole epoch's loss of the fix"},
-        )
+        return res.evals_run(seed, started, "the whole epoch's loss of the fix")
     run = proto.train(setup, seed, p["epochs"])
     if not p["forecast"].startswith("loss_reported"):
         return run

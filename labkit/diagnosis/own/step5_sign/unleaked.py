@@ -49,12 +49,7 @@ def _scored(ev, batches: list, held: list, seed: int) -> Run:
         held_out=held[-k:],
         checkpoints=10,
     )
-    return Run.from_log(
-        {"step": [s for s, _ in res.evals], "loss_raw": [v for _, v in res.evals]},
-        seed=seed,
-        started_at=started,
-        config={"task": "held-out loss, the leaked features held constant"},
-    )
+    return res.evals_run(seed, started, "held-out loss, the leaked features held constant")
 
 
 def plan(evs):
