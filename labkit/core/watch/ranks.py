@@ -24,6 +24,8 @@ group's timeout (`init_process_group(..., timeout=...)`).
 
 from __future__ import annotations
 
+import time
+
 import torch
 import torch.nn as nn
 
@@ -86,7 +88,6 @@ class RankCheck:
 
             w._handles.append(w._model.register_forward_pre_hook(before_forward))
         self.check(w)  # at the start: the ranks should begin equal (DDP broadcasts rank 0's)
-        self._drain(w, wait_s)  # every rank is here together: read it now
 
     def step_done(self, w) -> None:
         if self._pending:
@@ -119,7 +120,7 @@ class RankCheck:
     def check(self, w) -> None:
         """Send this step's summary; it is compared once every rank's has arrived."""
         self.last_step = int(w.steps)
-        self._send("params", self._summary(w).cpu(), self.last_step)
+        self._send("params", self._summary(w), self.last_step)
         self._buffers_due = bool(self.buffers)  # compared at the next forward, after DDP's sync
 
     def _send_buffers(self, w) -> None:
@@ -133,8 +134,6 @@ class RankCheck:
     def _drain(self, w, wait_s: float | None) -> None:
         """Compare every check whose all-gather has completed, oldest first; with `wait_s`,
         wait up to that long for the rest, then say which never got an answer."""
-        import time
-
         deadline = None if wait_s is None else time.monotonic() + wait_s
         while self._pending:
             kind, work, gathered, step = self._pending[0]
