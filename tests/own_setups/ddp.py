@@ -58,6 +58,9 @@ class DDPSetup:
     def after_backward(self, model):
         pass
 
+    def optimizer_step(self, opt):
+        opt.step()
+
     def sampler(self, data, seed):
         return DistributedSampler(data, shuffle=True, seed=seed)
 
@@ -91,7 +94,7 @@ class DDPSetup:
                     loss = F.cross_entropy(self.forward(ddp, x), y)
                     loss.backward()
                 self.after_backward(model)
-                opt.step()
+                self.optimizer_step(opt)
                 log["step"].append(step)
                 log["loss_raw"].append(loss.item())
                 log["loss_reported"].append(self.reported(loss))

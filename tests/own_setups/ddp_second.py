@@ -79,28 +79,9 @@ class LRDependsOnRank(DDPSetup):
 class StepOnRankZeroOnly(DDPSetup):
     """Bug: ``optimizer.step()`` under ``if rank == 0`` (a guard meant for logging)."""
 
-    def train(self, seed, epochs):
-        started = time.time()
-        ddp = DDP(self.make_model(seed))
-        opt = self.make_optimizer(ddp)
-        data = TensorDataset(self.x, self.y)
-        sampler = DistributedSampler(data, shuffle=True, seed=seed)
-        loader = DataLoader(data, batch_size=self.batch_size, sampler=sampler)
-        log = {"step": [], "loss_raw": [], "loss_reported": []}
-        step = 0
-        for epoch in range(epochs):
-            sampler.set_epoch(epoch)
-            for x, y in loader:
-                opt.zero_grad()
-                loss = F.cross_entropy(ddp(x), y)
-                loss.backward()
-                if dist.get_rank() == 0:
-                    opt.step()
-                log["step"].append(step)
-                log["loss_raw"].append(loss.item())
-                log["loss_reported"].append(self.reported(loss))
-                step += 1
-        return Run.from_log(log, seed=seed, started_at=started)
+    def optimizer_step(self, opt):
+        if dist.get_rank() == 0:
+            opt.step()
 
 
 class SameSamplerOnEveryRank(DDPSetup):
