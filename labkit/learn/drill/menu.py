@@ -79,14 +79,16 @@ MENU = {
 CURVE_PROBES = ("raw_vs_reported", "overfit", "second_seed")  # forecast by drawing a curve
 
 
-def menu_lines(left: int | None = None) -> list[str]:
-    """The menu as text: name, price, what it shows, and the words a forecast may use."""
+def menu_lines(left: int | None = None, *, menu=None, outcomes=None) -> list[str]:
+    """The menu as text: name, price, what it shows, and the words a forecast may use
+    (`menu`, `outcomes`: another mystery kind's, e.g. the distributed drill's)."""
+    menu, outcomes = menu or MENU, outcomes or OUTCOMES
     head = "probe             price       what it shows"
     out = [head + (f"  ({left} credits left)" if left is not None else "")]
-    for p in MENU.values():
+    for p in menu.values():
         out.append(f"  {p.name:<16} {p.price} ({TIERS[p.price]})")
         out += wrap(p.shows, "      ")
-        out.append(f"      forecast words: {' | '.join(OUTCOMES[p.name])}")
+        out.append(f"      forecast words: {' | '.join(outcomes[p.name])}")
     return out
 
 

@@ -86,7 +86,6 @@ def _rank(
     """One rank: every setup of `blob` in turn (see the module docstring). `choose` (the
     decision, passed in so that capturing imports no later step) picks the arm to run;
     `read` (the same) turns each run's replay into plain data (`rankhooks.observe`)."""
-    import torch
     import torch.distributed as dist
 
     from ....core.ddp_loop import join_gloo
@@ -105,7 +104,6 @@ def _rank(
         say(step=status.get("step", 0) + 1)
 
     say()
-    torch.set_num_threads(1)
     warnings.filterwarnings("ignore", message="`broadcast_buffers` is deprecated")  # torch 2.13
     results: dict = {}
     try:

@@ -244,7 +244,8 @@ def observe(
     if w is not None:
         w.close()  # the last check, at the same point on every rank
     cols = w.columns() if w is not None else {"grad_norm": [None], "update_norm": [None]}
-    checks = w.describe()["ranks"]["checks"] if w is not None and "ranks" in w.describe() else []
+    described = w.describe() if w is not None else {}
+    checks = described["ranks"]["checks"] if "ranks" in described else []
     reported = run.table.get("loss_reported") or [None] * len(run)
     return {
         "seed": seed,

@@ -69,8 +69,14 @@ def sign_reported(evs: dict) -> list[tuple[bool, str]]:
     """Per seed: whether averaging the ranks' reports gives the mean loss (the one change)."""
     out = []
     for seed, ranks in evs.items():
-        after = compare(ranks)["after"]
-        met = after is not None and after <= SAME
+        c = compare(ranks)
+        after = None if c is None else c["after"]
+        if after is None:  # no step with a report on every rank: nothing to average
+            out.append(
+                (False, f"seed {seed}: the ranks' reports could not be averaged step by step")
+            )
+            continue
+        met = after <= SAME
         out.append(
             (
                 met,

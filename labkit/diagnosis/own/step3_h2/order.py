@@ -88,9 +88,14 @@ def _at_init(ev) -> float:
     return held_out_loss(ev.setup, proto.make_model(ev.setup, ev.seed), ev.batches)
 
 
-def _whole(ev) -> tuple[float, float, float] | None:
+def whole_epoch(ev) -> tuple[float, float, float] | None:
     """(the whole-epoch loss of the plain loop's model, of the same loop's on mixed rows, of a
-    fresh model), or None where the first is already within `SHARE` of the fresh model's."""
+    fresh model), or None where the first is already within `SHARE` of the fresh model's;
+    once per seed (the order's signing, `step5_sign.mixed`, reads the same figures)."""
+    return ev.once("order_whole", lambda: _whole(ev))
+
+
+def _whole(ev) -> tuple[float, float, float] | None:
     own = ev.arm("own")
     if own.model is None or not own.losses:
         return None
@@ -115,7 +120,7 @@ def order_rule(evs) -> OwnFinding | None:
         return None  # a seeded order of mixed batches: the learner shuffles
     got = []
     for ev in evs:
-        pair = _whole(ev)
+        pair = whole_epoch(ev)
         if pair is None:
             return None
         whole, mixed, init = pair

@@ -18,35 +18,36 @@ import time
 
 from ....core.run import Run
 from ..step1_capture.loops import plain_loop
-from ..step3_h2.order import mixed_rows
+from ..step3_h2.order import mixed_rows, whole_epoch
+
+
+def epoch_run(setup, seed: int, steps: int, batches: list, epoch: list, arm: str = "own") -> Run:
+    """The loop of `arm` (the learner's optimizer) trained on `batches`, scored at ten
+    checkpoints on the whole epoch `epoch` (the same rows, in whatever order)."""
+    started = time.time()
+    res = plain_loop(setup, seed, steps, arm, batches=batches, held_out=epoch, checkpoints=10)
+    return res.evals_run(seed, started, "the whole epoch's loss")
 
 
 def _scored(ev, batches: list, seed: int) -> Run:
-    """The learner's optimizer trained on `batches`; the whole epoch's loss at checkpoints."""
-    started = time.time()
-    res = plain_loop(
-        ev.setup, seed, ev.steps, "own", batches=batches, held_out=ev.batches, checkpoints=10
-    )
-    return res.evals_run(seed, started, "the whole epoch's loss")
+    return epoch_run(ev.setup, seed, ev.steps, batches, ev.batches)
 
 
 def plan(evs):
     """(forecast, run(seed) -> Run, variable), or None when the rows cannot be pooled or the
-    mixed trial does not end below the unmixed runs on seed 0."""
+    mixed run does not end below the unmixed runs on seed 0. The runs before the change are
+    the order rule's own (`whole_epoch`: read, not trained again)."""
+    found = [whole_epoch(e) for e in evs]
     mixed = {e.seed: e.once("mixed_rows", lambda e=e: mixed_rows(e.batches, e.seed)) for e in evs}
-    if any(m is None for m in mixed.values()):
+    if any(f is None for f in found) or any(m is None for m in mixed.values()):
         return None
-    ev = evs[0]
-    before = [_scored(e, e.batches, e.seed).table["loss_raw"][-1] for e in evs]
-    trial = _scored(ev, mixed[ev.seed], ev.seed)
-    after, best = trial.table["loss_raw"][-1], min(before)
+    after, best = found[0][1], min(f[0] for f in found)
     if not (math.isfinite(after) and math.isfinite(best) and after < best):
         return None
     from .intervene import _num
 
-    step = trial.table["step"][-1]
     return (
-        f"loss < {_num(after + 0.5 * (best - after))} by step {step}",
+        f"loss < {_num(after + 0.5 * (best - after))} by step {evs[0].steps}",
         lambda seed: _scored(next(e for e in evs if e.seed == seed), mixed[seed], seed),
         ("batches", "yours", "the same rows mixed across the epoch, in batches of the same sizes"),
     )

@@ -190,10 +190,10 @@ def _run(p: dict, setup, seed: int):
         )
         return res.evals_run(seed, started, "held-out loss of the fix")
     if p["judged_by"].startswith("epoch:"):  # a plain loop on the fixed batches, scored on them
-        started, data = time.time(), proto.batches(setup, seed)  # all: the whole epoch's loss
-        arm = p["judged_by"].split(":", 1)[1]
-        res = plain_loop(setup, seed, p["steps"], arm, batches=data, held_out=data, checkpoints=10)
-        return res.evals_run(seed, started, "the whole epoch's loss of the fix")
+        from .mixed import epoch_run
+
+        data, arm = proto.batches(setup, seed), p["judged_by"].partition(":")[2]
+        return epoch_run(setup, seed, p["steps"], data, data, arm)
     run = proto.train(setup, seed, p["epochs"])
     if not p["forecast"].startswith("loss_reported"):
         return run

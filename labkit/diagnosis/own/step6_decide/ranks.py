@@ -77,9 +77,10 @@ def _rows_per_step(ev: dict) -> float:
     return round(sum(forwards) / steps, 1)
 
 
-def _acquit(own: dict, alone: str) -> str:
+def _acquit(own: dict, alone: str, gap: list, shares: str) -> str:
     """What the healthy evidence measured, each clause from its own numbers; `alone`: the
-    one-process checks' words (`single.acquittal`)."""
+    one-process checks' words (`single.acquittal`); `gap` and `shares`: the report's
+    comparison per seed and the shares' sentence, as the record's rows have them."""
     ranks = [ev for evs in own.values() for ev in evs]
     checks = [c for evs in own.values() for c in evs[0]["checks"]]
     if not checks:
@@ -92,7 +93,6 @@ def _acquit(own: dict, alone: str) -> str:
     fwd = [ev["forwards"] for ev in ranks]
     synced = all(f["ddp"] == f["inner"] == f["ddp_synced"] for f in fwd)
     hand = sum(ev["hand_reduces"] for ev in ranks)
-    gap = [compare(r) for r in own.values()]
     return (
         "; ".join(
             [
@@ -103,7 +103,7 @@ def _acquit(own: dict, alone: str) -> str:
                 f"their buffers by {max(buffers):.3g} at most over {len(buffers)} checks"
                 if buffers
                 else "the model holds no floating-point buffers",
-                describe_shares(own),
+                shares,
                 "every training forward went through DDP with its gradient sync on"
                 if synced
                 else f"training forwards through DDP / synced / in all: "
@@ -188,7 +188,8 @@ def _record(
             for s, g in zip(own, gaps)
         ),
     )
-    rec.notes.append("the ranks' shares of the data: " + describe_shares(own))
+    shares = describe_shares(own)
+    rec.notes.append("the ranks' shares of the data: " + shares)
     found = choose(own, world)
     one, evs, done, missing = None, None, [], []
     if setup is not None and (found is None or found.system != "H3"):  # H3 comes first
@@ -209,7 +210,7 @@ def _record(
             if evs is not None
             else f"not checked: {', '.join(missing) or 'the one-process checks (no setup given)'}"
         )
-        rec.convict("NONE", _acquit(own, alone), by="diagnose", seeds=list(seeds))
+        rec.convict("NONE", _acquit(own, alone, gaps, shares), by="diagnose", seeds=list(seeds))
         rec.not_needed("intervention", "n/a: no defect to intervene on")
         rec.not_needed("confirmation", f"n/a: seed {seeds[1]} shows the same healthy evidence")
         return rec

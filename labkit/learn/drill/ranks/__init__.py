@@ -14,8 +14,10 @@ drill's own. `BOOK` is what the session asks of a kind of mystery.
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
+from ..menu import menu_lines
 from . import book
 from .case import RankCase
 from .mystery import RankMystery, draw_ranks, rank_mystery_names, rank_seed_for
@@ -53,7 +55,7 @@ BOOK = SimpleNamespace(
     symptom=_symptom,
     menu=book.MENU,
     outcomes=book.OUTCOMES,
-    menu_lines=book.menu_lines,
+    menu_lines=functools.partial(menu_lines, menu=book.MENU, outcomes=book.OUTCOMES),
     answer=_answer,
     read_forecast=_read_forecast,
     running="  reading {name} from the two ranks' runs (trained at the start) ...",

@@ -9,8 +9,7 @@ one process beside them 3, the whole two-rank launch again on another seed 8.
 
 from __future__ import annotations
 
-from ..front.text import wrap
-from ..menu import TIERS, Probe
+from ..menu import Probe
 
 MENU = {
     p.name: p
@@ -201,14 +200,3 @@ ANSWERS = {  # the five parts of `answers.PARTS`
         "The first update matches the one-process run; the ranks still agree at every check.",
     ),
 }
-
-
-def menu_lines(left: int | None = None) -> list[str]:
-    """The distributed menu as text: name, price, what it shows, the forecast words."""
-    head = "probe             price       what it shows"
-    out = [head + (f"  ({left} credits left)" if left is not None else "")]
-    for p in MENU.values():
-        out.append(f"  {p.name:<16} {p.price} ({TIERS[p.price]})")
-        out += wrap(p.shows, "      ")
-        out.append(f"      forecast words: {' | '.join(OUTCOMES[p.name])}")
-    return out

@@ -18,7 +18,6 @@ class RankCase:
         self.mystery, self.steps = mystery, steps
         self.seeds = (mystery.run_seed, mystery.run_seed + 1)
         self._runs = runs  # {seed: [rank 0's result, rank 1's]}
-        self._one: dict = {}
         self.progress = None  # where the launch's progress lines go (set by the drill)
 
     def runs(self) -> dict:
@@ -36,13 +35,11 @@ class RankCase:
         return self.runs()[self.seeds[1 if second else 0]]
 
     def one_process(self, second: bool = False) -> float:
-        """The first update's norm of the same model in one process, on the same 32 examples."""
+        """The first update's norm of the same model in one process, on the same 32 examples
+        (cached by `first_update_one_process` itself)."""
         from ....core.ddp_loop import first_update_one_process
 
-        seed = self.seeds[1 if second else 0]
-        if seed not in self._one:
-            self._one[seed] = first_update_one_process(seed)
-        return self._one[seed]
+        return first_update_one_process(self.seeds[1 if second else 0])
 
     def reported(self) -> list:
         """Rank 0's reported loss: what the team's dashboard shows (the symptom)."""
