@@ -31,7 +31,7 @@ from . import (
     table as watch_table,
     writer as watch_writer,
 )
-from .guard import guarded
+from .guard import guarded, safely
 from .table import lr_value as _lr
 from ..budget import default_budget, dense_values, nbytes
 from ..record import group_name
@@ -240,7 +240,7 @@ class Watch:
         try:
             self.flush()
             if self._ranks is not None and self.stopped is None:
-                watch_ranks.safely(self, self._ranks.close, self)  # the last steps, in flight too
+                safely(self, self._ranks.close, self)  # the last steps, in flight too
         finally:
             self._unhook()
 

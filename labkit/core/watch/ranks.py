@@ -168,7 +168,7 @@ class RankCheck:
 
     def _compare(self, w, rows: torch.Tensor) -> None:
         names, n = list(w.groups), len(w.groups)
-        counts = [sum(w.params[i].numel() for i in idx) for idx in w.groups.values()]
+        counts = [sum(w.params[i].numel() for i in idx) for idx in w.groups.values()]  # may grow
         diff = _rel_diff(rows[:, 1 : 1 + 2 * n].view(self.world, n, 2), counts)
         norms = rows[:, 1 + 2 * n :].view(self.world, n, 2)
         entry = {

@@ -308,7 +308,6 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
         edge = unsettled(ev, f, own)  # first on evidence every CPU path shares (whether it
         if edge is not None:  # also blows up depends on the CPU's rounding)
             return edge
-    if blew or rose:
         for k in (10, 100):
             low = ev.arm(f"lr/{k}")
             if below(
@@ -365,4 +364,4 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
             f"step {f['lr_collapse_step']} of {f['steps']}{guess}, so learning stops early"
             + (f"; the LR is {named}" if named else ""),
         )
-    return unsettled(ev, f, own)
+    return None if blew or rose else unsettled(ev, f, own)  # read once: None the first time

@@ -14,8 +14,7 @@ changes), the plain arm is planned as before. The forecast is read off seed 0's 
 
 from __future__ import annotations
 
-from ..step1_capture import setup as proto
-from .stepped import trial_forecast, with_optimizer
+from .stepped import own_loop_plan, with_optimizer
 
 ARMS = {"lr/10": 10, "lr/100": 100}
 
@@ -31,11 +30,9 @@ def plan(finding, evs):
             group["lr"] = group["lr"] / k
         return opt
 
-    def run(seed):  # a fresh run each time: the forecast is sealed before the intervention starts
-        return proto.train(with_optimizer(ev.setup, lowered), seed, ev.epochs)
-
-    found = trial_forecast(evs, run)
-    if found is None:
-        return None
     name, before, _ = finding.variable or ("lr", "yours", "")
-    return (*found, (name, before, f"yours / {k}, in your own loop (nothing else changed)"))
+    return own_loop_plan(
+        evs,
+        lambda: with_optimizer(ev.setup, lowered),
+        (name, before, f"yours / {k}, in your own loop (nothing else changed)"),
+    )

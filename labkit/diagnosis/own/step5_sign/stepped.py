@@ -79,7 +79,8 @@ def _with_lr(setup, names: list[str]):
 
 def trial_forecast(evs, run):
     """(forecast, run) from a seed-0 trial of `run`: its loss lands at least halfway from the
-    learner's run (the worse of both seeds) to the trial's, or None when it does not beat both."""
+    learner's run (the lower of both seeds' losses) to the trial's, or None when it does not
+    beat both."""
     ev = evs[0]
     step = int(ev.run.table["step"][-1])
     before = min(level(e.run, step) for e in evs)
@@ -89,6 +90,18 @@ def trial_forecast(evs, run):
     from .intervene import _num  # plain decimals: the forecast parser reads no 'e+05'
 
     return f"loss < {_num(after + 0.5 * (before - after))} by step {step}", run
+
+
+def own_loop_plan(evs, changed, variable):
+    """(forecast, run(seed) -> Run, variable) of the learner's own loop with one change made:
+    `changed()` gives the changed setup, anew for every run (the forecast is sealed before the
+    intervention starts); None when the seed-0 trial does not beat the learner's run."""
+
+    def run(seed):
+        return proto.train(changed(), seed, evs[0].epochs)
+
+    found = trial_forecast(evs, run)
+    return None if found is None else (*found, variable)
 
 
 def moving_plan(evs):
@@ -104,14 +117,9 @@ def moving_plan(evs):
     if getattr(type(ev.setup), "make_optimizer", None) is None:
         return None
 
-    def run(seed):  # a fresh run each time: the forecast is sealed before the intervention starts
-        return proto.train(_with_lr(ev.setup, names), seed, ev.epochs)
-
-    found = trial_forecast(evs, run)
-    if found is None:
-        return None
-    return (
-        *found,
+    return own_loop_plan(
+        evs,
+        lambda: _with_lr(ev.setup, names),
         (
             "the LR of " + ", ".join(names),
             "0",
@@ -137,14 +145,9 @@ def plan(evs):
     ):
         return None
 
-    def run(seed):  # a fresh run each time: the forecast is sealed before the intervention starts
-        return proto.train(_with_leaves(ev.setup, names), seed, ev.epochs)
-
-    found = trial_forecast(evs, run)
-    if found is None:
-        return None
-    return (
-        *found,
+    return own_loop_plan(
+        evs,
+        lambda: _with_leaves(ev.setup, names),
         (
             "the optimizer's parameters",
             "as make_optimizer() builds them",

@@ -9,7 +9,7 @@ scored on the same ruler: trained on all but the last fifth of the batches, the 
 fifth with the leaked features held constant (inputs that carry no answer).
 
 Forecast: the run on the held features ends its held-out loss at least halfway from the leaky
-run's (the worse of both seeds) to its own seed-0 trial, on both seeds.
+run's (the lower of both seeds' losses) to its own seed-0 trial, on both seeds.
 """
 
 from __future__ import annotations
