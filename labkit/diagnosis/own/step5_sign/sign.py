@@ -107,6 +107,24 @@ def _refuse(message: str):
     raise TriageRefused(message)
 
 
+def check_fix_object(fixed_setup, diagnosed: tuple, *, with_: str, overriding: str) -> None:
+    """TypeError for a fix given as None or as a class, ValueError for the diagnosed setup
+    itself (any of `diagnosed`), each with the fix's shape; `with_` and `overriding` say what
+    the one change is (the one-process prescription, or one method of a distributed setup)."""
+    name = type(diagnosed[0]).__name__
+    if fixed_setup is None or isinstance(fixed_setup, type):
+        what = "None" if fixed_setup is None else f"the class {fixed_setup.__name__}"
+        raise TypeError(
+            f"fixed_setup is {what}; pass an instance of your fixed setup, e.g. "
+            f"Fixed() for class Fixed({name}) with {with_}."
+        )
+    if any(fixed_setup is d for d in diagnosed if d is not None):
+        raise ValueError(
+            "fixed_setup is the setup that was diagnosed, unchanged; pass a new setup "
+            f"with the one change made, e.g. class Fixed({name}) overriding {overriding}."
+        )
+
+
 def _checked(record, fixed_setup, triage):
     conv = record.rows["conviction"]["data"]
     if conv.get("system") in (None, "NONE"):
@@ -125,19 +143,13 @@ def _checked(record, fixed_setup, triage):
             f"your fix already signed this conviction ({record.verdict()}); nothing is left "
             "to test."
         )
-    if fixed_setup is None or isinstance(fixed_setup, type):
-        what = "None" if fixed_setup is None else f"the class {fixed_setup.__name__}"
-        raise TypeError(
-            f"fixed_setup is {what}; pass an instance of your fixed setup, e.g. "
-            f"Fixed() for class Fixed({type(triage.setup).__name__}) with the one "
-            f"method the prescription names ({', '.join(p['touches'])}) changed."
-        )
-    if fixed_setup in (triage.setup, getattr(triage.setup, "setup", None)):
-        raise ValueError(
-            "fixed_setup is the setup that was diagnosed, unchanged; pass a new setup "
-            "with the one change made, e.g. class Fixed(MySetup) overriding the one "
-            f"method the prescription names ({', '.join(p['touches'])})."
-        )
+    named = f"the one method the prescription names ({', '.join(p['touches'])})"
+    check_fix_object(
+        fixed_setup,
+        (triage.setup, getattr(triage.setup, "setup", None)),
+        with_=f"{named} changed",
+        overriding=named,
+    )
     missing = [m for m in proto.METHODS if not callable(getattr(fixed_setup, m, None))]
     if missing:
         raise TypeError(

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ...finding import Finding
 from ...record.prediction import TriageRefused
 from ..step1_capture.setup import check_methods, world_size_of
+from ..step5_sign.sign import check_fix_object
 from ..step2_h3.ranklog import sign_fixed_report, sign_reported
 from ..step3_h2.shares import sign_set_epoch
 from ..step4_h1.drift import sign_double, sign_drift
@@ -62,17 +63,7 @@ def _checked(record, fixed_setup, setup, world: int) -> None:
             f"your fix already signed this conviction ({record.verdict()}); nothing is left "
             "to test."
         )
-    if fixed_setup is None or isinstance(fixed_setup, type):
-        what = "None" if fixed_setup is None else f"the class {fixed_setup.__name__}"
-        raise TypeError(
-            f"fixed_setup is {what}; pass an instance of your fixed setup, e.g. Fixed() for "
-            f"class Fixed({type(setup).__name__}) with the one change made."
-        )
-    if fixed_setup is setup:
-        raise ValueError(
-            "fixed_setup is the setup that was diagnosed, unchanged; pass a new setup with the "
-            f"one change made, e.g. class Fixed({type(setup).__name__}) overriding one method."
-        )
+    check_fix_object(fixed_setup, (setup,), with_="the one change made", overriding="one method")
     check_methods(fixed_setup)
     if world_size_of(fixed_setup) != world:
         raise ValueError(
