@@ -17,38 +17,54 @@ import tempfile
 TIMEOUT_S = 60  # every collective: a rank that dies becomes an error in the others, not a hang
 
 
-def _rank(rank: int, world: int, rendezvous: str, bugs: dict, every: int, out: str) -> None:
+def run_ranks(rank: int, world: int, rendezvous: str, runs: list, every: int, out: str) -> None:
+    """What each rank runs: join the gloo group, train each (bug, seed, steps) of `runs` in
+    turn, write [result per run] to `out`/rankR.json. Rank 0 appends a line to `out`/progress
+    when the group is joined and when each run is done (whole lines: a reader may follow)."""
     import torch.distributed as dist
 
     from ...bugs.ddp import DDP_BUGS
     from ...core.ddp_loop import join_gloo, train_rank
 
+    def note(text: str) -> None:
+        if rank == 0:
+            with open(os.path.join(out, "progress"), "a") as f:
+                f.write(text + "\n")
+
     join_gloo(rank, world, rendezvous, TIMEOUT_S)
+    note("joined")
     try:
-        results = {
-            bug: train_rank(DDP_BUGS[bug].seams, steps=steps, every=every)
-            for bug, steps in bugs.items()
-        }
+        results = []
+        for bug, seed, steps in runs:
+            results.append(train_rank(DDP_BUGS[bug].seams, steps=steps, seed=seed, every=every))
+            note(f"run {bug} {seed} {steps}")
         with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
             json.dump(results, f)
     finally:
         dist.destroy_process_group()
 
 
+def check_bug(bug) -> None:
+    """A sentence for a name that is not in the distributed zoo (with the closest one)."""
+    from ...bugs.ddp import DDP_BUGS
+    from ...errors import suggest
+
+    if bug not in DDP_BUGS:
+        raise ValueError(
+            f"bug={bug!r} is not in the distributed zoo; choose one of "
+            f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
+        )
+
+
 def plan_of(bugs, steps: int, every: int, *, minimum: int = 1, maximum: int = 100_000) -> dict:
     """{bug: steps} from a name, names (each `steps` steps) or a {name: steps} dict, every name
     in the distributed zoo (`labkit.bugs.ddp.DDP_BUGS`); a sentence for anything else."""
-    from ...bugs.ddp import DDP_BUGS
-    from ...errors import check_number, suggest
+    from ...errors import check_number
 
     bugs = (bugs,) if isinstance(bugs, str) else bugs
     plan = dict(bugs) if isinstance(bugs, dict) else dict.fromkeys(bugs, steps)
     for bug, n in plan.items():
-        if bug not in DDP_BUGS:
-            raise ValueError(
-                f"bug={bug!r} is not in the distributed zoo; choose one of "
-                f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
-            )
+        check_bug(bug)
         check_number(f"steps for {bug}", n, minimum=minimum, maximum=maximum, integer=True)
     check_number("every", every, minimum=1, integer=True)
     return plan
@@ -65,9 +81,10 @@ def train_two_ranks(
     bugs = plan_of(bugs, steps, every)
     with tempfile.TemporaryDirectory() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
-        mp.spawn(_rank, args=(2, rendezvous, bugs, every, tmp), nprocs=2, join=True)
+        runs = [(bug, 0, n) for bug, n in bugs.items()]
+        mp.spawn(run_ranks, args=(2, rendezvous, runs, every, tmp), nprocs=2, join=True)
         ranks = []
         for rank in range(2):
             with open(os.path.join(tmp, f"rank{rank}.json")) as f:
                 ranks.append(json.load(f))
-    return {bug: [r[bug] for r in ranks] for bug in bugs}
+    return {bug: [r[i] for r in ranks] for i, bug in enumerate(bugs)}

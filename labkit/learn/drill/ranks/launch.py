@@ -4,7 +4,7 @@ in turn by the same two processes, with a line of progress per unit of work.
 Starting two processes that import torch is most of the cost (seconds on two cores); a run
 of 64 steps is a fraction of a second. So a mystery starts its ranks once, trains the
 mystery run and the second-seed run one after the other, and every probe then reads what
-they returned. The ranks use the "spawn" start method, so `_rank` lives here, importable.
+they returned. The ranks use the "spawn" start method and run `labkit.learn.lessons.ranks.run_ranks`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import os
 import tempfile
 import time
 
-TIMEOUT_S = 60  # every collective: a rank that dies becomes an error in the other, not a hang
 STEPS, EVERY = 64, 16  # a run: four epochs of 16 steps; the watch compares the ranks every 16
 
 
@@ -22,45 +21,15 @@ class RanksFailed(RuntimeError):
     """A rank raised or died before the launch's runs were done (the sentence says which)."""
 
 
-def _note(out: str, text: str) -> None:
-    with open(os.path.join(out, "progress"), "a") as f:
-        f.write(text + "\n")
-
-
-def _rank(rank: int, world: int, rendezvous: str, runs: list, every: int, out: str) -> None:
-    import torch.distributed as dist
-
-    from ....bugs.ddp import DDP_BUGS
-    from ....core.ddp_loop import join_gloo, train_rank
-
-    join_gloo(rank, world, rendezvous, TIMEOUT_S)
-    if rank == 0:
-        _note(out, "joined")
-    try:
-        results = []
-        for bug, seed, steps in runs:
-            results.append(train_rank(DDP_BUGS[bug].seams, steps=steps, seed=seed, every=every))
-            if rank == 0:
-                _note(out, f"run {bug} {seed} {steps}")
-        with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
-            json.dump(results, f)
-    finally:
-        dist.destroy_process_group()
-
-
 def check_runs(runs) -> list[tuple[str, int, int]]:
     """[(bug, seed, steps)] with every bug in the distributed zoo; a sentence for anything else."""
-    from ....bugs.ddp import DDP_BUGS
-    from ....errors import check_number, suggest
+    from ....errors import check_number
+    from ...lessons.ranks import check_bug
 
     out = []
     for run in runs:
         bug, seed, steps = run
-        if bug not in DDP_BUGS:
-            raise ValueError(
-                f"bug={bug!r} is not in the distributed zoo; choose one of "
-                f"{', '.join(map(repr, DDP_BUGS))}.{suggest(bug, DDP_BUGS)}"
-            )
+        check_bug(bug)
         check_number("seed", seed, minimum=0, integer=True)
         check_number(f"steps for {bug}", steps, minimum=2, maximum=10_000, integer=True)
         out.append((bug, int(seed), int(steps)))
@@ -79,13 +48,15 @@ def launch(runs, *, every: int = EVERY, progress=None, meanwhile=None) -> list[l
     import torch.multiprocessing as mp
     from torch.multiprocessing.spawn import ProcessException
 
+    from ...lessons.ranks import run_ranks
+
     runs = check_runs(runs)
     say = progress or (lambda line: None)
     start = time.monotonic()
     say(f"starting two gloo ranks (spawn, one thread each) for {len(runs)} run(s) ...")
     with tempfile.TemporaryDirectory() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
-        ctx = mp.spawn(_rank, args=(2, rendezvous, runs, every, tmp), nprocs=2, join=False)
+        ctx = mp.spawn(run_ranks, args=(2, rendezvous, runs, every, tmp), nprocs=2, join=False)
         if meanwhile is not None:
             meanwhile()
         seen, done = 0, False
