@@ -14,6 +14,7 @@ import own_setups.ddp
 from labkit.diagnosis.own.step1_capture.launch import pickled
 from labkit.diagnosis.own.step1_capture.setup import load
 from labkit.diagnosis.finding import Finding
+from labkit.diagnosis.own.step4_h1.drift import unanswered_rule
 from labkit.diagnosis.own.step6_decide.ranks import first, triage_ranks
 from own_setups.ddp_second import BUGS as SECOND_BUGS, HEALTHY as SECOND_HEALTHY
 from own_setups.ddp import (
@@ -263,3 +264,14 @@ def test_a_setup_the_ranks_cannot_import_is_refused_with_the_fix():
     with pytest.raises(TypeError, match="cannot be pickled"):
         pickled({"lambda": setup})
     assert pickle.loads(pickled({"plain": DDPSetup()}))[0][0] == "plain"
+
+
+def test_checks_left_unanswered_make_the_ranks_unknown_not_acquitted():
+    said = (
+        "the other ranks did not answer this rank's check at step 10 (waited 10 s; 1 check(s) "
+        "unanswered): either the ranks did not make the same number of optimizer steps ..."
+    )
+    quiet = {"findings": []}
+    found = unanswered_rule({0: [{"findings": [said]}, quiet], 1: [quiet, quiet]})
+    assert (found.system, found.key) == ("UNKNOWN", "checks_unanswered") and said in found.mechanism
+    assert unanswered_rule({0: [quiet, quiet], 1: [quiet, quiet]}) is None

@@ -217,3 +217,14 @@ def sign_double(own: dict, signed: dict, world: int) -> list[tuple[bool, str]]:
             )
         )
     return out
+
+
+def unanswered_rule(evs: dict) -> Finding | None:
+    """A watch whose cross-rank checks went unanswered on some seed, the ranks' step counts
+    equal (else `steps_apart_rule`): the ranks were not compared to the end, so no acquittal
+    may say they agree."""
+    for ranks in evs.values():
+        said = next((f for ev in ranks if (f := _said(ev, "the other ranks did not answer"))), None)
+        if said is not None:
+            return Finding("UNKNOWN", "checks_unanswered", f"the watch's check: {said}")
+    return None

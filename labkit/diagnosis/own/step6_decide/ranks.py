@@ -25,13 +25,27 @@ from . import single
 from .rankfix import FIX_ONLY, FORECASTS, sign_fix, signs
 from ..step2_h3.ranklog import compare, reported_rule
 from ..step3_h2.shares import describe as describe_shares, shares_rule
-from ..step4_h1.drift import buffers_rule, double_rule, drift_rule, steps_apart_rule
+from ..step4_h1.drift import (
+    buffers_rule,
+    double_rule,
+    drift_rule,
+    steps_apart_rule,
+    unanswered_rule,
+)
 
 
 def choose(evs: dict, world: int) -> Finding | None:
     """The first finding that holds on every seed, H3 -> H2 -> H1; None: nothing found.
     `evs`: {seed: [each rank's evidence]}."""
-    for rule in (reported_rule, shares_rule, steps_apart_rule, drift_rule, buffers_rule):
+    rules = (
+        reported_rule,
+        shares_rule,
+        steps_apart_rule,
+        drift_rule,
+        buffers_rule,
+        unanswered_rule,
+    )
+    for rule in rules:
         found = rule(evs)
         if found is not None:
             return found
