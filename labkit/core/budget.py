@@ -1,36 +1,43 @@
-"""The memory budget of `labkit.watch`: which parameters it copies whole and which it samples.
+"""The memory budget of `labkit.watch`: how it measures each parameter's update.
 
-An update norm needs each parameter as it was before the step. A copy of every parameter
-costs as much memory as the model (28 GB for a 7B fp32 model), so the watch keeps at most
-`budget` bytes beside the parameters:
+An update norm needs each parameter as it was before the step, or the step's own arithmetic.
+A copy of every parameter costs as much memory as the model (28 GB for a 7B fp32 model), so
+the watch keeps at most `budget` bytes beside the parameters, and measures each parameter in
+one of three ways:
 
-- **exact** while all of the optimizer's parameters fit: every update norm is exact;
-- otherwise tensors of up to 1,024 elements, then the smallest others up to a tenth of the
-  budget, are still copied whole, and each larger tensor is **sampled** in contiguous
-  blocks (up to 256 elements) in two parts:
+- **copied** while all of the optimizer's parameters fit in the budget: the update is the
+  difference, exact;
+- **read from the optimizer** (`labkit.core.updates`) above it, where the optimizer is
+  torch's own SGD, Adam, AdamW or SparseAdam and the weights are float32, float64 or
+  complex: the update is computed from the gradients and the optimizer's state, exact, with
+  no copy;
+- **sampled** otherwise (another optimizer, half-precision weights), an *estimate* with a
+  measured bound. Each large tensor is cut into contiguous blocks (up to 256 elements):
 
-  * **top**: before each step, the blocks with the largest gradient norm (one pass over
-    the gradient, on the device, which also gives the tensor's exact gradient norm, then
-    ``topk``) are copied exactly. A step often moves a few rows a lot: SGD changes only
-    the embedding rows of the batch's tokens, and an LM head moves the rows of the target
-    tokens most. A uniform sample alone would miss them;
-  * **spread**: a fixed systematic sample, every s-th block from a random offset (s a
-    prime that does not divide the row length, so all columns are visited). Each block
-    is in it with probability 1/s, so s times the squared update of its blocks outside
-    the top estimates the rest without bias (Horvitz-Thompson).
+  * **top**: before each step, the blocks with the largest gradient norm (one pass over the
+    gradient, which also gives the tensor's exact gradient norm) are copied exactly. A step
+    often moves a few rows a lot (the embedding rows of the batch's tokens);
+  * **draws**: k blocks drawn at random, with replacement, afresh at every step (from the
+    watch's seeded generator: the same seed gives the same table). The squared update of
+    the blocks outside the top is estimated by N times the mean of the draws' squared
+    updates (a draw that lands on a top block counts 0): unbiased at every step, whatever
+    the structure of the update, with a standard error from the draws' own spread.
 
-  The estimate is ``sqrt(top**2 + s * (spread**2 - overlap**2))``: its square is
-  unbiased for the squared update norm. Per sampled tensor a step costs about a dozen
-  small device ops and no host sync; the norms go into the watch's one fused
-  ``torch._foreach_norm`` call.
+  The estimate of a group's squared norm is the sum of its parts; its band is
+  ``Z = 3.29`` standard errors (99.9% under a normal approximation), turned into a norm:
+  ``update_norm_bound`` is the half-width, beside ``update_norm`` in the table. The bound
+  was checked against the parameters' change in float64 (tests/core/watch/test_watch_exact.py).
+
+  (Before 2026-12-07 the spread was one fixed systematic sample, every s-th block from one
+  random offset, drawn once per watch. Unbiased only on average over offsets, it was 24% off
+  at every step of a 1M-parameter MLP under SGD, whose gradients repeat with the rows.)
 
 An update that is exactly zero reads exactly zero: parameters the optimizer does not hold
-are never copied and read 0, and every sampled difference of an unchanged tensor is 0.
+are never measured and read 0, a zero learning rate reads 0, and every sampled difference of
+an unchanged tensor is 0.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 
@@ -72,6 +79,42 @@ def sparse_block_norms(grad: torch.Tensor, blocks: int, width: int) -> torch.Ten
     return out.index_add_(0, block, values.pow(2).reshape(-1)).sqrt_()
 
 
+FUSED_MAX = 4096  # elements: up to here one float32 reduction is within 3e-6 (measured)
+ROW = 256  # elements per partial sum of a larger tensor's norm
+
+
+def norms(tensors: list, dtype=None) -> list:
+    """The 2-norm of each tensor as a 0-d tensor, to float32 rounding however large it is.
+
+    One float32 reduction over many squares drifts on the CPU: against float64, 7e-6 off at
+    16k equal elements, 1.7e-4 at 262k, 1e-3 at 16M (equal values, as Adam's first update,
+    are the worst case). Up to `FUSED_MAX` elements the drift is below 3e-6, and those
+    tensors share one fused ``torch._foreach_norm`` call; a larger one is summed in rows of
+    `ROW` elements, then the rows' norms in float64 (below 1e-8 at every size, measured).
+    Complex tensors: the norm of their values.
+    """
+    out: list = [None] * len(tensors)
+    small, big = [], []
+    for i, t in enumerate(tensors):
+        t = torch.view_as_real(t) if t.is_complex() else t
+        (big if t.numel() > FUSED_MAX and t.is_contiguous() else small).append((i, t))
+    if small:
+        found = (
+            torch._foreach_norm([t for _, t in small])
+            if dtype is None
+            else torch._foreach_norm([t for _, t in small], 2, dtype=dtype)
+        )
+        for (i, _), n in zip(small, found):
+            out[i] = n
+    for i, t in big:
+        flat, k = t.view(-1), t.numel() // ROW
+        rows = torch.linalg.vector_norm(flat[: k * ROW].view(k, ROW), dim=1, dtype=dtype)
+        if t.numel() > k * ROW:
+            rows = torch.cat([rows, torch.linalg.vector_norm(flat[k * ROW :], dtype=dtype)[None]])
+        out[i] = torch.linalg.vector_norm(rows.double()).to(rows.dtype)
+    return out
+
+
 def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
@@ -82,16 +125,12 @@ def block_len(numel: int) -> int:
     return d if d >= MIN_BLOCK else 0
 
 
-def _stride(target: int, row_blocks: int) -> int:
-    """The smallest prime >= target that does not divide the row length (in blocks)."""
-    n = max(2, target)
-    while any(n % q == 0 for q in range(2, math.isqrt(n) + 1)) or row_blocks % n == 0:
-        n += 1
-    return n
+Z = 4.0  # standard errors in an estimate's band (3.29 is 99.9% under a normal law; the
+# draws of a skewed update are not normal: 3.29 covered 96.7% of 120 RMSprop steps, 4.0 all)
 
 
 class Sample:
-    """One parameter measured on its top blocks plus a fixed systematic spread of blocks."""
+    """One parameter estimated from its top blocks plus blocks drawn afresh at every step."""
 
     def __init__(self, param: torch.Tensor, k: int, gen: torch.Generator):
         self.param = param
@@ -99,37 +138,37 @@ class Sample:
         width = block_len(data.numel())
         self.body = data.view(-1, width)  # (blocks, width)
         blocks = self.blocks = self.body.shape[0]
-        row_blocks = data.numel() // data.shape[0] // width if data.dim() >= 2 else 1
-        dev = data.device
+        dev = self.device = data.device
+        self.gen = (
+            gen
+            if dev.type == "cpu"
+            else torch.Generator(dev).manual_seed(int(torch.randint(1 << 62, (), generator=gen)))
+        )
         self.n_top = max(1, min(k // 2, blocks // 2))
-        self.stride = _stride(blocks // max(1, k - self.n_top), max(row_blocks, 1))
-        self.offset = int(torch.randint(self.stride, (), generator=gen))
-        # (m,) may be empty when stride > blocks: still each block in with chance 1/stride
-        self.spread = torch.arange(self.offset, max(blocks, self.offset), self.stride, device=dev)
+        self.n_draw = max(64, k - self.n_top)  # enough draws for their spread to be read
         self.top = torch.arange(self.n_top, device=dev)  # reused while the gradient is None
+        self.draw = torch.arange(self.n_draw, device=dev) % blocks
         self.top_before = torch.empty(self.n_top, width, dtype=data.dtype, device=dev)
-        self.spread_before = torch.empty(len(self.spread), width, dtype=data.dtype, device=dev)
-        self._spread_rows = self.body[self.offset :: self.stride][: len(self.spread)]  # a view
-        self._in_spread = torch.zeros(blocks, dtype=data.dtype, device=dev)  # 1 on the spread
-        self._in_spread[self.spread] = 1
-        self._top_in_spread = self._in_spread[self.top].unsqueeze(1)  # (n_top, 1) of 0 and 1
+        self.draw_before = torch.empty(self.n_draw, width, dtype=data.dtype, device=dev)
+        self._is_top = torch.zeros(blocks, dtype=torch.float32, device=dev)
+        self._counted = torch.ones(self.n_draw, dtype=torch.float32, device=dev)
         self.grad_norm = None  # 0-d: this step's exact gradient norm, from the block norms
         self.kept_bytes = (
             nbytes(self.top_before)
-            + nbytes(self.spread_before)
+            + nbytes(self.draw_before)
             + nbytes(self.top)
-            + nbytes(self.spread)
-            + nbytes(self._in_spread)
+            + nbytes(self.draw)
+            + nbytes(self._is_top)
+            + nbytes(self._counted)
         )
-        self.fraction = (self.n_top + len(self.spread)) / blocks
         self.how = (
-            f"the {self.n_top} of {blocks} blocks of {width} elements with the largest "
-            f"gradient exactly, the rest from one block in {self.stride} "
-            f"({len(self.spread)} blocks)"
+            f"estimated: the {self.n_top} of {blocks} blocks of {width} elements with the "
+            f"largest gradient exactly, the rest from {self.n_draw} blocks drawn at random "
+            "at every step (band: update_norm_bound)"
         )
 
     def keep(self) -> None:
-        """Before the step: find the top blocks from the gradient, copy them and the spread."""
+        """Before the step: find the top blocks from the gradient, draw, copy both."""
         grad = self.param.grad
         if grad is not None:
             norms = (
@@ -139,40 +178,73 @@ class Sample:
                     grad.reshape(self.blocks, -1), dim=1, dtype=torch.float32
                 )
             )  # (blocks,)
-            self.grad_norm = torch.linalg.vector_norm(norms)
+            self.grad_norm = torch.linalg.vector_norm(norms.double()).float()
+            self._is_top.index_fill_(0, self.top, 0.0)
             self.top = torch.topk(norms, self.n_top, sorted=False).indices  # (n_top,)
-            self._top_in_spread = self._in_spread.index_select(0, self.top).unsqueeze(1)
+            self._is_top.index_fill_(0, self.top, 1.0)
+            # a draw's chance: half uniform, half in proportion to its squared gradient, so
+            # that an update that follows the gradient (SGD) is estimated almost exactly
+            sq = norms.square_()
+            total = sq.sum()
+            chance = sq.div_(torch.where(total > 0, 2 * total, 1.0)).add_(0.5 / self.blocks)
+            chance.div_(chance.sum())
         else:
             self.grad_norm = None
+            chance = torch.full((self.blocks,), 1.0 / self.blocks, device=self.device)
+        self.draw = torch.multinomial(chance, self.n_draw, replacement=True, generator=self.gen)
+        # each draw's weight: 1 / (draws * chance), 0 on a top block (measured exactly)
+        weight = chance.index_select(0, self.draw).mul_(self.n_draw).reciprocal_()
+        torch.mul(weight, 1.0 - self._is_top.index_select(0, self.draw), out=self._counted)
         torch.index_select(self.body, 0, self.top, out=self.top_before)
-        self.spread_before.copy_(self._spread_rows)  # every stride-th row: no gather
+        torch.index_select(self.body, 0, self.draw, out=self.draw_before)
 
-    def diffs(self) -> list[torch.Tensor]:
-        """After the step: (top, spread, the top blocks that are also in the spread)."""
+    def after(self) -> list[torch.Tensor]:
+        """After the step: the top's squared update, and the sum and the sum of squares of
+        the draws' weighted squared updates (0 for a draw on a top block)."""
         top = self.top_before.sub_(self.body.index_select(0, self.top))  # (n_top, width)
-        spread = self.spread_before.sub_(self._spread_rows)
-        return [top, spread, top * self._top_in_spread]
+        drawn = self.draw_before.sub_(self.body.index_select(0, self.draw))  # (n_draw, width)
+        y = torch.linalg.vector_norm(drawn, dim=1, dtype=torch.float32).square_()
+        y.mul_(self._counted)  # (n_draw,): each an unbiased estimate of the rest / n_draw
+        top_sq = torch.linalg.vector_norm(top, dtype=torch.float32).square()
+        return [top_sq, y.sum(), y.square().sum()]
 
-    def combine(self, top, spread, overlap):
-        """Update norm estimate from the three norms (float64 tensors, one per step)."""
-        return (top**2 + self.stride * (spread**2 - overlap**2).clamp(min=0)).sqrt()
+    def combine(self, top_sq, s1, s2):
+        """(squared update estimate, its variance), float64 tensors, one per step."""
+        k = self.n_draw  # s1 is the mean of k unbiased estimates k * y; its variance:
+        return top_sq + s1, ((s2 * k - s1**2) / (k - 1)).clamp(min=0)
 
 
 class Plan:
     """How the watch measures each parameter's update within `budget` bytes.
 
-    `exact` (indices into the watched parameters) are copied whole; `samples` maps the
-    others the optimizer holds to a `Sample`. Parameters in neither read 0. ``diffs()``
-    after a step gives `width` tensors whose norms ``combine()`` turns into update norms.
+    `exact` (indices into the watched parameters) are copied whole; `formula` reads the
+    update of the parameters it covers from the optimizer (`labkit.core.updates`); `samples`
+    maps the others the optimizer holds to a `Sample`. Parameters in none read 0.
+    ``keep()`` before a step; after it, ``diffs()`` (tensors whose norms the watch takes in
+    its one fused call) and ``ready()`` (0-d values) give the `width` columns of a row that
+    ``combine()`` turns into squared update norms and their variances.
     """
 
-    def __init__(self, params: list, owned: list[bool], budget: int, seed: int = 0):
+    def __init__(
+        self,
+        params: list,
+        owned: list[bool],
+        budget: int,
+        seed: int = 0,
+        optimizer=None,
+        scaler=None,
+    ):
+        from .updates import DTYPES, Formula, kind_of
+
         self.budget = budget
         cands = [i for i, p in enumerate(params) if owned[i]]
-        exact = cands
+        exact, covered = cands, []
         if sum(nbytes(params[i]) for i in cands) > budget:
+            kind = None if optimizer is None else kind_of(optimizer, scaler)
+            covered = [i for i in cands if kind and params[i].dtype in DTYPES]
+            rest = [i for i in cands if i not in set(covered)]
             exact, used = [], 0
-            for i in sorted(cands, key=lambda i: params[i].numel()):
+            for i in sorted(rest, key=lambda i: params[i].numel()):
                 if params[i].numel() > SMALL and used + nbytes(params[i]) > EXACT_SHARE * budget:
                     break
                 exact.append(i)
@@ -180,13 +252,18 @@ class Plan:
             # copied whole as well: what a view cannot cut into blocks (said in kept_bytes)
             exact += [
                 i
-                for i in cands
+                for i in rest
                 if i not in exact
                 and (not params[i].is_contiguous() or not block_len(params[i].numel()))
             ]
         self.exact = sorted(exact)
         used = sum(nbytes(params[i]) for i in self.exact)
-        rest = [i for i in cands if i not in set(self.exact)]
+        self.formula = None
+        if covered:  # its temporaries stay within what the copies leave of the budget
+            chunk = max(budget - used, 0) // (3 * 8)
+            self.formula = Formula(optimizer, kind, params, covered, min(chunk, 1 << 16))
+        taken = set(self.exact) | set(covered)
+        rest = [i for i in cands if i not in taken]
         self._data = [params[i].detach() for i in self.exact]
         self._before = [d.clone() for d in self._data]
         self.samples: dict[int, Sample] = {}
@@ -194,36 +271,73 @@ class Plan:
         gen = torch.Generator().manual_seed(seed)
         for i in rest:  # each sampled tensor gets the same share of its blocks
             blocks = params[i].numel() // block_len(params[i].numel())
-            self.samples[i] = Sample(params[i], max(2, int(share * blocks)), gen)
-        self.width = len(self.exact) + 3 * len(self.samples)
+            self.samples[i] = Sample(params[i], max(16, int(share * blocks)), gen)
+        self.covered = covered
+        self.width = len(self.exact) + 2 * len(covered) + 3 * len(self.samples)
         self.kept_bytes = sum(nbytes(b) for b in self._before) + sum(
             s.kept_bytes for s in self.samples.values()
         )
 
     @property
     def all_exact(self) -> bool:
-        return not self.samples
+        """Every update copied whole (the fast path: one fused norm call per step)."""
+        return not self.samples and self.formula is None
+
+    @property
+    def estimated(self) -> bool:
+        return bool(self.samples)
 
     def keep(self) -> None:
-        """Before the step: copy what the plan keeps."""
+        """Before the step: copy what the plan keeps, read what the formula needs."""
         if self._before:
             torch._foreach_copy_(self._before, self._data)
+        if self.formula is not None:
+            self.formula.before()
         for s in self.samples.values():
             s.keep()
 
     def diffs(self) -> list[torch.Tensor]:
-        """After the step: the tensors whose norms give the update norms (see combine)."""
+        """After the step: the copied tensors' differences (their norms: the updates)."""
         if self._before:
             torch._foreach_sub_(self._before, self._data)
-        if not self.samples:
-            return self._before
-        return self._before + [d for s in self.samples.values() for d in s.diffs()]
+        return self._before
 
-    def combine(self, norms: torch.Tensor, n_params: int) -> torch.Tensor:
-        """(steps, width) norms of diffs() -> (steps, n_params) update norms; 0 where unheld."""
-        out = torch.zeros(norms.shape[0], n_params, dtype=norms.dtype)
-        E = len(self.exact)
-        out[:, self.exact] = norms[:, :E]
-        for j, (i, s) in enumerate(self.samples.items()):
-            out[:, i] = s.combine(*norms[:, E + 3 * j : E + 3 * j + 3].unbind(1))
+    def ready(self) -> list[torch.Tensor]:
+        """After the step: the formula's update norms, then three values per sample."""
+        out = [] if self.formula is None else self.formula.after()
+        for s in self.samples.values():
+            out += s.after()
         return out
+
+    def combine(self, values: torch.Tensor, n_params: int):
+        """(steps, width) values of a row -> three (steps, n_params) tensors: the squared
+        update norms, the variances of the sampled ones, and a bound on how far each update
+        computed from the optimizer can be from the weights' change (0 where copied)."""
+        sq = torch.zeros(values.shape[0], n_params, dtype=values.dtype)
+        var, rounding = torch.zeros_like(sq), torch.zeros_like(sq)
+        E, F = len(self.exact), len(self.covered)
+        sq[:, self.exact] = values[:, :E] ** 2
+        if F:
+            updates, weights = values[:, E : E + F], values[:, E + F : E + 2 * F]
+            sq[:, self.covered] = updates**2
+            rounding[:, self.covered] = self.formula.rounding(updates, weights, self.formula.dtypes)
+        for j, (i, s) in enumerate(self.samples.items()):
+            at = E + 2 * F + 3 * j
+            sq[:, i], var[:, i] = s.combine(*values[:, at : at + 3].unbind(1))
+        return sq, var, rounding
+
+
+ROUNDING_SHOWN = 1e-3  # relative: below it, the weights' rounding leaves the value exact
+
+
+def band(sq: torch.Tensor, var: torch.Tensor, rounding: torch.Tensor):
+    """Summed over a group's tensors, a squared norm, its variance and the squared rounding
+    bounds -> the norm and the half-width of its band: Z standard errors of the sample, plus
+    the rounding where it exceeds `ROUNDING_SHOWN` of the norm (0 where exact)."""
+    norm = sq.clamp(min=0).sqrt()
+    half = Z * var.sqrt()
+    lo, hi = (sq - half).clamp(min=0).sqrt(), (sq + half).sqrt()
+    sampled = torch.maximum(hi - norm, norm - lo)
+    off = rounding.sqrt()
+    shown = (var > 0) | (off > ROUNDING_SHOWN * norm)
+    return norm, torch.where(shown, sampled + off, torch.zeros_like(norm))

@@ -33,10 +33,11 @@ from . import (
 )
 from .guard import guarded, safely
 from .table import lr_value as _lr
-from ..budget import default_budget, dense_values, nbytes
+from ..budget import default_budget, dense_values, nbytes, norms as tensor_norms
 from ..record import group_name
 from .checks import check_arguments as _check
 
+FULL = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 CHUNK = 256  # steps of 0-d norms kept as tensors before one stack folds them into a block
 
 
@@ -73,11 +74,8 @@ class Watch:
             self.groups.setdefault(group_name(n), []).append(i)
         self.param_bytes = sum(nbytes(p) for p in self.params)
         self.budget = default_budget(self.param_bytes) if budget is None else int(budget)
-        self._norm_dtype = (
-            None
-            if all(p.dtype in (torch.float32, torch.float64) for p in self.params)
-            else torch.float32
-        )
+        # half precision is summed in float32; complex parameters: the norm of their values
+        self._norm_dtype = None if all(p.dtype in FULL for p in self.params) else torch.float32
         watch_follow.start(self, model, named, owned, seed)  # the plan; findings
         self._zero = torch.zeros((), device=self.params[0].device)
         self._multi_device = len({p.device for p in self.params}) > 1
@@ -133,7 +131,7 @@ class Watch:
         diffs = self.plan.diffs()
         if self._fast and self._pending is None and not any(g is None for g in grads):
             # the common case, kept lean: one fused norm call is the whole row
-            self._add(torch._foreach_norm(grads + diffs), self._all_present, False)
+            self._add(tensor_norms(grads + diffs), self._all_present, False)
             return
         if self._pending is not None:
             (gnorms, present), self._pending = self._pending, None
@@ -142,24 +140,18 @@ class Watch:
             present = self._all_present
             if any(g is None for g in grads):
                 present = tuple(g is not None for g in grads)
-            if self.plan.all_exact:
-                kept = (
-                    grads if present is self._all_present else [g for g in grads if g is not None]
-                )
-                norms = self._norms(kept + diffs)  # one fused call: gradients and updates
-                gnorms = self._fill(norms[: len(kept)], grads)
-            else:  # sampled tensors' gradient norms came from their unit norms, before the step
-                kept = [grads[i] for i in self._dense if grads[i] is not None]
-                norms = self._norms(kept + diffs)
-                it, gnorms = iter(norms[: len(kept)]), [self._zero] * len(grads)
-                for i in self._dense:
-                    if grads[i] is not None:
-                        gnorms[i] = next(it)
-                for i, s in self.plan.samples.items():
-                    if grads[i] is not None and s.grad_norm is not None:
-                        gnorms[i] = s.grad_norm
+            # one fused call: the gradients the plan does not sample, and the copies' updates
+            kept = [grads[i] for i in self._dense if grads[i] is not None]
+            norms = self._norms(kept + diffs)
+            it, gnorms = iter(norms[: len(kept)]), [self._zero] * len(grads)
+            for i in self._dense:
+                if grads[i] is not None:
+                    gnorms[i] = next(it)
+            for i, s in self.plan.samples.items():  # from their block norms, before the step
+                if grads[i] is not None and s.grad_norm is not None:
+                    gnorms[i] = s.grad_norm
             unorms = list(norms[len(kept) :])
-        self._add(gnorms + unorms, present, skipped=False)
+        self._add(gnorms + unorms + self.plan.ready(), present, skipped=False)
 
     @guarded
     def _no_step_row(self, skipped: bool) -> None:
@@ -191,11 +183,7 @@ class Watch:
             self._ranks.step_done(self)
 
     def _norms(self, tensors: list) -> list:
-        if not tensors:
-            return []
-        if self._norm_dtype is None:
-            return torch._foreach_norm(tensors)
-        return torch._foreach_norm(tensors, 2, dtype=self._norm_dtype)
+        return tensor_norms(tensors, self._norm_dtype) if tensors else []
 
     def _fill(self, norms, grads) -> list:
         """One norm per parameter: a placeholder 0 where the gradient was None."""

@@ -30,6 +30,15 @@ def check_arguments(model, optimizer, scaler, budget) -> None:
         raise ValueError(
             f"model {type(model).__name__} has no parameters; there is nothing to watch."
         )
+    meta = [n for n, p in model.named_parameters() if p.is_meta]
+    if meta:
+        raise ValueError(
+            f"model {type(model).__name__} has {len(meta)} parameter(s) on the meta device "
+            f"({', '.join(meta[:3])}{', ...' if len(meta) > 3 else ''}): they hold no values "
+            "yet, so no step can be measured. Make them real first (model.to_empty(device="
+            "'cpu') and initialise them, or load a checkpoint), build the optimizer on them, "
+            "then call labkit.watch."
+        )
 
 
 def findings(model, named, owned) -> list[str]:

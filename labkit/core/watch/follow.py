@@ -31,7 +31,14 @@ def start(w, model, named, owned: set, seed: int) -> None:
 
 
 def _plan(w, owned: set) -> None:
-    w.plan = Plan(w.params, [id(p) in owned for p in w.params], w.budget, w._seed)
+    w.plan = Plan(
+        w.params,
+        [id(p) in owned for p in w.params],
+        w.budget,
+        w._seed,
+        optimizer=w.optimizer,
+        scaler=w.scaler,
+    )
     # gradient norms from the fused call: every parameter the plan does not sample
     w._dense = [i for i in range(len(w.params)) if i not in w.plan.samples]
     w._fast = w.plan.all_exact and w._norm_dtype is None
@@ -72,8 +79,14 @@ def _join(w, owned: set) -> None:
     w.param_bytes += sum(nbytes(p) for _, p in new)
     w._all_present = (True,) * len(w.params)
     w._multi_device = len({p.device for p in w.params}) > 1
-    if any(p.dtype not in (torch.float32, torch.float64) for _, p in new):
+    if any(p.dtype not in watch_full() for _, p in new):
         w._norm_dtype = torch.float32
+
+
+def watch_full():
+    from . import FULL
+
+    return FULL
 
 
 def segments(w) -> list:

@@ -72,14 +72,15 @@ class ManualSteps:
         if not self._kept:
             return
         self._kept = False
-        unorms = list(self._norms(self.plan.diffs()))
+        unorms = list(self._norms(self.plan.diffs())) + self.plan.ready()
         if not any(float(n) > 0 for n in unorms):
             return  # no step: gradients accumulate, or the loop left the weights alone
         if self._pending is None:
             self.measure_grads()
         (gnorms, present), self._pending = self._pending, None
         grad = math.sqrt(sum(float(n) ** 2 for n, here in zip(gnorms, present) if here))
-        update = math.sqrt(sum(float(n) ** 2 for n in unorms)) if self.plan.all_exact else 0.0
+        sq = self.plan.combine(torch.stack(unorms).double().cpu().view(1, -1), len(self.params))
+        update = math.sqrt(float(sq[0].sum()))  # sampled: the estimate's centre
         self.optimizer.param_groups[0]["lr"] = update / grad if update and grad else math.nan
         self._add(gnorms + unorms, present, skipped=False)
 

@@ -269,7 +269,7 @@ def _last_row(w):
         row = w._blocks[-1][-1].double().cpu()
     else:
         return None
-    return row[:P], w.plan.combine(row[P:].view(1, -1), P)[0]
+    return row[:P], w.plan.combine(row[P:].view(1, -1), P)[0][0].sqrt()
 
 
 def _differ(values: torch.Tensor) -> bool:

@@ -14,6 +14,7 @@ import torch
 
 from ...errors import choice_error
 from . import follow as watch_follow
+from ..budget import Z, band
 from ..run import Run
 
 
@@ -29,22 +30,35 @@ def columns(w) -> dict[str, list]:
         ]  # read a segment
         pad = torch.nn.functional.pad  # tensors that joined later: 0 in earlier segments
         grads = torch.cat([pad(both[:, :n], (0, P - n)) for _, both, n in parts])
-        # (S, P) update norms, each segment by the plan that measured it; not held: 0
-        updates = torch.cat(
-            [pad(plan.combine(both[:, n:], n), (0, P - n)) for plan, both, n in parts]
-        )
+        # (S, P) squared update norms and their variances (0 where exact), each segment by
+        # the plan that measured it; not held: 0
+        combined = [plan.combine(both[:, n:], n) for plan, both, n in parts]
+        updates, variances, rounding = (
+            torch.cat([pad(c[k], (0, P - n)) for c, (_, _, n) in zip(combined, parts)])
+            for k in range(3)
+        )  # rounding: as bounds, summed in squares like the tensors' rounding errors
         present = torch.tensor(
             [row + (False,) * (P - len(row)) for row in w._present], dtype=torch.bool
         )  # (S, P)
 
-        def norms(idx: list[int]) -> tuple[list, list]:
+        def norms(idx: list[int], key: str) -> None:
             g = (grads[:, idx] ** 2).sum(1).sqrt().tolist()
-            g = [v if ok else None for v, ok in zip(g, present[:, idx].any(1).tolist())]
-            return g, (updates[:, idx] ** 2).sum(1).sqrt().tolist()
+            out[f"grad_norm{key}"] = [
+                v if ok else None for v, ok in zip(g, present[:, idx].any(1).tolist())
+            ]
+            norm, half = band(
+                updates[:, idx].sum(1), variances[:, idx].sum(1), (rounding[:, idx] ** 2).sum(1)
+            )
+            out[f"update_norm{key}"] = norm.tolist()
+            halves[key] = half.tolist()
 
-        out["grad_norm"], out["update_norm"] = norms(list(range(P)))
+        halves: dict[str, list] = {}
+        norms(list(range(P)), "")
         for name, idx in w.groups.items():
-            out[f"grad_norm/{name}"], out[f"update_norm/{name}"] = norms(idx)
+            norms(idx, f"/{name}")
+        if any(h for col in halves.values() for h in col):  # beside the values it bounds
+            for key, col in halves.items():
+                out[f"update_norm_bound{key}"] = col
     else:
         for name in w.groups:
             out[f"grad_norm/{name}"], out[f"update_norm/{name}"] = [], []
@@ -61,13 +75,17 @@ def columns(w) -> dict[str, list]:
 
 def describe(w) -> dict:
     """What `run.meta["watch"]` says: the budget, and which groups are estimated, how."""
-    estimated = {}
+    estimated, computed = {}, {}
+    covered = set() if w.plan.formula is None else set(w.plan.formula.index)
     for name, idx in w.groups.items():
         hows = [f"{w.names[i]}: {w.plan.samples[i].how}" for i in idx if i in w.plan.samples]
         if hows:
             estimated[name] = "; ".join(hows) + (
-                " (the squared update norm is estimated without bias; gradient norms are exact)"
+                f" (unbiased at every step; update_norm_bound is the half-width of its band of "
+                f"{Z} standard errors; gradient norms are exact)"
             )
+        if any(i in covered for i in idx):
+            computed[name] = w.plan.formula.how
     return {
         "budget_bytes": w.budget,
         "param_bytes": w.param_bytes,
@@ -75,6 +93,7 @@ def describe(w) -> dict:
         "exact": not estimated,
         "estimated": estimated,
         "exact_groups": [g for g in w.groups if g not in estimated],
+        "from_optimizer": computed,
         "steps": w.steps,
         "skipped_steps": sum(w._skipped),
         "findings": list(w.findings),
@@ -84,7 +103,7 @@ def describe(w) -> dict:
 
 def text(w) -> str:
     """`repr(watch)`: what is hooked, how many steps, and the findings."""
-    how = "exact" if w.plan.all_exact else "estimated where sampled"
+    how = "estimated where sampled (update_norm_bound beside them)" if w.plan.estimated else "exact"
     state = "hooked" if w._handles else "closed"
     head = (
         f"Watch({w.model_name}, {type(w.optimizer).__name__}: {len(w.params)} "

@@ -1,0 +1,254 @@
+"""Exact update norms read from the gradients and the optimizer's own state: no copy.
+
+A step of `torch.optim.SGD`, `Adam`, `AdamW` or `SparseAdam` applies an update that is a
+known function of what the optimizer holds, so its norm needs no copy of the weights:
+
+- **SGD**, no momentum, no weight decay: ``-lr * g``, so ``|lr| * ||g||``;
+- **SGD with momentum** (not Nesterov): ``-lr * buf``, the buffer as the step left it;
+- **SGD with weight decay and no momentum, or Nesterov**: ``-lr * (g + wd * w)`` (plus
+  ``momentum * buf_new`` for Nesterov), read before the step, where the weights ``w`` are
+  still the old ones;
+- **Adam**: ``-lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)`` from the moments after the step
+  (``max_exp_avg_sq`` under amsgrad); **AdamW** (decoupled weight decay) adds
+  ``-lr * wd * w_old``, with ``w_old = (w_new + adam) / (1 - lr * wd)``;
+- **SparseAdam**: the same on the rows the sparse gradient holds, with its own bias terms.
+
+The arithmetic runs on slices of at most `chunk` elements (temporaries stay within the
+watch's memory budget and in cache), several tensors per fused ``torch._foreach_*`` call.
+
+What it gives is the update the optimizer computed. The weights store it rounded to their
+own precision (half a unit in the last place of each float32 weight), which is why only
+float32, float64 and complex parameters are read this way; half-precision weights, whose
+rounding can swallow a small update whole, are measured from their change instead.
+Anything else (a subclass, an instance whose ``step`` was replaced, a fused step under a
+GradScaler, which may skip inside the kernel) is left to the copy or the sample.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from .budget import norms
+
+DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+_KINDS = {
+    torch.optim.SGD: "sgd",
+    torch.optim.Adam: "adam",
+    torch.optim.AdamW: "adam",
+    torch.optim.SparseAdam: "sparse_adam",
+}
+
+
+def kind_of(optimizer, scaler=None) -> str | None:
+    """ "sgd", "adam" or "sparse_adam" where the step is torch's own; else None."""
+    kind = _KINDS.get(type(optimizer))
+    own = vars(optimizer).get("step")  # an LR scheduler's counter wraps torch's own step
+    if kind is None or (own is not None and not getattr(own, "_wrapped_by_lr_sched", False)):
+        return None
+    if scaler is not None and any(g.get("fused") for g in optimizer.param_groups):
+        return None
+    return kind
+
+
+def _num(x) -> float:
+    return float(x.detach()) if isinstance(x, torch.Tensor) else float(x)
+
+
+def _real(t: torch.Tensor) -> torch.Tensor:
+    return torch.view_as_real(t) if t.is_complex() else t
+
+
+def _slices(t: torch.Tensor, n: int) -> list[torch.Tensor]:
+    t = _real(t)
+    if t.numel() <= n or not t.is_contiguous():
+        return [t]
+    flat = t.view(-1)
+    return [flat[a : a + n] for a in range(0, flat.numel(), n)]
+
+
+def chunked_norms(fn, rows: list[tuple], n: int) -> list[torch.Tensor]:
+    """``||fn(*row)||`` for each row of same-shaped tensors, as 0-d tensors.
+
+    `fn` takes one list per operand (slices of the rows) and returns the list of tensors to
+    take norms of; it is called on batches of at most `n` elements in all.
+    """
+    parts: list[list[torch.Tensor]] = [[] for _ in rows]
+    batch: list[tuple[int, tuple]] = []
+    size = 0
+
+    def flush():
+        operands = [list(ops) for ops in zip(*(sl for _, sl in batch))]
+        for (r, _), norm in zip(batch, norms(fn(*operands))):
+            parts[r].append(norm)
+
+    for r, row in enumerate(rows):
+        for sl in zip(*(_slices(t, n) for t in row)):
+            if batch and size + sl[0].numel() > n:
+                flush()
+                batch, size = [], 0
+            batch.append((r, sl))
+            size += sl[0].numel()
+    if batch:
+        flush()
+    return [p[0] if len(p) == 1 else torch.linalg.vector_norm(torch.stack(p)) for p in parts]
+
+
+def _sgd_direction(grads, weights, *bufs, wd, sign, mom, scale):
+    """SGD's step direction from the old weights: g + wd * w, and Nesterov's look-ahead
+    ``d + mom * buf_new`` = ``scale * d + mom**2 * buf_old`` (scale 1 + mom(1 - dampening);
+    1 + mom on the first step, whose buffer is d itself)."""
+    t = torch._foreach_mul(weights, wd)
+    torch._foreach_add_(t, grads, alpha=sign)
+    if mom != 0:
+        torch._foreach_mul_(t, scale)
+        if bufs:
+            torch._foreach_add_(t, bufs[0], alpha=mom * mom)
+    return t
+
+
+def _adam_update(ms, vs, *weights, bc2_sqrt, eps, c, step_size):
+    """r = m / (sqrt(v) / sqrt(bc2) + eps); given the new weights (AdamW), the whole change
+    ``w_new - w_old`` = ``-step_size * c * r + (1 - c) * w_new``, since
+    ``w_old = (w_new + step_size * r) * c`` with ``c = 1 / (1 - lr * wd)``."""
+    t = torch._foreach_sqrt(vs)
+    torch._foreach_div_(t, bc2_sqrt)
+    torch._foreach_add_(t, eps)
+    r = torch._foreach_div(ms, t)
+    if weights:
+        torch._foreach_mul_(r, -step_size * c)
+        torch._foreach_add_(r, weights[0], alpha=1 - c)
+    return r
+
+
+def _dense(t):
+    return t.coalesce().values() if t is not None and t.is_sparse else t
+
+
+class Formula:
+    """The update norms of the watched parameters `index` (all held by `optimizer`)."""
+
+    def __init__(self, optimizer, kind: str, params: list, index: list[int], chunk: int):
+        self.optimizer, self.kind, self.chunk = optimizer, kind, max(1024, int(chunk))
+        self.index = list(index)
+        self._col = {id(params[i]): j for j, i in enumerate(self.index)}
+        self._zero = torch.zeros((), device=params[self.index[0]].device)
+        self.dtypes = [params[i].dtype for i in self.index]
+        self._before: dict[int, torch.Tensor] = {}
+        self.how = {
+            "sgd": "from the gradients and SGD's momentum buffers (exact, no copy)",
+            "adam": "from the gradients and Adam's moments (exact, no copy)",
+            "sparse_adam": "from the sparse gradients and SparseAdam's moments (exact, no copy)",
+        }[kind]
+
+    def _groups(self):
+        for g in self.optimizer.param_groups:
+            ps = [p for p in g["params"] if id(p) in self._col and p.grad is not None]
+            if ps:
+                yield g, ps
+
+    def before(self) -> None:
+        """Before the step: SGD's updates that need the old weights (decay, Nesterov)."""
+        self._before = {}
+        if self.kind != "sgd":
+            return
+        for g, ps in self._groups():
+            mom, wd = _num(g["momentum"]), _num(g["weight_decay"])
+            if (mom == 0 and wd == 0) or (mom != 0 and not g["nesterov"]):
+                continue
+            lr, damp = abs(_num(g["lr"])), _num(g["dampening"])
+            sign = -1.0 if g.get("maximize") else 1.0
+            state = self.optimizer.state
+            has_buf = {
+                id(p) for p in ps if mom != 0 and state[p].get("momentum_buffer") is not None
+            }
+            first = [p for p in ps if id(p) not in has_buf]
+            later = [p for p in ps if id(p) in has_buf]  # Nesterov with a buffer
+            for batch, scale in ((first, 1 + mom), (later, 1 + mom * (1 - damp))):
+                if not batch:
+                    continue
+
+                rows = [
+                    (p.grad, p.detach())
+                    + ((state[p]["momentum_buffer"],) if id(p) in has_buf else ())
+                    for p in batch
+                ]
+                fn = functools.partial(_sgd_direction, wd=wd, sign=sign, mom=mom, scale=scale)
+                for p, norm in zip(batch, chunked_norms(fn, rows, self.chunk)):
+                    self._before[id(p)] = norm * lr
+
+    def after(self) -> list[torch.Tensor]:
+        """After the step: one 0-d update norm per parameter of `index` (0 where unmoved),
+        then the norm of each moved parameter's new weights (0 where unmoved), which bounds
+        what storing the update in the weights' precision rounded (`rounding`)."""
+        out = [self._zero] * (2 * len(self.index))
+        moved = []
+        for g, ps in self._groups():
+            for p, norm in zip(ps, getattr(self, "_" + self.kind)(g, ps)):
+                out[self._col[id(p)]] = norm
+                moved.append(p)
+        for p, norm in zip(moved, norms([p.detach() for p in moved])):
+            out[len(self.index) + self._col[id(p)]] = norm
+        return out
+
+    def rounding(self, updates, weights, dtypes) -> torch.Tensor:
+        """How far the weights' change can be from the update computed: each stored weight
+        is rounded to half a unit in its last place (twice under AdamW's decay), so the
+        change differs from the update by at most 2 * eps/2 * ||w||; plus 1e-6 of the update
+        for the arithmetic of recomputing it."""
+        unit = torch.tensor([torch.finfo(d).eps for d in dtypes], dtype=weights.dtype)
+        return unit * weights + 1e-6 * updates
+
+    def _sgd(self, g, ps) -> list:
+        lr = abs(_num(g["lr"]))
+        if _num(g["momentum"]) == 0 and _num(g["weight_decay"]) == 0:
+            return [n * lr for n in norms([_dense(p.grad) for p in ps])]
+        if id(ps[0]) in self._before:
+            return [self._before[id(p)] for p in ps]
+        bufs = [_dense(self.optimizer.state[p]["momentum_buffer"]) for p in ps]
+        return [n * lr for n in norms(bufs)]
+
+    def _adam(self, g, ps) -> list:
+        b1, b2 = _num(g["betas"][0]), _num(g["betas"][1])
+        lr, eps, wd = _num(g["lr"]), _num(g["eps"]), _num(g["weight_decay"])
+        decoupled = g.get("decoupled_weight_decay", False) and wd != 0
+        second = "max_exp_avg_sq" if g.get("amsgrad") else "exp_avg_sq"
+        by_step: dict[float, list] = {}
+        for p in ps:  # parameters that skipped steps have their own bias corrections
+            by_step.setdefault(_num(self.optimizer.state[p]["step"]), []).append(p)
+        norms = {}
+        for step, batch in by_step.items():
+            bc2_sqrt = math.sqrt(1 - b2**step)
+            step_size = lr / (1 - b1**step)
+            c = 1 / (1 - lr * wd) if decoupled else 1.0
+
+            state = self.optimizer.state
+            rows = [
+                (state[p]["exp_avg"], state[p][second]) + ((p.detach(),) if decoupled else ())
+                for p in batch
+            ]
+            scale = 1.0 if decoupled else abs(step_size)
+            fn = functools.partial(
+                _adam_update, bc2_sqrt=bc2_sqrt, eps=eps, c=c, step_size=step_size
+            )
+            for p, n in zip(batch, chunked_norms(fn, rows, self.chunk)):
+                norms[id(p)] = n * scale
+        return [norms[id(p)] for p in ps]
+
+    def _sparse_adam(self, g, ps) -> list:  # the rows of the batch: a few, one norm each
+        b1, b2 = _num(g["betas"][0]), _num(g["betas"][1])
+        lr, eps = _num(g["lr"]), _num(g["eps"])
+        out = []
+        for p in ps:
+            grad, state = p.grad.coalesce(), self.optimizer.state[p]
+            if grad._values().numel() == 0:
+                out.append(self._zero)
+                continue
+            step = _num(state["step"])
+            m = state["exp_avg"].sparse_mask(grad)._values()
+            v = state["exp_avg_sq"].sparse_mask(grad)._values()
+            step_size = lr * math.sqrt(1 - b2**step) / (1 - b1**step)
+            out.append(torch.linalg.vector_norm(m / v.sqrt().add_(eps)) * abs(step_size))
+        return out
