@@ -60,24 +60,41 @@ def _add_bugs(sub):
     p.set_defaults(func=cmd_bugs)
 
 
+DDP_HOW = (
+    "two gloo ranks under DistributedDataParallel: `labkit drill --distributed` (a mystery), "
+    "notebook 18_distributed (the lesson), or labkit.bugs.ddp.DDP_BUGS with "
+    "labkit.learn.lessons.ranks (your own launch)"
+)
+
+
 def cmd_bugs(args) -> int:
     from ..bugs import BUGS, SYSTEMS
+    from ..bugs.ddp import DDP_BUGS
 
     keys = ("name", "system", "stage", "symptom", "mechanism", "exercise", "seam", "variants")
     listed = [{k: b.as_dict()[k] for k in keys} for b in BUGS.values()]
+    ddp = [
+        {"name": b.name, "symptom": b.symptom, "mechanism": b.mechanism, "seams": list(b.seams)}
+        for b in DDP_BUGS.values()
+        if b.name != "healthy"
+    ]
     if args.json is BARE:  # labkit 0.1: a flag that printed the bare list
         deprecated("`labkit bugs --json` with no PATH", "`labkit bugs --json -`")
         print(json.dumps(listed, indent=2))
         return 0
     if args.json:
-        write_json(document("labkit.bugs/1", {"bugs": listed}), args.json)
+        doc = {"bugs": listed, "distributed": ddp, "distributed_how": DDP_HOW}
+        write_json(document("labkit.bugs/1", doc), args.json)
         return 0
-    width = max(map(len, BUGS))
+    width = max(map(len, list(BUGS) + [b["name"] for b in ddp]))
     for system, meaning in SYSTEMS.items():
         print(f"{system} {meaning}")
         for b in BUGS.values():
             if b.system == system:
                 print(f"  {b.name:{width}}  {b.symptom}")
+    print(f"Distributed ({len(ddp)} bugs of a DDP run; run each on {DDP_HOW}):")
+    for b in ddp:
+        print(f"  {b['name']:{width}}  {b['symptom']}")
     return 0
 
 

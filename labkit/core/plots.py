@@ -91,7 +91,23 @@ def plot_norms(run: Run, axes=None):
             zeros = len(y) - len(pos)
             nulls = sum(v is None for v in run.table[f"{kind}/{group}"])
             note = (f" ({nulls} null)" if nulls else "") + (f" ({zeros} exact 0)" if zeros else "")
-            ax.plot([a for a, _ in pos], [b for _, b in pos], ".", ms=2, label=f"{group}{note}")
+            bound = run.table.get(f"{kind}_bound/{group}")  # an estimate: its band, shaded
+            if bound is not None and any(bound):
+                note += " (estimated: band shaded)"
+            (dots,) = ax.plot(
+                [a for a, _ in pos], [b for _, b in pos], ".", ms=2, label=f"{group}{note}"
+            )
+            if bound is not None and any(bound):
+                band = [(a, b, h) for a, b, h in zip(steps, run.table[f"{kind}/{group}"], bound)]
+                band = [(a, b, h) for a, b, h in band if b is not None and b > 0 and h]
+                ax.fill_between(
+                    [a for a, _, _ in band],
+                    [max(b - h, b * 1e-3) for _, b, h in band],
+                    [b + h for _, b, h in band],
+                    color=dots.get_color(),
+                    alpha=0.2,
+                    lw=0,
+                )
         ax.set_yscale("log")
         ax.set_title(f"{kind} per layer group")
         ax.set_xlabel("step")

@@ -278,6 +278,11 @@ def test_cli_lists_bugs_and_refuses_unknown_names():
     assert set(listed[0]) >= {"name", "system", "stage", "symptom"}
     rc, text, _ = labkit_cli("bugs")
     assert rc == 0 and "detach" in text and "H3 instrumentation" in text
+    from labkit.bugs.ddp import DDP_BUGS  # the distributed zoo too, with how to run it
+
+    tail = text.split("Distributed (")[1]
+    assert "labkit drill --distributed" in tail and "18_distributed" in tail
+    assert all(name in tail for name in DDP_BUGS if name != "healthy")
     rc, _, err = labkit_cli("run", "--bug", "detatch", process=True)  # as a shell sees it
     assert rc == 2 and "did you mean 'detach'" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
