@@ -131,7 +131,12 @@ class Watch:
         diffs = self.plan.diffs()
         if self._fast and self._pending is None and not any(g is None for g in grads):
             # the common case, kept lean: one fused norm call is the whole row
-            self._add(tensor_norms(grads + diffs), self._all_present, False)
+            both = grads + diffs
+            self._add(
+                torch._foreach_norm(both) if self._fused else tensor_norms(both),
+                self._all_present,
+                False,
+            )
             return
         if self._pending is not None:
             (gnorms, present), self._pending = self._pending, None

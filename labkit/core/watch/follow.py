@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..budget import Plan
+from ..budget import FUSED_MAX, Plan
 from .checks import findings
 
 
@@ -42,6 +42,8 @@ def _plan(w, owned: set) -> None:
     # gradient norms from the fused call: every parameter the plan does not sample
     w._dense = [i for i in range(len(w.params)) if i not in w.plan.samples]
     w._fast = w.plan.all_exact and w._norm_dtype is None
+    # small real tensors only: one fused norm call, without `norms`' look at each tensor
+    w._fused = all(p.numel() <= FUSED_MAX and not p.is_complex() for p in w.params)
     w.findings = findings(w._model, w._named, owned)
 
 
