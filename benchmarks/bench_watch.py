@@ -19,7 +19,8 @@ block of plain steps with a block of watched steps (a fresh `labkit.watch` per b
                     parameter bytes (bar: <= 10% above 10M parameters). CPU: glibc's
                     in-use bytes, sampled at every call (one thread); CUDA:
                     torch.cuda.max_memory_allocated.
-    norms           exact, or estimated (sampled; see labkit.core.budget)
+    norms           exact (copy), exact (optimizer: read from its state) or estimated
+                    (sampled, with a band; see labkit.core.budget)
 
 CUDA rows are added when a GPU is present. ``--quick`` runs the small models only.
 """
@@ -279,7 +280,13 @@ def measure(spec: Spec, device: str, repeats: int, target_s: float) -> dict:
         "best": min(watch_s) / min(plain_s),
         "cpu_ratio": statistics.median(cpu_ratios) if device == "cpu" else None,
         "kept_bytes": watch.plan.kept_bytes,
-        "exact": watch.plan.all_exact,
+        "exact": (
+            "estimated"
+            if watch.plan.estimated
+            else "exact (optimizer)"
+            if watch.plan.formula is not None
+            else "exact (copy)"
+        ),
         "model_obj": (model, opt, loss_fn),
     }
 
@@ -316,7 +323,7 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"{r['model']:11s} {params:>7s} {where:>6s} {r['plain_s'] * 1e3:7.2f}ms "
             f"{r['watched_s'] * 1e3:7.2f}ms {r['ratio']:6.3f} {r['best']:6.3f} {cpu:>6s}  {pct(r['kept_bytes']):>16s}  "
-            f"{pct(r.get('peak_added_bytes')):>16s}  {'exact' if r['exact'] else 'estimated'}"
+            f"{pct(r.get('peak_added_bytes')):>16s}  {r['exact']}"
         )
     return "\n".join(lines)
 
