@@ -20,6 +20,7 @@ import time
 
 import pytest
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 import labkit
@@ -197,3 +198,45 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+class Tied(nn.Module):
+    """An embedding whose weight is also the output layer's (as GPT-2 ties wte and lm_head)."""
+
+    def __init__(self, vocab: int, d: int):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.mix = nn.Linear(d, d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.wte.weight  # one tensor, two uses
+
+    def forward(self, ids):  # (B,) -> (B, vocab)
+        return self.head(torch.tanh(self.mix(self.wte(ids))))
+
+
+@pytest.mark.parametrize("vocab", [500, 4000], ids=["copied", "from-the-optimizer"])
+def test_a_tied_weight_is_counted_once(vocab):
+    torch.manual_seed(0)
+    model = Tied(vocab, 128)
+    params = list(model.parameters())
+    assert len(params) == 3  # the tied weight once
+    opt = torch.optim.Adam(params, lr=1e-2)
+    watch = labkit.watch(model, opt)
+    truth = []
+    for step in range(4):
+        ids = torch.randint(0, vocab, (32,), generator=torch.Generator().manual_seed(step))
+        opt.zero_grad()
+        F.cross_entropy(model(ids), ids.roll(1)).backward()
+        before = [p.detach().clone() for p in params]
+        opt.step()
+        truth.append(
+            math.sqrt(
+                sum(float((p.detach() - b).double().pow(2).sum()) for p, b in zip(params, before))
+            )
+        )
+    cols, meta = watch.columns(), watch.describe()
+    watch.close()
+    assert bool(meta["from_optimizer"]) == (vocab == 4000) and meta["exact"]
+    assert list(watch.groups) == ["wte", "mix"]  # the head is the embedding, not a group
+    for got, want in zip(cols["update_norm"], truth):
+        assert got == pytest.approx(want, rel=TOL)
