@@ -201,11 +201,18 @@ def test_a_50M_model_is_exact_from_adamw_and_bounded_under_adagrad(make_opt):
     assert info["kept_bytes"] <= 0.06 * info["param_bytes"]  # the 5% budget, and bounded
 
 
-@pytest.mark.parametrize("kind", ["sgd", "adagrad"])
+SPARSE = {
+    "sgd": torch.optim.SGD,
+    "sparse_adam": torch.optim.SparseAdam,
+    "adagrad": torch.optim.Adagrad,
+}
+
+
+@pytest.mark.parametrize("kind", list(SPARSE))
 def test_sparse_embedding_rows_touched_by_a_step_are_not_missed(kind):
     torch.manual_seed(0)
-    emb = nn.Embedding(200_000, 64)  # 12.8M parameters, 51 MB: above the budget
-    opt = (torch.optim.SGD if kind == "sgd" else torch.optim.Adagrad)(emb.parameters(), lr=1.0)
+    emb = nn.Embedding(200_000, 64, sparse=kind == "sparse_adam")  # 12.8M parameters: 51 MB
+    opt = SPARSE[kind](emb.parameters(), lr=1.0 if kind != "sparse_adam" else 1e-2)
     watch = labkit.watch(emb, opt)
     assert not watch.plan.all_exact
     exact = []
@@ -225,7 +232,8 @@ def test_sparse_embedding_rows_touched_by_a_step_are_not_missed(kind):
     if kind == "adagrad":
         assert "largest gradient exactly" in run.meta["watch"]["estimated"]["weight"]
     else:
-        assert "SGD" in run.meta["watch"]["from_optimizer"]["weight"]
+        name = "SGD" if kind == "sgd" else "SparseAdam"
+        assert name in run.meta["watch"]["from_optimizer"]["weight"]
 
 
 @pytest.mark.parametrize("budget", [None, 0], ids=["exact", "sampled"])
