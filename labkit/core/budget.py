@@ -302,9 +302,11 @@ class Plan:
             torch._foreach_sub_(self._before, self._data)
         return self._before
 
-    def ready(self) -> list[torch.Tensor]:
-        """After the step: the formula's update norms, then three values per sample."""
-        out = [] if self.formula is None else self.formula.after()
+    def ready(self, grad_norms: dict | None = None) -> list[torch.Tensor]:
+        """After the step: the formula's update norms and weight bounds (`grad_norms`: the
+        watch's norms of the gradients the step used, by id, where it has them), then three
+        values per sample."""
+        out = [] if self.formula is None else self.formula.after(grad_norms)
         for s in self.samples.values():
             out += s.after()
         return out

@@ -33,6 +33,7 @@ import torch
 
 from .budget import norms
 
+REREAD = 16  # steps between exact readings of the weights' norms (a bound in between)
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 _KINDS = {
     torch.optim.SGD: "sgd",
@@ -136,6 +137,7 @@ class Formula:
         self._col = {id(params[i]): j for j, i in enumerate(self.index)}
         self._zero = torch.zeros((), device=params[self.index[0]].device)
         self.dtypes = [params[i].dtype for i in self.index]
+        self._params, self._steps, self._weights, self._grad_norms = params, 0, [], {}
         self._before: dict[int, torch.Tensor] = {}
         self.how = {
             "sgd": "from the gradients and SGD's momentum buffers (exact, no copy)",
@@ -179,18 +181,28 @@ class Formula:
                 for p, norm in zip(batch, chunked_norms(fn, rows, self.chunk)):
                     self._before[id(p)] = norm * lr
 
-    def after(self) -> list[torch.Tensor]:
+    def after(self, grad_norms: dict | None = None) -> list[torch.Tensor]:
         """After the step: one 0-d update norm per parameter of `index` (0 where unmoved),
-        then the norm of each moved parameter's new weights (0 where unmoved), which bounds
-        what storing the update in the weights' precision rounded (`rounding`)."""
-        out = [self._zero] * (2 * len(self.index))
-        moved = []
+        then a bound on the norm of its weights, which bounds what storing the update in the
+        weights' precision rounded (`rounding`). `grad_norms`: the watch's own norms of
+        these gradients as the step left them, by id (no clipping since): SGD reuses them.
+
+        The weights' norm is read exactly every `REREAD` steps; in between it is bounded by
+        that reading plus the update norms since (the triangle inequality), so that a step
+        does not pay a pass over the weights."""
+        n = len(self.index)
+        out = [self._zero] * (2 * n)
+        self._grad_norms = grad_norms or {}
         for g, ps in self._groups():
             for p, norm in zip(ps, getattr(self, "_" + self.kind)(g, ps)):
                 out[self._col[id(p)]] = norm
-                moved.append(p)
-        for p, norm in zip(moved, norms([p.detach() for p in moved])):
-            out[len(self.index) + self._col[id(p)]] = norm
+        if self._steps % REREAD == 0:
+            params = [self._params[i] for i in self.index]
+            self._weights = norms([p.detach() for p in params])
+        else:  # new tensors: the rows already kept hold the earlier ones
+            self._weights = torch._foreach_add(self._weights, out[:n])
+        self._steps += 1
+        out[n:] = self._weights
         return out
 
     def rounding(self, updates, weights, dtypes) -> torch.Tensor:
@@ -204,6 +216,9 @@ class Formula:
     def _sgd(self, g, ps) -> list:
         lr = abs(_num(g["lr"]))
         if _num(g["momentum"]) == 0 and _num(g["weight_decay"]) == 0:
+            known = self._grad_norms
+            if all(id(p) in known for p in ps):
+                return [known[id(p)] * lr for p in ps]
             return [n * lr for n in norms([_dense(p.grad) for p in ps])]
         if id(ps[0]) in self._before:
             return [self._before[id(p)] for p in ps]

@@ -138,7 +138,8 @@ class Watch:
                 False,
             )
             return
-        if self._pending is not None:
+        known = None
+        if self._pending is not None:  # measured before a clip: not what the step used
             (gnorms, present), self._pending = self._pending, None
             unorms = list(self._norms(diffs))
         else:
@@ -156,7 +157,9 @@ class Watch:
                 if grads[i] is not None and s.grad_norm is not None:
                     gnorms[i] = s.grad_norm
             unorms = list(norms[len(kept) :])
-        self._add(gnorms + unorms + self.plan.ready(), present, skipped=False)
+            if self.plan.formula is not None:  # the step used these very gradients
+                known = {id(self.params[i]): gnorms[i] for i in self._dense if present[i]}
+        self._add(gnorms + unorms + self.plan.ready(known), present, skipped=False)
 
     @guarded
     def _no_step_row(self, skipped: bool) -> None:
