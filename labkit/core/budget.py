@@ -47,6 +47,7 @@ BLOCK = 256  # largest block: 1 KiB of fp32, contiguous, cheap to gather
 MIN_BLOCK = 16  # a tensor whose size has no divisor in [16, 256] is copied whole
 SMALL = 4 * BLOCK  # tensors this small are always copied whole
 EXACT_SHARE = 0.1  # of the budget, for copying small tensors (biases, norms) whole
+FORMULA_SHARE = 0.04  # of the parameter bytes: the transient of reading updates from state
 
 
 def default_budget(param_bytes: int) -> int:
@@ -259,9 +260,10 @@ class Plan:
         self.exact = sorted(exact)
         used = sum(nbytes(params[i]) for i in self.exact)
         self.formula = None
-        if covered:  # its temporaries stay within what the copies leave of the budget
-            chunk = max(budget - used, 0) // (3 * 8)
-            self.formula = Formula(optimizer, kind, params, covered, min(chunk, 1 << 16))
+        if covered:  # it keeps nothing; its one temporary (fp32 or fp64) per batch of slices
+            # stays under FORMULA_SHARE of the parameter bytes, and in cache
+            share = FORMULA_SHARE * sum(nbytes(params[i]) for i in cands) // 8
+            self.formula = Formula(optimizer, kind, params, covered, min(share, 1 << 16))
         taken = set(self.exact) | set(covered)
         rest = [i for i in cands if i not in taken]
         self._data = [params[i].detach() for i in self.exact]

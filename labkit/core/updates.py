@@ -70,30 +70,47 @@ def _slices(t: torch.Tensor, n: int) -> list[torch.Tensor]:
     return [flat[a : a + n] for a in range(0, flat.numel(), n)]
 
 
-def chunked_norms(fn, rows: list[tuple], n: int) -> list[torch.Tensor]:
+class Batches:
+    """The slices of rows of same-shaped tensors, packed into batches of at most `n`
+    elements, made once and reused at every step while the rows are the same tensors (an
+    optimizer's state and the parameters stay the same tensors from step to step)."""
+
+    def __init__(self):
+        self._key, self._rows, self.packed = None, None, []
+
+    def get(self, rows: list[tuple], n: int) -> list:
+        key = (n,) + tuple(id(t) for row in rows for t in row)
+        if key != self._key:  # the rows are kept: their ids cannot be reused meanwhile
+            self._key, self._rows, self.packed = key, rows, _pack(rows, n)
+        return self.packed
+
+
+def _pack(rows: list[tuple], n: int) -> list[tuple[list[int], list[list]]]:
+    packed, owners, slices, size = [], [], [], 0
+    for r, row in enumerate(rows):
+        for sl in zip(*(_slices(t, n) for t in row)):
+            if owners and size + sl[0].numel() > n:
+                packed.append((owners, [list(ops) for ops in zip(*slices)]))
+                owners, slices, size = [], [], 0
+            owners.append(r)
+            slices.append(sl)
+            size += sl[0].numel()
+    if owners:
+        packed.append((owners, [list(ops) for ops in zip(*slices)]))
+    return packed
+
+
+def chunked_norms(fn, rows: list[tuple], n: int, batches: Batches | None = None) -> list:
     """``||fn(*row)||`` for each row of same-shaped tensors, as 0-d tensors.
 
     `fn` takes one list per operand (slices of the rows) and returns the list of tensors to
-    take norms of; it is called on batches of at most `n` elements in all.
+    take norms of; it is called on batches of at most `n` elements in all (`batches` keeps
+    their layout from one step to the next).
     """
     parts: list[list[torch.Tensor]] = [[] for _ in rows]
-    batch: list[tuple[int, tuple]] = []
-    size = 0
-
-    def flush():
-        operands = [list(ops) for ops in zip(*(sl for _, sl in batch))]
-        for (r, _), norm in zip(batch, norms(fn(*operands))):
+    for owners, operands in (batches or Batches()).get(rows, n):
+        for r, norm in zip(owners, norms(fn(*operands))):
             parts[r].append(norm)
-
-    for r, row in enumerate(rows):
-        for sl in zip(*(_slices(t, n) for t in row)):
-            if batch and size + sl[0].numel() > n:
-                flush()
-                batch, size = [], 0
-            batch.append((r, sl))
-            size += sl[0].numel()
-    if batch:
-        flush()
     return [p[0] if len(p) == 1 else torch.linalg.vector_norm(torch.stack(p)) for p in parts]
 
 
@@ -111,17 +128,19 @@ def _sgd_direction(grads, weights, *bufs, wd, sign, mom, scale):
 
 
 def _adam_update(ms, vs, *weights, bc2_sqrt, eps, c, step_size):
-    """r = m / (sqrt(v) / sqrt(bc2) + eps); given the new weights (AdamW), the whole change
-    ``w_new - w_old`` = ``-step_size * c * r + (1 - c) * w_new``, since
-    ``w_old = (w_new + step_size * r) * c`` with ``c = 1 / (1 - lr * wd)``."""
+    """Adam's ``m / (sqrt(v) / b + eps)`` is ``b * r`` with ``r = m / (sqrt(v) + eps * b)``
+    (b = sqrt(bc2)); given the new weights (AdamW), the whole change ``w_new - w_old`` =
+    ``-step_size * c * b * r + (1 - c) * w_new``, since ``w_old = (w_new + step_size * b *
+    r) * c`` with ``c = 1 / (1 - lr * wd)``. Without weights, the norm of r (times
+    step_size * b, outside)."""
     t = torch._foreach_sqrt(vs)
-    torch._foreach_div_(t, bc2_sqrt)
-    torch._foreach_add_(t, eps)
-    r = torch._foreach_div(ms, t)
+    torch._foreach_add_(t, eps * bc2_sqrt)
+    torch._foreach_div_(t, ms)  # v's temporary becomes 1 / r, then r: no second buffer
+    torch._foreach_reciprocal_(t)
     if weights:
-        torch._foreach_mul_(r, -step_size * c)
-        torch._foreach_add_(r, weights[0], alpha=1 - c)
-    return r
+        torch._foreach_mul_(t, -step_size * c * bc2_sqrt)
+        torch._foreach_add_(t, weights[0], alpha=1 - c)
+    return t
 
 
 def _dense(t):
@@ -138,12 +157,21 @@ class Formula:
         self._zero = torch.zeros((), device=params[self.index[0]].device)
         self.dtypes = [params[i].dtype for i in self.index]
         self._params, self._steps, self._weights, self._grad_norms = params, 0, [], {}
+        self._batches: dict = {}  # the layout of each set of rows, kept between steps
+        self._detached: dict = {}
         self._before: dict[int, torch.Tensor] = {}
         self.how = {
             "sgd": "from the gradients and SGD's momentum buffers (exact, no copy)",
             "adam": "from the gradients and Adam's moments (exact, no copy)",
             "sparse_adam": "from the sparse gradients and SparseAdam's moments (exact, no copy)",
         }[kind]
+
+    def _weight(self, p) -> torch.Tensor:
+        """``p.detach()``, the same tensor from step to step while p keeps its storage."""
+        d = self._detached.get(id(p))
+        if d is None or d.data_ptr() != p.data_ptr() or d.shape != p.shape:
+            d = self._detached[id(p)] = p.detach()
+        return d
 
     def _groups(self):
         for g in self.optimizer.param_groups:
@@ -173,12 +201,13 @@ class Formula:
                     continue
 
                 rows = [
-                    (p.grad, p.detach())
+                    (p.grad, self._weight(p))
                     + ((state[p]["momentum_buffer"],) if id(p) in has_buf else ())
                     for p in batch
                 ]
                 fn = functools.partial(_sgd_direction, wd=wd, sign=sign, mom=mom, scale=scale)
-                for p, norm in zip(batch, chunked_norms(fn, rows, self.chunk)):
+                batches = self._batches.setdefault((id(g), scale), Batches())
+                for p, norm in zip(batch, chunked_norms(fn, rows, self.chunk, batches)):
                     self._before[id(p)] = norm * lr
 
     def after(self, grad_norms: dict | None = None) -> list[torch.Tensor]:
@@ -241,14 +270,15 @@ class Formula:
 
             state = self.optimizer.state
             rows = [
-                (state[p]["exp_avg"], state[p][second]) + ((p.detach(),) if decoupled else ())
+                (state[p]["exp_avg"], state[p][second]) + ((self._weight(p),) if decoupled else ())
                 for p in batch
             ]
-            scale = 1.0 if decoupled else abs(step_size)
+            scale = 1.0 if decoupled else abs(step_size) * bc2_sqrt
             fn = functools.partial(
                 _adam_update, bc2_sqrt=bc2_sqrt, eps=eps, c=c, step_size=step_size
             )
-            for p, n in zip(batch, chunked_norms(fn, rows, self.chunk)):
+            batches = self._batches.setdefault((id(g), len(norms)), Batches())
+            for p, n in zip(batch, chunked_norms(fn, rows, self.chunk, batches)):
                 norms[id(p)] = n * scale
         return [norms[id(p)] for p in ps]
 
