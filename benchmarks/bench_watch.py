@@ -20,7 +20,7 @@ block of plain steps with a block of watched steps (a fresh `labkit.watch` per b
                     in-use bytes, sampled at every call (one thread); CUDA:
                     torch.cuda.max_memory_allocated.
     norms           exact (copy), exact (optimizer: read from its state) or estimated
-                    (sampled, with a band; see labkit.core.budget)
+                    (sampled, with a band; see labkit.core.watch.budget)
 
 CUDA rows are added when a GPU is present. ``--quick`` runs the small models only.
 """

@@ -37,6 +37,7 @@ OLD = {
     "labkit.metrics": "labkit.core.metrics",
     "labkit.guards": "labkit.core.guards",
     "labkit._hash": "labkit.core.hashing",
+    "labkit.core.budget": "labkit.core.watch.budget",
     "labkit.triage": "labkit.diagnosis.record.triage",
     "labkit.explorer": "labkit.diagnosis.zoo.explorer",
     "labkit.lab15": "labkit.diagnosis.lab15",

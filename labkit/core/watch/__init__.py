@@ -10,8 +10,10 @@
 At every ``optimizer.step()`` a step post-hook records, per layer group (`record.group_name`)
 and in total: the gradient norm (None where every gradient of the group is None, never 0;
 taken before clipping, see `watch_clip`), the update norm and each param group's lr. A pre-hook
-copies what the update norm needs, within a memory budget (`labkit.budget`: exact for small
-models, an honest estimate above). The norms stay on the device as 0-d tensors (one fused
+copies what the update norm needs, within a memory budget (`labkit.core.watch.budget`): exact for
+small models (a copy) and, above, for torch's SGD, Adam, AdamW and SparseAdam (read from the
+optimizer's state, `labkit.core.watch.updates`); for other optimizers an unbiased estimate with its
+band (`update_norm_bound`). The norms stay on the device as 0-d tensors (one fused
 ``torch._foreach_norm``), read back only by `run()` or a `writer`. `labkit.train` uses this.
 """
 
@@ -33,11 +35,11 @@ from . import (
 )
 from .guard import guarded, safely
 from .table import lr_value as _lr
-from ..budget import default_budget, dense_values, nbytes, norms as tensor_norms
+from .budget import default_budget, dense_values, nbytes
+from .updates import DTYPES, norms as tensor_norms
 from ..record import group_name
 from .checks import check_arguments as _check
 
-FULL = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 CHUNK = 256  # steps of 0-d norms kept as tensors before one stack folds them into a block
 
 
@@ -75,7 +77,7 @@ class Watch:
         self.param_bytes = sum(nbytes(p) for p in self.params)
         self.budget = default_budget(self.param_bytes) if budget is None else int(budget)
         # half precision is summed in float32; complex parameters: the norm of their values
-        self._norm_dtype = None if all(p.dtype in FULL for p in self.params) else torch.float32
+        self._norm_dtype = None if all(p.dtype in DTYPES for p in self.params) else torch.float32
         watch_follow.start(self, model, named, owned, seed)  # the plan; findings
         self._zero = torch.zeros((), device=self.params[0].device)
         self._multi_device = len({p.device for p in self.params}) > 1
@@ -271,7 +273,9 @@ def watch(
     (`labkit.core.watch.manual`). `scaler`: your ``torch.amp.GradScaler``, so that a step it
     skips (inf/NaN gradients: no ``optimizer.step()``) is recorded, with ``skipped=True``, the
     scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default: all
-    of them up to 1 MiB, exact; above, 5% of them; see `labkit.budget`). Make the watch once the model is on its
+    of them up to 1 MiB, copied: exact; above, 5% of them, for the optimizers whose update
+    cannot be read from their state: those are sampled, with `update_norm_bound` beside the
+    value; see `labkit.core.watch.budget`). Make the watch once the model is on its
     device and the optimizer is built; `watch.findings` names, once, parameters that can
     never move. `writer`: a TensorBoard ``SummaryWriter`` (`labkit.core.watch.writer`).
     Inside a torch.distributed run (DDP), every `check_every` steps the ranks compare their

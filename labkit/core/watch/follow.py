@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from ..budget import FUSED_MAX, Plan
+from .budget import Plan
+from .updates import DTYPES, FUSED_MAX
 from .checks import findings
 
 
@@ -71,7 +72,7 @@ def _join(w, owned: set) -> None:
     if not new:
         return
     from ..record import group_name
-    from ..budget import nbytes
+    from .budget import nbytes
 
     for n, p in new:
         w.groups.setdefault(group_name(n), []).append(len(w.params))
@@ -81,14 +82,8 @@ def _join(w, owned: set) -> None:
     w.param_bytes += sum(nbytes(p) for _, p in new)
     w._all_present = (True,) * len(w.params)
     w._multi_device = len({p.device for p in w.params}) > 1
-    if any(p.dtype not in watch_full() for _, p in new):
+    if any(p.dtype not in DTYPES for _, p in new):
         w._norm_dtype = torch.float32
-
-
-def watch_full():
-    from . import FULL
-
-    return FULL
 
 
 def segments(w) -> list:

@@ -14,7 +14,7 @@ import torch
 
 from ...errors import choice_error
 from . import follow as watch_follow
-from ..budget import Z, band
+from .budget import Z, band
 from ..run import Run
 
 

@@ -7,7 +7,7 @@ one of three ways:
 
 - **copied** while all of the optimizer's parameters fit in the budget: the update is the
   difference, exact;
-- **read from the optimizer** (`labkit.core.updates`) above it, where the optimizer is
+- **read from the optimizer** (`labkit.core.watch.updates`) above it, where the optimizer is
   torch's own SGD, Adam, AdamW or SparseAdam and the weights are float32, float64 or
   complex: the update is computed from the gradients and the optimizer's state, exact, with
   no copy;
@@ -40,6 +40,8 @@ an unchanged tensor is 0.
 from __future__ import annotations
 
 import torch
+
+from .updates import DTYPES, Formula, kind_of
 
 DEFAULT_FRACTION = 0.05  # of the watched parameter bytes: leaves room under 10% for transients
 MIN_BUDGET = 1 << 20  # 1 MiB: models up to 262,144 fp32 parameters (every labkit toy) are exact
@@ -78,42 +80,6 @@ def sparse_block_norms(grad: torch.Tensor, blocks: int, width: int) -> torch.Ten
     block = ((rows.unsqueeze(1) * values.shape[1] + cols) // width).reshape(-1)
     out = torch.zeros(blocks, dtype=torch.float32, device=values.device)
     return out.index_add_(0, block, values.pow(2).reshape(-1)).sqrt_()
-
-
-FUSED_MAX = 4096  # elements: up to here one float32 reduction is within 3e-6 (measured)
-ROW = 256  # elements per partial sum of a larger tensor's norm
-
-
-def norms(tensors: list, dtype=None) -> list:
-    """The 2-norm of each tensor as a 0-d tensor, to float32 rounding however large it is.
-
-    One float32 reduction over many squares drifts on the CPU: against float64, 7e-6 off at
-    16k equal elements, 1.7e-4 at 262k, 1e-3 at 16M (equal values, as Adam's first update,
-    are the worst case). Up to `FUSED_MAX` elements the drift is below 3e-6, and those
-    tensors share one fused ``torch._foreach_norm`` call; a larger one is summed in rows of
-    `ROW` elements, then the rows' norms in float64 (below 1e-8 at every size, measured).
-    Complex tensors: the norm of their values.
-    """
-    out: list = [None] * len(tensors)
-    small, big = [], []
-    for i, t in enumerate(tensors):
-        t = torch.view_as_real(t) if t.is_complex() else t
-        (big if t.numel() > FUSED_MAX and t.is_contiguous() else small).append((i, t))
-    if small:
-        found = (
-            torch._foreach_norm([t for _, t in small])
-            if dtype is None
-            else torch._foreach_norm([t for _, t in small], 2, dtype=dtype)
-        )
-        for (i, _), n in zip(small, found):
-            out[i] = n
-    for i, t in big:
-        flat, k = t.view(-1), t.numel() // ROW
-        rows = torch.linalg.vector_norm(flat[: k * ROW].view(k, ROW), dim=1, dtype=dtype)
-        if t.numel() > k * ROW:
-            rows = torch.cat([rows, torch.linalg.vector_norm(flat[k * ROW :], dtype=dtype)[None]])
-        out[i] = torch.linalg.vector_norm(rows.double()).to(rows.dtype)
-    return out
 
 
 def nbytes(t: torch.Tensor) -> int:
@@ -219,7 +185,7 @@ class Plan:
     """How the watch measures each parameter's update within `budget` bytes.
 
     `exact` (indices into the watched parameters) are copied whole; `formula` reads the
-    update of the parameters it covers from the optimizer (`labkit.core.updates`); `samples`
+    update of the parameters it covers from the optimizer (`labkit.core.watch.updates`); `samples`
     maps the others the optimizer holds to a `Sample`. Parameters in none read 0.
     ``keep()`` before a step; after it, ``diffs()`` (tensors whose norms the watch takes in
     its one fused call) and ``ready()`` (0-d values) give the `width` columns of a row that
@@ -235,8 +201,6 @@ class Plan:
         optimizer=None,
         scaler=None,
     ):
-        from .updates import DTYPES, Formula, kind_of
-
         self.budget = budget
         cands = [i for i, p in enumerate(params) if owned[i]]
         exact, covered = cands, []

@@ -31,7 +31,41 @@ import math
 
 import torch
 
-from .budget import norms
+FUSED_MAX = 4096  # elements: up to here one float32 reduction is within 3e-6 (measured)
+ROW = 256  # elements per partial sum of a larger tensor's norm
+
+
+def norms(tensors: list, dtype=None) -> list:
+    """The 2-norm of each tensor as a 0-d tensor, to float32 rounding however large it is.
+
+    One float32 reduction over many squares drifts on the CPU: against float64, 7e-6 off at
+    16k equal elements, 1.7e-4 at 262k, 1e-3 at 16M (equal values, as Adam's first update,
+    are the worst case). Up to `FUSED_MAX` elements the drift is below 3e-6, and those
+    tensors share one fused ``torch._foreach_norm`` call; a larger one is summed in rows of
+    `ROW` elements, then the rows' norms in float64 (below 1e-8 at every size, measured).
+    Complex tensors: the norm of their values.
+    """
+    out: list = [None] * len(tensors)
+    small, big = [], []
+    for i, t in enumerate(tensors):
+        t = torch.view_as_real(t) if t.is_complex() else t
+        (big if t.numel() > FUSED_MAX and t.is_contiguous() else small).append((i, t))
+    if small:
+        found = (
+            torch._foreach_norm([t for _, t in small])
+            if dtype is None
+            else torch._foreach_norm([t for _, t in small], 2, dtype=dtype)
+        )
+        for (i, _), n in zip(small, found):
+            out[i] = n
+    for i, t in big:
+        flat, k = t.view(-1), t.numel() // ROW
+        rows = torch.linalg.vector_norm(flat[: k * ROW].view(k, ROW), dim=1, dtype=dtype)
+        if t.numel() > k * ROW:
+            rows = torch.cat([rows, torch.linalg.vector_norm(flat[k * ROW :], dtype=dtype)[None]])
+        out[i] = torch.linalg.vector_norm(rows.double()).to(rows.dtype)
+    return out
+
 
 REREAD = 16  # steps between exact readings of the weights' norms (a bound in between)
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
