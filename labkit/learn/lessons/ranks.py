@@ -76,13 +76,15 @@ def train_two_ranks(
     """Start two gloo ranks and train `steps` steps under each of `bugs` (names of
     `labkit.bugs.ddp.DDP_BUGS`, "healthy" for none; or {name: steps} for runs of different
     lengths), one run after another; {bug: [rank 0's result, rank 1's]}."""
-    import torch.multiprocessing as mp
+    from ...core.children import owned, start
 
     bugs = plan_of(bugs, steps, every)
     with tempfile.TemporaryDirectory() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
         runs = [(bug, 0, n) for bug, n in bugs.items()]
-        mp.spawn(run_ranks, args=(2, rendezvous, runs, every, tmp), nprocs=2, join=True)
+        with owned(start(run_ranks, (2, rendezvous, runs, every, tmp), 2)) as ctx:
+            while not ctx.join():
+                pass
         ranks = []
         for rank in range(2):
             with open(os.path.join(tmp, f"rank{rank}.json")) as f:

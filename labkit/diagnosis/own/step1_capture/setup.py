@@ -300,10 +300,12 @@ def load(spec: str):
     module_name = f"labkit_setup_{abs(hash(str(path.resolve())))}"
     loader = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(loader)
+    sys.modules[module_name] = module  # as an import would; ranks load it so too (by_path)
     sys.path.insert(0, str(path.resolve().parent))  # the script may import its neighbours
     try:
         loader.loader.exec_module(module)
     except Exception as exc:
+        sys.modules.pop(module_name, None)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ValueError(f"importing {path} failed: {type(exc).__name__}: {first}") from exc
     finally:

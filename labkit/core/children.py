@@ -1,0 +1,151 @@
+"""The processes labkit starts (gloo ranks), owned and ended on every way out.
+
+    ctx = start(fn, args, nprocs)     # `nprocs` spawned processes, each running fn(i, *args)
+    with owned(ctx): ...              # however the block ends, every one of them has ended
+
+A child starts by `adopt`ing its place: it leads a process group of its own, so that one
+signal to that group ends the child and whatever it started (a DataLoader's workers, a
+learner's subprocess), and the terminal's Ctrl-C reaches only labkit's command, which then
+ends the group; and the kernel sends it SIGKILL when the thread that started it dies
+(``PR_SET_PDEATHSIG``), which covers the one way out no ``finally`` sees: the parent killed
+with SIGKILL. `end` sends SIGKILL to each child's group, waits for it, and removes the error
+files torch.multiprocessing leaves in the temporary folder.
+
+What this cannot end: a process that leaves its group on purpose (``setsid``) and outlives
+the rank that started it; only a PID namespace ends that (see `labkit.learn.grade`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import multiprocessing.util  # noqa: F401 (its exit hook first, so that ours runs before it)
+import os
+import signal
+import time
+import weakref
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # what a user or a supervisor sends
+END_WAIT_S = 5.0  # SIGKILL takes effect at once; this only bounds the wait for the kernel
+
+
+def adopt(parent: int) -> None:
+    """In a child, first: a process group of its own, and SIGKILL when its parent dies. A
+    child whose parent died before this ran exits at once (nobody would end it)."""
+    os.setpgid(0, 0)
+    for s in STOPS:  # one sent to labkit's group before this (Ctrl-C) was not for the child:
+        signal.signal(s, signal.SIG_IGN)  # ignoring a pending signal discards it
+        signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)  # blocked by `start` while it spawned
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent's `end` is what remains
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _adopted(parent: int, i: int, payload: bytes, error_file: str) -> None:
+    adopt(parent)  # before the payload's imports (torch: seconds a parent's death went unseen)
+    import pickle
+
+    from torch.multiprocessing.spawn import _wrap
+
+    fn, args = pickle.loads(payload)
+    _wrap(fn, i, args, error_file)  # torch's: a rank's error reaches the parent's join()
+
+
+def start(fn, args: tuple, nprocs: int):
+    """`nprocs` processes started with the "spawn" method, each running ``fn(i, *args)`` in a
+    group of its own (`adopt`); torch.multiprocessing's ProcessContext, not joined. As
+    ``torch.multiprocessing.start_processes``, but each child adopts its place before it
+    imports anything of `fn`'s, and a start cut short ends the processes already started.
+    Whatever is still running when the interpreter exits is ended then (`_at_exit`)."""
+    import multiprocessing
+    import tempfile
+    from multiprocessing.reduction import ForkingPickler
+
+    from torch.multiprocessing.spawn import ProcessContext
+
+    spawn, payload = multiprocessing.get_context("spawn"), bytes(ForkingPickler.dumps((fn, args)))
+    started = _Started()
+    _LIVE.add(started)
+    try:
+        for i in range(nprocs):
+            with tempfile.NamedTemporaryFile(prefix="pytorch-errorfile-", suffix=".pickle") as tf:
+                started.error_files.append(tf.name)  # a name only: a failing child writes it
+            p = spawn.Process(target=_adopted, args=(os.getpid(), i, payload, tf.name))
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)  # not mid-handshake:
+            try:  # a child cut off there prints a traceback; the signal waits until after
+                p.start()
+                started.processes.append(p)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    except BaseException:
+        end(started)
+        raise
+    ctx = ProcessContext(started.processes, started.error_files)
+    _LIVE.discard(started)
+    _LIVE.add(ctx)
+    return ctx
+
+
+class _Started:
+    """The processes of a start in progress (a ProcessContext needs them all started)."""
+
+    def __init__(self):
+        self.processes, self.error_files = [], []
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every context started here and not yet ended
+
+
+@atexit.register
+def _at_exit() -> None:
+    """At the interpreter's exit, before multiprocessing joins its children (it would wait
+    for a rank that waits for work): every child still running is ended."""
+    for ctx in list(_LIVE):
+        end(ctx)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL to the group `pid` leads (the child and what it started), or to the child
+    alone while it has not yet left labkit's own group."""
+    try:
+        if os.getpgid(pid) == pid and pid != os.getpgrp():
+            os.killpg(pid, signal.SIGKILL)
+            return
+    except (ProcessLookupError, PermissionError):
+        pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)  # what the child started after it led a group, if any
+
+
+def end(ctx) -> None:
+    """End every process of `ctx` (a ProcessContext) and its group; remove the error files."""
+    processes = [p for p in getattr(ctx, "processes", []) if p is not None]
+    for p in processes:
+        if p.pid is not None:
+            _kill_group(p.pid)
+    deadline = time.monotonic() + END_WAIT_S
+    for p in processes:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for path in getattr(ctx, "error_files", None) or []:
+        with contextlib.suppress(OSError, TypeError):
+            os.unlink(path)
+    _LIVE.discard(ctx)
+
+
+@contextlib.contextmanager
+def owned(ctx):
+    """`ctx` for the block; on every way out of it (a return, an error, Ctrl-C, a signal
+    turned into an exception), every process it started has ended."""
+    try:
+        yield ctx
+    finally:
+        end(ctx)
