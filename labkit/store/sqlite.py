@@ -9,6 +9,7 @@ new store in one transaction (two first users at once: one creates, the other wa
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -153,10 +154,21 @@ def check_store_file(path: Path) -> None:
         return
     except IsADirectoryError:
         raise StoreError(
-            f"The store path {str(path)!r} is a folder; give a file path such as "
-            f"{str(path / 'labkit.sqlite3')!r}."
+            f"The store path {str(path)!r} is a folder, where labkit keeps its store file; "
+            f"{_elsewhere(path, 'move that folder aside')}."
+        ) from None
+    except NotADirectoryError:
+        raise StoreError(
+            f"The store path {str(path)!r} cannot be reached: a file stands where a folder "
+            f"on its way should be, so labkit left it untouched; "
+            f"{_elsewhere(path, 'move that file aside')}."
         ) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(
+                f"The store path {str(path)!r} cannot be reached: a symbolic link on its way "
+                f"loops back on itself; {_elsewhere(path, 'point the link at a real folder')}."
+            ) from None
         raise StoreError(failure_sentence(path, exc, "opening it")) from None
     if head == _HEADER or not head:  # an empty file is an empty SQLite database
         return
@@ -169,6 +181,20 @@ def check_store_file(path: Path) -> None:
             else "."
         )
     )
+
+
+def _elsewhere(path: Path, fix: str) -> str:
+    """`fix`, and for the default store the other way: LABKIT_HOME, which is where it is."""
+    from .guard import HomeError, store_path
+
+    try:
+        default = Path(os.path.abspath(store_path())) == Path(os.path.abspath(path))
+    except HomeError:
+        default = False
+    if not default:
+        return fix
+    now = os.environ.get("LABKIT_HOME") or "~/.labkit"
+    return f"{fix}, or set LABKIT_HOME to another folder (it is {now!r} now)"
 
 
 def check_store_tables(path: Path, tables: set, conn) -> None:
