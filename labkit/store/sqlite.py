@@ -204,6 +204,14 @@ def check_store_tables(path: Path, tables: set, conn) -> None:
         fmt = row[0] if row else None
     if fmt == FORMAT and "records" in tables:
         return
+    from .upgrade import version
+
+    if version(fmt) is not None and version(fmt) < version(FORMAT):
+        raise StoreError(
+            f"The store {str(path)!r} was written by an older labkit (format {fmt!r}; this "
+            f"one reads {FORMAT!r}), so labkit neither read nor wrote it; `labkit store "
+            "upgrade` brings it to this format, keeping a copy of it as it was."
+        )
     if fmt and fmt.startswith("labkit.store/"):
         raise StoreError(
             f"The store {str(path)!r} was written by a newer labkit (format "

@@ -3,7 +3,9 @@ loop, a file or a folder where the other is expected. Each is one sentence (exit
 traceback) from a command that needs the store, and nothing at all to a command that does
 not; no folder named ~ is ever made."""
 
+import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,49 @@ def test_an_output_path_through_a_link_loop_is_one_sentence(tmp_path, monkeypatc
     (tmp_path / "b").symlink_to(tmp_path / "a")
     said = cli_error(capsys, "bugs", "--json", str(tmp_path / "a" / "bugs.json"))
     assert "a symbolic link on its way loops back on itself; nothing was written" in said
+
+
+def store_of_format(home: Path, fmt: str) -> Path:
+    from labkit.store.learner import default_store
+
+    store = default_store()
+    store.add("grade", "nb/1", {"notebook": "a.ipynb", "rows": [], "summary": {}})
+    store.close()
+    conn = sqlite3.connect(home / "labkit.sqlite3")
+    with conn:
+        conn.execute("UPDATE labkit_meta SET value=? WHERE name='format'", (fmt,))
+    conn.close()
+    return home / "labkit.sqlite3"
+
+
+def test_an_older_store_says_older_and_the_one_command_upgrades_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
+    path = store_of_format(tmp_path, "labkit.store/0")
+    before = path.read_bytes()
+    said = cli_error(capsys, "export", "--json", "-")
+    assert "was written by an older labkit (format 'labkit.store/0'; this one reads" in said
+    assert "`labkit store upgrade` brings it to this format" in said and one_sentence(said)
+    assert path.read_bytes() == before  # refused before anything was written
+    assert main(["store", "upgrade"]) == 0
+    kept = tmp_path / "labkit.sqlite3.labkit.store-0.bak"
+    assert f"from labkit.store/0 to labkit.store/1; the store as it was is kept at {kept}" in (
+        capsys.readouterr().out
+    )
+    assert main(["export", "--json", str(tmp_path / "all.json")]) == 0
+    assert [r["key"] for r in json.loads((tmp_path / "all.json").read_text())["records"]] == [
+        "nb/1"
+    ]
+    copy = sqlite3.connect(kept)
+    assert copy.execute("SELECT value FROM labkit_meta").fetchone() == ("labkit.store/0",)
+    copy.close()
+    assert main(["store", "upgrade"]) == 0 and "nothing was done" in capsys.readouterr().out
+
+
+def test_a_newer_store_says_newer_and_is_not_upgraded(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
+    path = store_of_format(tmp_path, "labkit.store/9")
+    said = cli_error(capsys, "forecasts")
+    assert "was written by a newer labkit (format 'labkit.store/9'" in said
+    said = cli_error(capsys, "store", "upgrade")
+    assert "which is not an older labkit store" in said
+    assert sorted(os.listdir(tmp_path)) == [path.name]  # no copy made, nothing beside it
