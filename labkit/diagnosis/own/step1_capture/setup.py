@@ -127,6 +127,7 @@ def describe(batch) -> str:
 def call(setup, method: str, *args):
     """Call a learner's method; an exception becomes a sentence naming the method.
     ``train`` runs under the time budget of `labkit.diagnose` (`budget`)."""
+    from . import nograph
     from .budget import BudgetExceeded, within
 
     try:
@@ -139,9 +140,10 @@ def call(setup, method: str, *args):
         from .bounded import shown
 
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(
-            f"{_name(setup)}.{method}({shown(args)}) raised {type(exc).__name__}: {first}"
-        ) from exc
+        said = f"{_name(setup)}.{method}({shown(args)}) raised {type(exc).__name__}: {first}"
+        if method == "train" and nograph.NO_GRAPH in first:  # which part lost the graph
+            said += "; " + (nograph.cause(setup, args[0]) or "no loss reached the parameters")
+        raise ValueError(said) from exc
 
 
 def make_model(setup, seed: int) -> nn.Module:
