@@ -9,7 +9,7 @@ knows of the other: the choice is made here, once.
 from __future__ import annotations
 
 from ..core.config import Config
-from ..core.torch_state import as_found, sentence
+from ..core.process.torch_state import as_found, sentence
 from .own.step1_capture.bounded import bounded
 from .own.step1_capture.budget import DEFAULT_BUDGET_S, budget
 from .own.step1_capture.setup import world_size_of

@@ -14,7 +14,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .exchange import FORMAT, StoreConflict, StoreError  # noqa: F401 (re-exported)
+from .exchange import FORMAT, StoreConflict, StoreError, version  # noqa: F401 (re-exported)
 from .schema import text_of
 
 BUSY_S = 30.0  # how long a write waits for another writer before giving up
@@ -204,8 +204,6 @@ def check_store_tables(path: Path, tables: set, conn) -> None:
         fmt = row[0] if row else None
     if fmt == FORMAT and "records" in tables:
         return
-    from .upgrade import version
-
     if version(fmt) is not None and version(fmt) < version(FORMAT):
         raise StoreError(
             f"The store {str(path)!r} was written by an older labkit (format {fmt!r}; this "

@@ -12,20 +12,13 @@ refused with a sentence naming the columns it lacks otherwise.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from pathlib import Path
 
-from .exchange import FORMAT, StoreError
+from .exchange import FORMAT, StoreError, version
 
 STEPS: dict = {}  # N -> step(conn): a store of format N made one of format N + 1, in place
 COLUMNS = ("kind", "key", "body", "created_at", "updated_at")
-
-
-def version(fmt) -> int | None:
-    """N of ``labkit.store/N``, or None for anything else."""
-    found = re.fullmatch(r"labkit\.store/(\d+)", fmt or "")
-    return int(found[1]) if found else None
 
 
 def _same_layout(conn) -> None:

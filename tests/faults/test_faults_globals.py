@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import labkit
-from labkit.core.torch_state import as_found, settings
+from labkit.core.process.torch_state import as_found, settings
 from own_setups.common import batches_of, blob_mixture
 from own_setups.healthy import BlobSetup
 

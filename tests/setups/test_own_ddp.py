@@ -13,8 +13,7 @@ import pytest
 
 import labkit
 import own_setups.ddp
-from labkit.diagnosis.own.step1_capture.by_path import by_path
-from labkit.diagnosis.own.step1_capture.launch import pickled
+from labkit.diagnosis.own.step1_capture.launch import by_path, pickled
 from labkit.diagnosis.own.step1_capture.setup import load
 from labkit.diagnosis.finding import Finding
 from labkit.diagnosis.own.step4_h1.drift import unanswered_rule

@@ -195,7 +195,7 @@ class TriageRecord(StrictRows):
     def intervene(self, fixed_setup, *, budget_s: float | None = None) -> str:
         """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed forecast
         (`diagnosis.own.step5_sign.sign`) within `budget_s` (default: the diagnose budget): the signed verdict, or TriageRefused."""
-        from ...core.torch_state import as_found, sentence
+        from ...core.process.torch_state import as_found, sentence
 
         if self.intervener is None:
             raise TriageRefused(NO_EVIDENCE)

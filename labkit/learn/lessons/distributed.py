@@ -192,7 +192,7 @@ class Waiting:
     or left waiting WAIT_S seconds, or orphaned by their kernel, they exit."""
 
     def __init__(self):
-        from ...core.children import start
+        from ...core.process.children import start
 
         self.folder, self.sent = tempfile.mkdtemp(prefix="labkit-ranks-"), False
         self.context = start(_waiting, (WORLD, self.folder, os.getpid()), WORLD)
@@ -210,7 +210,7 @@ class Waiting:
         os.replace(part, os.path.join(self.folder, "plan.json"))  # whole, or not there
 
     def join(self) -> list[dict]:
-        from ...core.children import owned
+        from ...core.process.children import owned
 
         try:
             with owned(self.context):  # an interrupted cell ends the ranks too

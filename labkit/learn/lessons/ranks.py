@@ -76,7 +76,7 @@ def train_two_ranks(
     """Start two gloo ranks and train `steps` steps under each of `bugs` (names of
     `labkit.bugs.ddp.DDP_BUGS`, "healthy" for none; or {name: steps} for runs of different
     lengths), one run after another; {bug: [rank 0's result, rank 1's]}."""
-    from ...core.children import owned, start
+    from ...core.process.children import owned, start
 
     bugs = plan_of(bugs, steps, every)
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import torch.nn as nn
 
-from ....core import torch_state
+from ....core.process import torch_state
 from .budget import GRACE_S, within
 
 METHODS = (

@@ -20,17 +20,59 @@ import os
 import pickle
 import re
 import signal
+import sys
 import tempfile
 import time
 import warnings
-
-from .by_path import by_path, importable, load_by_path
+from importlib.machinery import PathFinder
 
 COLLECTIVE_S = 30.0  # every collective: a rank left waiting on a dead one fails after this
 LAUNCH_S = 300.0  # the whole launch, default
 STOP_S = 1.0  # kept back from the launch's timeout to stop the ranks and read their files
 EPOCHS = 3  # the learner's train() is asked for this many epochs: two at least to compare orders
 EVERY = 10  # the watch's cross-rank check, every this many steps (and at the start and close)
+
+
+# ---- setups whose module was loaded from a file path (`labkit triage --setup FILE.py:CLASS`):
+# a rank imports each setup's class by its module's name, which no other process can import
+# for such a module, so each rank first loads the file under the same name, as labkit did here.
+
+
+def importable(module: str) -> bool:
+    """True when a fresh process finds `module` by name (built in, or on sys.path)."""
+    top = module.split(".")[0]
+    return top in sys.builtin_module_names or PathFinder.find_spec(top, sys.path) is not None
+
+
+def by_path(setups) -> list[tuple[str, str]]:
+    """[(module name, file)] for each setup class whose module cannot be imported by name
+    but was loaded from a Python file (and is registered under its name)."""
+    found = {}
+    for setup in setups:
+        name = type(setup).__module__
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if name != "__main__" and not importable(name) and path and path.endswith(".py"):
+            found[name] = path
+    return sorted(found.items())
+
+
+def load_by_path(modules) -> None:
+    """In a rank: each (name, file) of `by_path` loaded under its name, as labkit loaded it."""
+    import importlib.util
+    import os
+
+    for name, path in modules:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.pop(0)
 
 
 def pickled(setups: dict) -> bytes:
@@ -167,7 +209,7 @@ def launch(
     `choose(evidence, world)` (a module-level function) picking each one's arm (None: the
     learner's loop only, as a fix is judged) and `read` (module-level) reading each replay; returns
     {"results": {label: ...}, "problems": [sentences], "seconds": wall time}."""
-    from ....core.children import owned, start
+    from ....core.process.children import owned, start
 
     blob, started = pickled(setups), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="labkit-ranks-") as tmp:

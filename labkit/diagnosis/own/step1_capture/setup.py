@@ -127,7 +127,7 @@ def describe(batch) -> str:
 def call(setup, method: str, *args):
     """Call a learner's method; an exception becomes a sentence naming the method.
     ``train`` runs under the time budget of `labkit.diagnose` (`budget`)."""
-    from . import nograph
+    from .. import nograph
     from .budget import BudgetExceeded, within
 
     try:
@@ -302,7 +302,7 @@ def load(spec: str):
     module_name = f"labkit_setup_{abs(hash(str(path.resolve())))}"
     loader = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(loader)
-    sys.modules[module_name] = module  # as an import would; ranks load it so too (by_path)
+    sys.modules[module_name] = module  # as an import would; ranks load it so too (launch)
     sys.path.insert(0, str(path.resolve().parent))  # the script may import its neighbours
     try:
         loader.loader.exec_module(module)

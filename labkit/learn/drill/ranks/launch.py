@@ -47,7 +47,7 @@ def launch(runs, *, every: int = EVERY, progress=None, meanwhile=None) -> list[l
     while the ranks start (the drill computes its one-process reference then)."""
     from torch.multiprocessing.spawn import ProcessException
 
-    from ....core.children import owned, start as start_ranks
+    from ....core.process.children import owned, start as start_ranks
     from ...lessons.ranks import run_ranks
 
     runs = check_runs(runs)

@@ -23,6 +23,7 @@ import ctypes
 import multiprocessing.util  # noqa: F401 (its exit hook first, so that ours runs before it)
 import os
 import signal
+import threading
 import time
 import weakref
 
@@ -78,12 +79,9 @@ def start(fn, args: tuple, nprocs: int):
             with tempfile.NamedTemporaryFile(prefix="pytorch-errorfile-", suffix=".pickle") as tf:
                 started.error_files.append(tf.name)  # a name only: a failing child writes it
             p = spawn.Process(target=_adopted, args=(os.getpid(), i, payload, tf.name))
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)  # not mid-handshake:
-            try:  # a child cut off there prints a traceback; the signal waits until after
+            with _held():  # a child cut off mid-handshake prints a traceback
                 p.start()
                 started.processes.append(p)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     except BaseException:
         end(started)
         raise
@@ -109,6 +107,30 @@ def _at_exit() -> None:
     for a rank that waits for work): every child still running is ended."""
     for ctx in list(_LIVE):
         end(ctx)
+
+
+@contextlib.contextmanager
+def _held():
+    """SIGINT, SIGTERM and SIGHUP held back for the block, then delivered. Blocking them in
+    this thread is not enough: another thread (torch's, a timer's) takes the signal and
+    Python runs the handler in the main thread all the same, so in the main thread the
+    handlers are also swapped for one that notes the signal. The children started here
+    inherit the block; `adopt` lifts it."""
+    noted, before = [], {}
+    if threading.current_thread() is threading.main_thread():
+        for s in STOPS:
+            handler = signal.getsignal(s)
+            if handler is not None:  # None: set outside Python, and cannot be put back
+                before[s] = signal.signal(s, lambda signum, frame: noted.append(signum))
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        for signum in noted:
+            os.kill(os.getpid(), signum)  # now: its own handler, or its default action
 
 
 def _kill_group(pid: int) -> None:
