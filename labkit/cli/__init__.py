@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -317,7 +318,8 @@ def main(argv=None) -> int:
         elif args is not None:
             why = "; ".join(filter(None, [why, outputs_kept(args, started)]))
         how = "interrupted" if not isinstance(exc, Stopped) else f"stopped by {stop_name(exc)}"
-        print(f"labkit: {how}; {why}.", file=sys.stderr)
+        with contextlib.suppress(OSError, ValueError):  # SIGHUP: the terminal may be gone
+            print(f"labkit: {how}; {why}.", file=sys.stderr)
         return stop_status(exc)
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import threading
 from contextlib import contextmanager
 
@@ -68,9 +69,12 @@ def outputs_kept(args, started: float) -> str:
         if not isinstance(path, str) or path == "-":
             continue
         try:
-            written = os.stat(os.path.expanduser(path)).st_mtime >= started - 1e-3
+            found = os.stat(os.path.expanduser(path))
         except OSError:
-            written = False
+            found = None
+        if found is not None and not stat.S_ISREG(found.st_mode):
+            continue  # a FIFO, a device, a terminal: what reached it is not labkit's to say
+        written = found is not None and found.st_mtime >= started - 1e-3
         said.append(
             f"--{flag} {path} was written whole"
             if written

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from labkit.cli import main
+from labkit.core.process.children import sweep
 from labkit.store.learner import default_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,8 +104,10 @@ def stopped_cleanly(run: Launched, signum: int, *, files_ok=()) -> None:
     if words is not None:
         assert words in err and "Traceback" not in err, err
         assert [f for f in files if not f.startswith(TORCH_CACHE)] == [], files
-    else:  # killed: nothing of the command ran, so only what the kernel ends can go
-        assert all(any(f.startswith(p) for p in files_ok) for f in files), files
+    else:  # killed: no code of the command ran; its launch folder goes at the next launch
+        assert all(f.startswith((*files_ok, TORCH_CACHE)) for f in files), files
+        sweep(str(run.tmp))
+        assert [f for f in os.listdir(run.tmp) if not f.startswith(TORCH_CACHE)] == []
 
 
 @pytest.mark.slow
@@ -112,7 +115,7 @@ def stopped_cleanly(run: Launched, signum: int, *, files_ok=()) -> None:
 def test_a_signal_to_drill_distributed_leaves_no_rank_behind(tmp_path, signum):
     run = Launched(tmp_path, "drill", "--distributed", "--seed", "0")
     assert until(lambda: len(run.children()) >= 2, 60), "the ranks never started"
-    stopped_cleanly(run, signum, files_ok=("tmp",))  # the launch's folder (TemporaryDirectory)
+    stopped_cleanly(run, signum, files_ok=("labkit-ranks-",))
 
 
 @pytest.mark.slow

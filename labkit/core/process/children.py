@@ -163,6 +163,52 @@ def end(ctx) -> None:
     _LIVE.discard(ctx)
 
 
+SCRATCH = "labkit-ranks-"  # + this process's id + "-": one launch's folder in $TMPDIR
+
+
+def scratch() -> str:
+    """A new folder for one launch's files (rendezvous, results, progress), named with this
+    process's id; the caller removes it. A folder a killed process left is removed by the
+    next launch (`sweep`), since no ``finally`` of the killed one ran."""
+    import tempfile
+
+    sweep()
+    return tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-")
+
+
+@contextlib.contextmanager
+def scratch_folder():
+    """`scratch()` for the block, removed however it ends."""
+    import shutil
+
+    folder = scratch()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep(root: str | None = None) -> list[str]:
+    """Remove the launch folders in `root` ($TMPDIR) whose process no longer runs."""
+    import re
+    import shutil
+    import tempfile
+
+    from ...store.files import _alive
+
+    root, removed = root or tempfile.gettempdir(), []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        found = re.match(rf"{SCRATCH}(\d+)-", name)
+        if found and not _alive(int(found[1])):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
 @contextlib.contextmanager
 def owned(ctx):
     """`ctx` for the block; on every way out of it (a return, an error, Ctrl-C, a signal

@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 
 import torch
@@ -192,9 +191,9 @@ class Waiting:
     or left waiting WAIT_S seconds, or orphaned by their kernel, they exit."""
 
     def __init__(self):
-        from ...core.process.children import start
+        from ...core.process.children import scratch, start
 
-        self.folder, self.sent = tempfile.mkdtemp(prefix="labkit-ranks-"), False
+        self.folder, self.sent = scratch(), False
         self.context = start(_waiting, (WORLD, self.folder, os.getpid()), WORLD)
 
     def send(self, plan: dict) -> None:

@@ -21,7 +21,6 @@ import pickle
 import re
 import signal
 import sys
-import tempfile
 import time
 import warnings
 from importlib.machinery import PathFinder
@@ -209,10 +208,10 @@ def launch(
     `choose(evidence, world)` (a module-level function) picking each one's arm (None: the
     learner's loop only, as a fix is judged) and `read` (module-level) reading each replay; returns
     {"results": {label: ...}, "problems": [sentences], "seconds": wall time}."""
-    from ....core.process.children import owned, start
+    from ....core.process.children import owned, scratch_folder, start
 
     blob, started = pickled(setups), time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="labkit-ranks-") as tmp:
+    with scratch_folder() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
         args = (
             world,

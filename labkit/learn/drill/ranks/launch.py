@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 
 STEPS, EVERY = 64, 16  # a run: four epochs of 16 steps; the watch compares the ranks every 16
@@ -47,14 +46,14 @@ def launch(runs, *, every: int = EVERY, progress=None, meanwhile=None) -> list[l
     while the ranks start (the drill computes its one-process reference then)."""
     from torch.multiprocessing.spawn import ProcessException
 
-    from ....core.process.children import owned, start as start_ranks
+    from ....core.process.children import owned, scratch_folder, start as start_ranks
     from ...lessons.ranks import run_ranks
 
     runs = check_runs(runs)
     say = progress or (lambda line: None)
     start = time.monotonic()
     say(f"starting two gloo ranks (spawn, one thread each) for {len(runs)} run(s) ...")
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_folder() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
         ctx = start_ranks(run_ranks, (2, rendezvous, runs, every, tmp), 2)
         with owned(ctx):  # ended however this ends: an error, Ctrl-C, SIGTERM
