@@ -118,15 +118,6 @@ def test_a_signal_to_drill_distributed_leaves_no_rank_behind(tmp_path, signum):
     stopped_cleanly(run, signum, files_ok=("labkit-ranks-",))
 
 
-@pytest.mark.slow
-def test_the_parents_death_ends_the_ranks_of_a_distributed_triage(tmp_path, signum=signal.SIGKILL):
-    setup = f"{ROOT / 'tests' / 'own_setups' / 'ddp.py'}:DDPSetup"
-    run = Launched(tmp_path, "triage", "--setup", setup, "--json", str(tmp_path / "t.json"))
-    assert until(lambda: len(run.children()) >= 2, 60), "the ranks never started"
-    stopped_cleanly(run, signum, files_ok=("labkit-ranks-",))
-    assert not (tmp_path / "t.json").exists()
-
-
 OUTLIVES = """
 import subprocess, time
 from own_setups.ddp import DDPSetup
@@ -142,9 +133,12 @@ class StartsAChild(DDPSetup):
 
 
 @pytest.mark.slow
-def test_a_process_the_learners_ranks_started_ends_with_them(tmp_path, signum=signal.SIGTERM):
-    """SIGTERM while the ranks train (each has started a `sleep 600` of its own): the ranks,
-    their children and the launch's folder are gone; no --json is written."""
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_process_the_learners_ranks_started_ends_with_them(tmp_path, signum):
+    """A signal while the ranks of `labkit triage --setup` train, each having started a
+    `sleep 600` of its own: the ranks, their children and the launch's folder are gone (a
+    killed command's folder at the next launch), and no --json is written. SIGKILL is the
+    parent's death: the kernel ends the ranks, and each rank's watcher its group."""
     (tmp_path / "outlives.py").write_text(OUTLIVES)
     out = tmp_path / "t.json"
     run = Launched(
@@ -160,7 +154,7 @@ def test_a_process_the_learners_ranks_started_ends_with_them(tmp_path, signum=si
         return [p for p in run.children() if b"sleep" in Path(f"/proc/{p}/cmdline").read_bytes()]
 
     assert until(lambda: len(sleeping()) == 2, 90, step=0.1), "the ranks never started a child"
-    stopped_cleanly(run, signum)
+    stopped_cleanly(run, signum, files_ok=("labkit-ranks-",))
     assert not out.exists()
 
 

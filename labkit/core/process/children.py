@@ -6,10 +6,12 @@
 A child starts by `adopt`ing its place: it leads a process group of its own, so that one
 signal to that group ends the child and whatever it started (a DataLoader's workers, a
 learner's subprocess), and the terminal's Ctrl-C reaches only labkit's command, which then
-ends the group; and the kernel sends it SIGKILL when the thread that started it dies
+ends the group; the kernel sends it SIGKILL when the thread that started it dies
 (``PR_SET_PDEATHSIG``), which covers the one way out no ``finally`` sees: the parent killed
-with SIGKILL. `end` sends SIGKILL to each child's group, waits for it, and removes the error
-files torch.multiprocessing leaves in the temporary folder.
+with SIGKILL; and a watcher forked into its group ends the group once the child has died,
+so what the child started goes with it even then. `end` sends SIGKILL to each child's group,
+waits for it, and removes the error files torch.multiprocessing leaves in the temporary
+folder.
 
 What this cannot end: a process that leaves its group on purpose (``setsid``) and outlives
 the rank that started it; only a PID namespace ends that (see `labkit.learn.grade`).
@@ -20,6 +22,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import functools
 import multiprocessing.util  # noqa: F401 (its exit hook first, so that ours runs before it)
 import os
 import signal
@@ -29,24 +32,55 @@ import weakref
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # what a user or a supervisor sends
+WATCH_S = 0.2  # how often a group's watcher looks whether the child it watches still runs
 END_WAIT_S = 5.0  # SIGKILL takes effect at once; this only bounds the wait for the kernel
 
 
 def adopt(parent: int) -> None:
-    """In a child, first: a process group of its own, and SIGKILL when its parent dies. A
-    child whose parent died before this ran exits at once (nobody would end it)."""
+    """In a child, first: a process group of its own, SIGKILL when its parent dies, and a
+    watcher that ends the group once the child has died. A child whose parent died before
+    this ran exits at once (nobody would end it)."""
     os.setpgid(0, 0)
+    _die_with_parent()
+    _watch_group()
     for s in STOPS:  # one sent to labkit's group before this (Ctrl-C) was not for the child:
         signal.signal(s, signal.SIG_IGN)  # ignoring a pending signal discards it
         signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)  # blocked by `start` while it spawned
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL when the parent dies (``PR_SET_PDEATHSIG``); nothing where there is no prctl."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: the parent's `end` is what remains
         pass
-    if os.getppid() != parent:
-        os._exit(1)
+
+
+def _watch_group() -> None:
+    """Fork a watcher into the child's group: once the child has died, however it died (the
+    kernel's SIGKILL on its parent's death included), the watcher ends the child's group:
+    what the child started, and itself. Forked before anything is imported (one thread)."""
+    leader = os.getpid()
+    if os.fork() != 0:
+        return
+    try:  # the watcher: no handler, no clean-up of the child's, only the wait
+        for s in STOPS:
+            signal.signal(s, signal.SIG_IGN)  # a signal for the child's group is not for it
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+        while os.getppid() == leader:
+            time.sleep(WATCH_S)
+        os.killpg(leader, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _then(fn, i: int, *args) -> None:
+    _die_with_parent()  # torch's _wrap sets SIGINT, which a rank's `except BaseException` eats
+    fn(i, *args)
 
 
 def _adopted(parent: int, i: int, payload: bytes, error_file: str) -> None:
@@ -56,7 +90,7 @@ def _adopted(parent: int, i: int, payload: bytes, error_file: str) -> None:
     from torch.multiprocessing.spawn import _wrap
 
     fn, args = pickle.loads(payload)
-    _wrap(fn, i, args, error_file)  # torch's: a rank's error reaches the parent's join()
+    _wrap(functools.partial(_then, fn), i, args, error_file)  # torch's: errors reach join()
 
 
 def start(fn, args: tuple, nprocs: int):
