@@ -123,11 +123,15 @@ import subprocess, time
 from own_setups.ddp import DDPSetup
 
 class StartsAChild(DDPSetup):
-    \"\"\"Each rank starts a process that would outlive it, then trains slowly.\"\"\"
+    \"\"\"Each rank starts a process that would outlive it as its train() begins (before DDP
+    is imported), then trains slowly.\"\"\"
+
+    def make_model(self, seed):
+        if not getattr(self, "started", False):
+            self.started = subprocess.Popen(["sleep", "600"]) is not None
+        return super().make_model(seed)
 
     def step_begins(self, step):
-        if step == 0:
-            subprocess.Popen(["sleep", "600"])
         time.sleep(0.5)
 """
 
