@@ -231,14 +231,17 @@ def test_import_stopped_mid_merge_keeps_all_or_nothing(home, capsys, monkeypatch
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 @pytest.mark.parametrize(
     "argv",
-    [["run", "--steps", "60"], ["triage", "--seeds", "0,1"]],
-    ids=lambda argv: argv[0],
+    [["run", "--steps", "60"], ["triage", "--seeds", "0,1"], ["triage", "--setup", "SETUP"]],
+    ids=["run", "triage", "triage-setup"],
 )
 def test_a_command_stopped_mid_training_writes_nothing_and_says_so(
     home, capsys, monkeypatch, argv, signum
 ):
     out = home / "out" / "report.json"
     out.parent.mkdir()
+    setup = home / "my_setup.py"  # the own-code triage: the 20th step of a loop on their setup
+    setup.write_text("from own_setups.healthy import BlobSetup\n")
+    argv = [f"{setup}:BlobSetup" if a == "SETUP" else a for a in argv]
     signal_when(monkeypatch, torch.optim.SGD, "step", signum, nth=20)  # the 20th step
     assert main([*argv, "--json", str(out)]) == SIGNALS[signum][0]
     err = capsys.readouterr().err
