@@ -3,8 +3,11 @@ run is left, and the command says what was kept, with the shell's status for the
 
 A run is tagged with an environment variable that every process it starts inherits (even one
 that leaves its process group), and "no process left" is read from the real process table.
-Ranks are signalled while they start (importing torch: seconds, so every signal lands while
-they run). Temporary files are counted in the run's own $TMPDIR and output folder.
+`labkit drill --distributed` is signalled while its ranks start (importing torch: seconds,
+so every signal lands while they run); `labkit triage --setup` while its ranks train, each
+having started a child of its own. Temporary files are counted in the run's own $TMPDIR and
+output folder. The in-process cases send the signal to this process at a chosen call (the
+20th optimizer step, the temporary file's fsync, the 100th record of an import).
 """
 
 import json
