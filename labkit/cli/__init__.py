@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
 
 from .grade import add_grade
 from .output import BARE, add_json, as_flag, deprecated, document, human, refuse_outputs, write_json
+from .stop import Stopped, outputs_kept, stopping
+from .stop import name as stop_name, status as stop_status
 from .store import add_export, add_import, add_store
 
 
@@ -308,25 +312,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser, args = build_parser(), None
+    parser, args, started = build_parser(), None, time.time()
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
         refuse_outputs(args)  # before any work is done
-        return args.func(args)
+        if args.command == "grade":  # grading handles its own signals (labkit.learn.grade)
+            return args.func(args)
+        with stopping():  # SIGTERM, SIGHUP: a clean stop, as Ctrl-C
+            return args.func(args)
     except _Usage as exc:
         print(exc, file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: one line, the shell's status
         why = "nothing more was done"
         if getattr(args, "command", None) == "grade":
             from ..learn.grade.run import INTERRUPTED as why  # the same line as a forced end
-        print(f"labkit: interrupted; {why}.", file=sys.stderr)
-        return 130
+        elif args is not None:
+            why = "; ".join(filter(None, [why, outputs_kept(args, started)]))
+        how = "interrupted" if not isinstance(exc, Stopped) else f"stopped by {stop_name(exc)}"
+        with contextlib.suppress(OSError, ValueError):  # SIGHUP: the terminal may be gone
+            print(f"labkit: {how}; {why}.", file=sys.stderr)
+        return stop_status(exc)
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
         msg = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
         print(f"labkit: error: {as_flag(msg, args)}", file=sys.stderr)

@@ -85,6 +85,9 @@ def add_store(sub):
     inner = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
     inner.required = True
     inner.add_parser("check", help="list the records that readers skip as malformed")
+    inner.add_parser(
+        "upgrade", help="bring a store an older labkit wrote to this format (a copy is kept)"
+    )
     rm = inner.add_parser("remove", help="remove one record, after a confirmation")
     rm.add_argument("kind", metavar="KIND")
     rm.add_argument("key", metavar="KEY")
@@ -93,12 +96,24 @@ def add_store(sub):
 
 
 def cmd_store(args) -> int:
-    from ..store.learner import default_store
+    from ..store.learner import FORMAT, default_store
     from ..learn.keep import load_kinds
     from ..store.repair import find, malformed, remove
 
     load_kinds()
     store = default_store()
+    if args.action == "upgrade":
+        from ..store.upgrade import upgrade
+
+        before, kept = upgrade(store.path)
+        if kept is None:
+            print(f"{store.path} already has this labkit's format ({before}); nothing was done.")
+        else:
+            print(
+                f"Upgraded {store.path} from {before} to {FORMAT}; the store as it was is "
+                f"kept at {kept}."
+            )
+        return 0
     if args.action == "check":
         bad = malformed(store)
         for r in bad:

@@ -9,6 +9,7 @@ knows of the other: the choice is made here, once.
 from __future__ import annotations
 
 from ..core.config import Config
+from ..core.process.torch_state import as_found, sentence
 from .own.step1_capture.bounded import bounded
 from .own.step1_capture.budget import DEFAULT_BUDGET_S, budget
 from .own.step1_capture.setup import world_size_of
@@ -45,14 +46,18 @@ def diagnose(
         raise ValueError(
             "config= applies to zoo bugs only; a setup object brings its own model, data and loop."
         )
-    if world_size_of(bug) > 1:  # the ranks are launched: see own.step6_decide.ranks
-        from .own.step6_decide.ranks import diagnose_ranks
+    with as_found() as changes:  # torch's global settings, as the learner's code left them
+        if world_size_of(bug) > 1:  # the ranks are launched: see own.step6_decide.ranks
+            from .own.step6_decide.ranks import diagnose_ranks
 
-        return diagnose_ranks(bug, seeds, timeout_s=budget_s)
-    seconds = DEFAULT_BUDGET_S if budget_s is None else budget_s
-    with budget(seconds), bounded(bug):  # every call into the setup, from here on
-        record = diagnose_setup(bug, seeds=seeds)
-    record.budget_s = seconds  # what record.intervene(fix) gets unless given its own
+            record = diagnose_ranks(bug, seeds, timeout_s=budget_s)
+        else:
+            seconds = DEFAULT_BUDGET_S if budget_s is None else budget_s
+            with budget(seconds), bounded(bug):  # every call into the setup, from here on
+                record = diagnose_setup(bug, seeds=seeds)
+            record.budget_s = seconds  # what record.intervene(fix) gets unless given its own
+    if sentence(changes):  # the record says when the learner's code changed them
+        record.notes.append(sentence(changes))
     return record
 
 

@@ -17,12 +17,19 @@ its own module, through three tables:
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
 from .schema import CHECKS, check_import  # noqa: F401 (CHECKS: the features register here)
 
 FORMAT = "labkit.store/1"  # an export document, and the store's own mark
+
+
+def version(fmt) -> int | None:
+    """N of a store format ``labkit.store/N``, or None for anything else."""
+    found = re.fullmatch(r"labkit\.store/(\d+)", fmt or "") if isinstance(fmt, str) else None
+    return int(found[1]) if found else None
 
 
 class StoreError(ValueError):

@@ -20,7 +20,25 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def labkit_home() -> Path:
-    return Path(os.environ.get("LABKIT_HOME") or Path.home() / ".labkit")
+    """$LABKIT_HOME as an absolute folder, read in this one place: a leading ``~`` or
+    ``~user`` is home, as a shell would have expanded it (a ``.env`` file or a quoted line
+    passes it on literally); unset or empty, ``~/.labkit``. A ``~`` that names no user is
+    refused with a sentence (`HomeError`), never made into a folder named ``~``."""
+    given = os.environ.get("LABKIT_HOME") or ""
+    if not given:
+        return Path.home() / ".labkit"
+    expanded = os.path.expanduser(given)
+    if expanded.startswith("~"):
+        raise HomeError(
+            f"LABKIT_HOME={given!r} starts with {given.split('/')[0]!r}, which names no "
+            "user's home on this machine, so labkit did not make a folder of that name; "
+            "set LABKIT_HOME to a folder path, such as ~/labkit-data or /home/me/labkit-data."
+        )
+    return Path(os.path.abspath(expanded))
+
+
+class HomeError(ValueError):
+    """$LABKIT_HOME cannot be where the learner store lives; the message says why."""
 
 
 def store_path() -> Path:
@@ -43,16 +61,35 @@ def _resolve(path) -> Path:
     return Path(os.path.abspath(os.path.expanduser(os.fspath(path)))).resolve()
 
 
+def _store_resolved() -> Path | None:
+    """The store's path resolved, or None where no store can be (a $LABKIT_HOME that is
+    refused or whose links loop): a command that writes a report needs no store."""
+    try:
+        return _resolve(store_path())
+    except (HomeError, RuntimeError, OSError):
+        return None
+
+
 def refuse_store(path, parameter: str) -> Path:
     """`path` resolved, or OutputPathError when writing there would harm a store."""
-    target = _resolve(path)
-    store = _resolve(store_path())
+    try:
+        target = _resolve(path)
+    except RuntimeError:  # Path.resolve: a link on the way points back at itself
+        raise OutputPathError(
+            f"{parameter}={os.fspath(path)!r} cannot be written: a symbolic link on its way "
+            "loops back on itself; nothing was written, so give another path."
+        ) from None
+    store = _store_resolved()
     why = None
-    if target == store:
+    if store is not None and target == store:
         why = (
             "it is your learner store, where every forecast, drill, triage record and grade is kept"
         )
-    elif target.parent == store.parent and target.name in {store.name + s for s in SIDE_FILES}:
+    elif (
+        store is not None
+        and target.parent == store.parent
+        and target.name in {store.name + s for s in SIDE_FILES}
+    ):
         why = "it is a side file of your learner store (SQLite's journal), which holds records not yet merged"
     elif is_sqlite(target):
         why = "that file is an SQLite database, and writing there would destroy it"

@@ -9,11 +9,12 @@ new store in one transaction (two first users at once: one creates, the other wa
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 import time
 from pathlib import Path
 
-from .exchange import FORMAT, StoreConflict, StoreError  # noqa: F401 (re-exported)
+from .exchange import FORMAT, StoreConflict, StoreError, version  # noqa: F401 (re-exported)
 from .schema import text_of
 
 BUSY_S = 30.0  # how long a write waits for another writer before giving up
@@ -153,10 +154,21 @@ def check_store_file(path: Path) -> None:
         return
     except IsADirectoryError:
         raise StoreError(
-            f"The store path {str(path)!r} is a folder; give a file path such as "
-            f"{str(path / 'labkit.sqlite3')!r}."
+            f"The store path {str(path)!r} is a folder, where labkit keeps its store file; "
+            f"{_elsewhere(path, 'move that folder aside')}."
+        ) from None
+    except NotADirectoryError:
+        raise StoreError(
+            f"The store path {str(path)!r} cannot be reached: a file stands where a folder "
+            f"on its way should be, so labkit left it untouched; "
+            f"{_elsewhere(path, 'move that file aside')}."
         ) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(
+                f"The store path {str(path)!r} cannot be reached: a symbolic link on its way "
+                f"loops back on itself; {_elsewhere(path, 'point the link at a real folder')}."
+            ) from None
         raise StoreError(failure_sentence(path, exc, "opening it")) from None
     if head == _HEADER or not head:  # an empty file is an empty SQLite database
         return
@@ -171,6 +183,20 @@ def check_store_file(path: Path) -> None:
     )
 
 
+def _elsewhere(path: Path, fix: str) -> str:
+    """`fix`, and for the default store the other way: LABKIT_HOME, which is where it is."""
+    from .guard import HomeError, store_path
+
+    try:
+        default = Path(os.path.abspath(store_path())) == Path(os.path.abspath(path))
+    except HomeError:
+        default = False
+    if not default:
+        return fix
+    now = os.environ.get("LABKIT_HOME") or "~/.labkit"
+    return f"{fix}, or set LABKIT_HOME to another folder (it is {now!r} now)"
+
+
 def check_store_tables(path: Path, tables: set, conn) -> None:
     fmt = None
     if "labkit_meta" in tables:
@@ -178,6 +204,12 @@ def check_store_tables(path: Path, tables: set, conn) -> None:
         fmt = row[0] if row else None
     if fmt == FORMAT and "records" in tables:
         return
+    if version(fmt) is not None and version(fmt) < version(FORMAT):
+        raise StoreError(
+            f"The store {str(path)!r} was written by an older labkit (format {fmt!r}; this "
+            f"one reads {FORMAT!r}), so labkit neither read nor wrote it; `labkit store "
+            "upgrade` brings it to this format, keeping a copy of it as it was."
+        )
     if fmt and fmt.startswith("labkit.store/"):
         raise StoreError(
             f"The store {str(path)!r} was written by a newer labkit (format "

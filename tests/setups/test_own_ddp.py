@@ -6,12 +6,14 @@ DDP (`SINGLE`) ride in the same launch; their healthy twin is `DDPSetup`. One mo
 a learner's fix (`record.intervene`), one the hung rank."""
 
 import pickle
+import sys
+import types
 
 import pytest
 
 import labkit
 import own_setups.ddp
-from labkit.diagnosis.own.step1_capture.launch import pickled
+from labkit.diagnosis.own.step1_capture.launch import by_path, pickled
 from labkit.diagnosis.own.step1_capture.setup import load
 from labkit.diagnosis.finding import Finding
 from labkit.diagnosis.own.step4_h1.drift import unanswered_rule
@@ -256,9 +258,19 @@ def test_a_setup_the_ranks_cannot_import_is_refused_with_the_fix():
     InMain.__module__ = "__main__"  # as a class written in a notebook cell is
     with pytest.raises(TypeError, match="defined in __main__.*from my_setup import InMain"):
         pickled({"main": InMain()})
-    from_path = load(f"{own_setups.ddp.__file__}:DDPSetup")  # as `labkit diagnose --setup` does
-    with pytest.raises(TypeError, match="loaded from a file path.*PYTHONPATH"):
-        pickled({"path": from_path})
+    from_path = load(f"{own_setups.ddp.__file__}:DDPSetup")  # as `labkit triage --setup` does
+    module = type(from_path).__module__
+    assert by_path([from_path]) == [(module, own_setups.ddp.__file__)]  # each rank loads it so
+    assert pickle.loads(pickled({"path": from_path}))[0][0] == "path"
+    made = types.ModuleType("made_in_memory")  # no file a rank could load it from
+    exec("class InMemory:\n    pass", made.__dict__)
+    made.InMemory.__module__ = made.__name__
+    sys.modules[made.__name__] = made
+    try:
+        with pytest.raises(TypeError, match="has no file.*define the class in a module file"):
+            pickled({"made": made.InMemory()})
+    finally:
+        del sys.modules[made.__name__]
     setup = DDPSetup()
     setup.hook = lambda: None
     with pytest.raises(TypeError, match="cannot be pickled"):

@@ -195,9 +195,15 @@ class TriageRecord(StrictRows):
     def intervene(self, fixed_setup, *, budget_s: float | None = None) -> str:
         """Your fix of what `labkit.diagnose` prescribed, judged on both seeds against the sealed forecast
         (`diagnosis.own.step5_sign.sign`) within `budget_s` (default: the diagnose budget): the signed verdict, or TriageRefused."""
+        from ...core.process.torch_state import as_found, sentence
+
         if self.intervener is None:
             raise TriageRefused(NO_EVIDENCE)
-        return self.intervener(fixed_setup, budget_s=budget_s)
+        with as_found() as changes:  # torch's global settings as the learner's fix left them
+            verdict = self.intervener(fixed_setup, budget_s=budget_s)
+        if sentence(changes):
+            self.notes.append(sentence(changes).replace("the triage", "the intervention"))
+        return verdict
 
     def not_needed(self, row: str, reason: str) -> None:
         """Mark the intervention/confirmation rows n/a (only a NONE conviction may)."""

@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 
 import torch
@@ -192,16 +191,10 @@ class Waiting:
     or left waiting WAIT_S seconds, or orphaned by their kernel, they exit."""
 
     def __init__(self):
-        import torch.multiprocessing as mp
+        from ...core.process.children import scratch, start
 
-        self.folder, self.sent = tempfile.mkdtemp(prefix="labkit-ranks-"), False
-        self.context = mp.start_processes(
-            _waiting,
-            args=(WORLD, self.folder, os.getpid()),
-            nprocs=WORLD,
-            join=False,
-            start_method="spawn",
-        )
+        self.folder, self.sent = scratch(), False
+        self.context = start(_waiting, (WORLD, self.folder, os.getpid()), WORLD)
 
     def send(self, plan: dict) -> None:
         if self.sent:
@@ -216,9 +209,12 @@ class Waiting:
         os.replace(part, os.path.join(self.folder, "plan.json"))  # whole, or not there
 
     def join(self) -> list[dict]:
+        from ...core.process.children import owned
+
         try:
-            while not self.context.join():
-                pass
+            with owned(self.context):  # an interrupted cell ends the ranks too
+                while not self.context.join():
+                    pass
             ranks = []
             for rank in range(WORLD):
                 with open(os.path.join(self.folder, f"rank{rank}.json")) as f:

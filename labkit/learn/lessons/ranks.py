@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 TIMEOUT_S = 60  # every collective: a rank that dies becomes an error in the others, not a hang
 
@@ -76,13 +75,15 @@ def train_two_ranks(
     """Start two gloo ranks and train `steps` steps under each of `bugs` (names of
     `labkit.bugs.ddp.DDP_BUGS`, "healthy" for none; or {name: steps} for runs of different
     lengths), one run after another; {bug: [rank 0's result, rank 1's]}."""
-    import torch.multiprocessing as mp
+    from ...core.process.children import owned, scratch_folder, start
 
     bugs = plan_of(bugs, steps, every)
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_folder() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
         runs = [(bug, 0, n) for bug, n in bugs.items()]
-        mp.spawn(run_ranks, args=(2, rendezvous, runs, every, tmp), nprocs=2, join=True)
+        with owned(start(run_ranks, (2, rendezvous, runs, every, tmp), 2)) as ctx:
+            while not ctx.join():
+                pass
         ranks = []
         for rank in range(2):
             with open(os.path.join(tmp, f"rank{rank}.json")) as f:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import torch.nn as nn
 
+from ....core.process import torch_state
 from .budget import GRACE_S, within
 
 METHODS = (
@@ -43,11 +44,11 @@ def shown(args) -> str:
 
 def _timed(setup, name: str, fn):
     def timed(*args, **kwargs):
-        return within(
-            lambda: fn(*args, **kwargs),
-            f"{type(setup).__name__}.{name}({shown(args)})",
-            grace=0.0 if name == "train" else GRACE_S,
-        )
+        what = f"{type(setup).__name__}.{name}({shown(args)})"
+        with torch_state.call(what):  # a global setting it changes is noted (`as_found`)
+            return within(
+                lambda: fn(*args, **kwargs), what, grace=0.0 if name == "train" else GRACE_S
+            )
 
     timed.labkit_bounded = True  # labkit's, not the learner's own (the replay wraps it too)
     return timed

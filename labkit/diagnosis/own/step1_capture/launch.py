@@ -21,7 +21,6 @@ import pickle
 import re
 import signal
 import sys
-import tempfile
 import time
 import warnings
 from importlib.machinery import PathFinder
@@ -33,20 +32,60 @@ EPOCHS = 3  # the learner's train() is asked for this many epochs: two at least 
 EVERY = 10  # the watch's cross-rank check, every this many steps (and at the start and close)
 
 
+# ---- setups whose module was loaded from a file path (`labkit triage --setup FILE.py:CLASS`):
+# a rank imports each setup's class by its module's name, which no other process can import
+# for such a module, so each rank first loads the file under the same name, as labkit did here.
+
+
+def importable(module: str) -> bool:
+    """True when a fresh process finds `module` by name (built in, or on sys.path)."""
+    top = module.split(".")[0]
+    return top in sys.builtin_module_names or PathFinder.find_spec(top, sys.path) is not None
+
+
+def by_path(setups) -> list[tuple[str, str]]:
+    """[(module name, file)] for each setup class whose module cannot be imported by name
+    but was loaded from a Python file (and is registered under its name)."""
+    found = {}
+    for setup in setups:
+        name = type(setup).__module__
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if name != "__main__" and not importable(name) and path and path.endswith(".py"):
+            found[name] = path
+    return sorted(found.items())
+
+
+def load_by_path(modules) -> None:
+    """In a rank: each (name, file) of `by_path` loaded under its name, as labkit loaded it."""
+    import importlib.util
+    import os
+
+    for name, path in modules:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.pop(0)
+
+
 def pickled(setups: dict) -> bytes:
     """The setups as the ranks receive them; a sentence when one cannot travel."""
+    files = dict(by_path(setups.values()))  # loaded by path: each rank loads them so too
     for setup in setups.values():
         cls = type(setup)
         where = f"setup {cls.__qualname__}"
-        top = cls.__module__.split(".")[0]
-        if top not in ("__main__", *sys.builtin_module_names) and not PathFinder.find_spec(
-            top, sys.path
-        ):
+        if cls.__module__ not in ("__main__", *files) and not importable(cls.__module__):
             raise TypeError(
-                f"{where} comes from module {cls.__module__}, which a fresh process cannot "
-                "import by name (it was loaded from a file path); each rank imports the "
-                "setup's class, so put its file's folder on PYTHONPATH and import the class "
-                "from the module there."
+                f"{where} comes from module {cls.__module__}, which has no file a fresh "
+                "process could import it from (it was made in memory); each rank imports "
+                "the setup's class, so define the class in a module file and import it "
+                "from there."
             )
         if cls.__module__ == "__main__":
             raise TypeError(
@@ -81,7 +120,7 @@ def _write(path: str, data: dict) -> None:
 
 
 def _rank(
-    rank, world, rendezvous, blob, seeds, out, collective_s, epochs, every, choose, read
+    rank, world, rendezvous, blob, seeds, out, collective_s, epochs, every, choose, read, files=()
 ) -> None:
     """One rank: every setup of `blob` in turn (see the module docstring). `choose` (the
     decision, passed in so that capturing imports no later step) picks the arm to run;
@@ -108,6 +147,7 @@ def _rank(
     results: dict = {}
     try:
         say(stage="unpickling the setups")
+        load_by_path(files)  # setups loaded from a file path here (`labkit triage --setup`)
         setups = pickle.loads(blob)
         say(stage="joining the process group (gloo)")
         join_gloo(rank, world, rendezvous, collective_s)
@@ -168,10 +208,10 @@ def launch(
     `choose(evidence, world)` (a module-level function) picking each one's arm (None: the
     learner's loop only, as a fix is judged) and `read` (module-level) reading each replay; returns
     {"results": {label: ...}, "problems": [sentences], "seconds": wall time}."""
-    import torch.multiprocessing as mp
+    from ....core.process.children import owned, scratch_folder, start
 
     blob, started = pickled(setups), time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="labkit-ranks-") as tmp:
+    with scratch_folder() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
         args = (
             world,
@@ -184,10 +224,11 @@ def launch(
             every,
             choose,
             read,
+            by_path(setups.values()),
         )
-        ctx = mp.start_processes(_rank, args=args, nprocs=world, join=False, start_method="spawn")
-        procs = ctx.processes
-        stopped = _wait(procs, tmp, started + timeout_s - STOP_S, collective_s)
+        with owned(start(_rank, args, world)) as ctx:  # ended on every way out, Ctrl-C too
+            procs = ctx.processes
+            stopped = _wait(procs, tmp, started + timeout_s - STOP_S, collective_s)
         statuses = [_read(os.path.join(tmp, f"status{r}.json")) or {} for r in range(world)]
         results = [_read(os.path.join(tmp, f"rank{r}.json")) or {} for r in range(world)]
     problems = _problems(procs, statuses, stopped, timeout_s, collective_s)

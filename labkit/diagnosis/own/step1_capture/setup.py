@@ -127,6 +127,7 @@ def describe(batch) -> str:
 def call(setup, method: str, *args):
     """Call a learner's method; an exception becomes a sentence naming the method.
     ``train`` runs under the time budget of `labkit.diagnose` (`budget`)."""
+    from .. import nograph
     from .budget import BudgetExceeded, within
 
     try:
@@ -139,9 +140,10 @@ def call(setup, method: str, *args):
         from .bounded import shown
 
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(
-            f"{_name(setup)}.{method}({shown(args)}) raised {type(exc).__name__}: {first}"
-        ) from exc
+        said = f"{_name(setup)}.{method}({shown(args)}) raised {type(exc).__name__}: {first}"
+        if method == "train" and nograph.NO_GRAPH in first:  # which part lost the graph
+            said += "; " + (nograph.cause(setup, args[0]) or "no loss reached the parameters")
+        raise ValueError(said) from exc
 
 
 def make_model(setup, seed: int) -> nn.Module:
@@ -300,10 +302,12 @@ def load(spec: str):
     module_name = f"labkit_setup_{abs(hash(str(path.resolve())))}"
     loader = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(loader)
+    sys.modules[module_name] = module  # as an import would; ranks load it so too (launch)
     sys.path.insert(0, str(path.resolve().parent))  # the script may import its neighbours
     try:
         loader.loader.exec_module(module)
     except Exception as exc:
+        sys.modules.pop(module_name, None)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ValueError(f"importing {path} failed: {type(exc).__name__}: {first}") from exc
     finally:

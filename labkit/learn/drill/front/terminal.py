@@ -164,10 +164,10 @@ def _play(args, log) -> int:
             drill.handle(line, say)
             if drill.finished:
                 return 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP as the CLI turns them
         again = "labkit drill" + (" --distributed" if _world(args) == 2 else "")
         say(f"\ninterrupted: the drill is saved in {log.path}; `{again}` resumes it.")
-        return 130
+        return 128 + getattr(exc, "signum", 2)  # the shell's status: 130 for Ctrl-C
     say(
         f"paused: the drill is saved in {log.path}; `labkit drill"
         + (f" --log {args.log}" if args.log else "")

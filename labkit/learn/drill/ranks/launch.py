@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 
 STEPS, EVERY = 64, 16  # a run: four epochs of 16 steps; the watch compares the ranks every 16
@@ -45,31 +44,32 @@ def launch(runs, *, every: int = EVERY, progress=None, meanwhile=None) -> list[l
     `progress(line)`, if given, gets a line when the ranks have started and one per run
     trained, each with the seconds since the launch began. `meanwhile()`, if given, runs here
     while the ranks start (the drill computes its one-process reference then)."""
-    import torch.multiprocessing as mp
     from torch.multiprocessing.spawn import ProcessException
 
+    from ....core.process.children import owned, scratch_folder, start as start_ranks
     from ...lessons.ranks import run_ranks
 
     runs = check_runs(runs)
     say = progress or (lambda line: None)
     start = time.monotonic()
     say(f"starting two gloo ranks (spawn, one thread each) for {len(runs)} run(s) ...")
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_folder() as tmp:
         rendezvous = os.path.join(tmp, "rendezvous")
-        ctx = mp.spawn(run_ranks, args=(2, rendezvous, runs, every, tmp), nprocs=2, join=False)
-        if meanwhile is not None:
-            meanwhile()
-        seen, done = 0, False
-        while not done:
-            try:
-                done = ctx.join(timeout=0.2)
-            except ProcessException as exc:  # a rank raised or died: say so, in one sentence
-                first = str(exc).strip().splitlines()
-                raise RanksFailed(
-                    "the two ranks stopped before their runs were done"
-                    + (f": {first[-1]}" if first else "")
-                ) from None
-            seen = _relay(tmp, seen, runs, start, say)
+        ctx = start_ranks(run_ranks, (2, rendezvous, runs, every, tmp), 2)
+        with owned(ctx):  # ended however this ends: an error, Ctrl-C, SIGTERM
+            if meanwhile is not None:
+                meanwhile()
+            seen, done = 0, False
+            while not done:
+                try:
+                    done = ctx.join(timeout=0.2)
+                except ProcessException as exc:  # a rank raised or died: say so, in one sentence
+                    first = str(exc).strip().splitlines()
+                    raise RanksFailed(
+                        "the two ranks stopped before their runs were done"
+                        + (f": {first[-1]}" if first else "")
+                    ) from None
+                seen = _relay(tmp, seen, runs, start, say)
         ranks = []
         for rank in range(2):
             with open(os.path.join(tmp, f"rank{rank}.json")) as f:
