@@ -291,6 +291,10 @@ class SketchForecast(anywidget.AnyWidget):
         for the Seal; headless, seal curves passed in code (`points=`) or refuse at once."""
         return sketch_gate.require(self)
 
+    def refusal(self):
+        """The one sentence (a `SketchNotSealed`) of a cell refused before the Seal."""
+        return sketch_gate.refusal(self)
+
     def score(self, runs, *, show: bool = True) -> dict:
         """Score every sealed series against its run and keep the scores in the history.
 
