@@ -122,8 +122,7 @@ function draw(svg, model, stroke, cursor = null) {
     el("polyline", { points: stroke.map(([s, v]) => `${sc.x(s)},${sc.y(v)}`).join(" "), class: "stroke" }, svg);
   }
   if (model.get("sealed")) {
-    el("text", { x: PAD.l + 8, y: PAD.t + PH - 8, class: "sealed-label" }, svg,
-      `sealed ${model.get("sealed_hash")}`);
+    el("text", { x: PAD.l + 8, y: PAD.t + PH - 8, class: "sealed-label" }, svg, "sealed");
   }
 }
 
@@ -227,7 +226,7 @@ function render({ model, el: host }) {
     for (const c of [preset, nanButton, clear, undo]) c.disabled = sealed;
     undo.disabled = sealed || !(undoStack[model.get("active")] || []).length;
     seal.disabled = sealed || (model.get("points").length === 0 && model.get("nan_step") !== 0);
-    seal.textContent = sealed ? `Sealed \u2713 ${model.get("sealed_hash")}` : "Seal";
+    seal.textContent = sealed ? "Sealed \u2713" : "Seal";  // the hash: once, in the message
     again.hidden = !sealed;
     nanButton.textContent = nanMode ? "Click where NaN starts"
       : model.get("nan_step") === null ? "Mark NaN step" : "Remove NaN step";
