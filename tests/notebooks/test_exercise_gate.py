@@ -169,3 +169,17 @@ def test_an_error_that_teaches_says_its_sentence_once(monkeypatch, in_a_notebook
     ):
         lines = error._render_traceback_()
         assert len(lines) == 1 and (str(error) in lines[0]) is not in_a_notebook
+
+
+@pytest.mark.parametrize("in_a_notebook", [True, False])
+def test_a_failed_check_names_itself_once(monkeypatch, in_a_notebook):
+    """In a notebook the box's title names the check ("Not yet: ex_a_mechanism"); the red line
+    under it says CheckFailed only. Elsewhere the one line names it."""
+    import labkit.errors
+    from labkit.learn.check import CheckFailed
+
+    monkeypatch.setattr(labkit.errors, "notebook_box", lambda *a, **k: in_a_notebook)
+    error = CheckFailed("Your reason names 1 of the 2 ideas.")
+    error.check = "ex_a_mechanism"
+    (line,) = error._render_traceback_()
+    assert ("ex_a_mechanism" in line) is not in_a_notebook
