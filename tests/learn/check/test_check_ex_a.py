@@ -65,6 +65,9 @@ def test_a_review_refuses_hindsight_and_an_edited_prediction(runs):
             NotYetAnswered,
         ),
         ({**RIGHT, "why": ""}, "still empty", NotYetAnswered),
+        ({**RIGHT, "why": "asdf qwer"}, "is 2 words long, so it says nothing", CheckFailed),
+        ({**RIGHT, "why": "asdf qwer zxcv hjkl"}, "is keyboard noise", CheckFailed),
+        ({**RIGHT, "why": "I just think so really"}, "names nothing of the run", CheckFailed),
         ({**RIGHT, "head_learns": "yes"}, "must be True or False", CheckFailed),
         (
             {**RIGHT, "null_groups": ["backbone"]},
