@@ -60,9 +60,12 @@ def _unmade(shell, etype, value, tb, tb_offset=None) -> list[str]:
     what a refused run never made, so it says the forecast's sentence; else the usual trace."""
     still_open = open_forecasts()
     if not still_open:
-        return shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
-    first = still_open[0].refusal()
-    return type(first)(
-        f"This cell reads a run that has not happened yet ({etype.__name__}: {value}), because "
-        f"a forecast above is not sealed. {first}"
-    )._render_traceback_()
+        stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+    else:
+        first = still_open[0].refusal()
+        stb = type(first)(
+            f"This cell reads a run that has not happened yet ({etype.__name__}: {value}), "
+            f"because a forecast above is not sealed. {first}"
+        )._render_traceback_()
+    shell._showtraceback(etype, value, stb)  # IPython leaves showing it to the handler
+    return stb

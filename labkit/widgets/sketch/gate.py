@@ -106,8 +106,9 @@ def live(key: str) -> list:
 def watch(sketch) -> None:
     """Restore on the first view a front end draws (curves not given in code); Draw again."""
     _LIVE.add(sketch)
-    names = tuple(sketch.series_names)  # every run of this kernel waits for its seal
-    pending.hold(("sketch", sketch.key, sketch.quantity, names, sketch.note), sketch)
+    if sketch.gates_runs:  # every run of this kernel waits for its seal
+        names = tuple(sketch.series_names)
+        pending.hold(("sketch", sketch.key, sketch.quantity, names, sketch.note), sketch)
 
     def shown(change):
         if change["old"] == 0 and not sketch._from_code and not sketch.sealed:
