@@ -15,7 +15,7 @@ import time
 import torch
 import torch.nn as nn
 
-from . import pending
+from .learner import pending
 from .hashing import hash_json, hash_module
 from .config import Config
 from .data import IGNORE

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from ..core.norm_shape import ZERO_NORM, norm_shape
+from ..core.metrics import ZERO_NORM, norm_shape
 from .shapes import classify_shape
 
 

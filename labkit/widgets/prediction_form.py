@@ -32,7 +32,7 @@ from pathlib import Path
 import anywidget
 import traitlets as t
 
-from ..core import pending
+from ..core.learner import pending
 from ..errors import suggest, teaching_lines
 from ..forecast.carry import carried_prediction, show_prediction
 from ..forecast.gate import wait_for

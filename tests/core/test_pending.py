@@ -1,10 +1,10 @@
-"""`labkit.core.pending`: an open forecast holds every run of its kernel (the notebook walk in
+"""`labkit.core.learner.pending`: an open forecast holds every run of its kernel (the notebook walk in
 tests/notebooks/test_exercise_gate.py checks it end to end)."""
 
 import pytest
 
 import labkit
-from labkit.core import pending
+from labkit.core.learner import pending
 from labkit.forecast.gate import SketchNotSealed
 
 

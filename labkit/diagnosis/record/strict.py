@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import re
 
-from ...core.norm_shape import ZERO_NORM, norm_shape  # noqa: F401 (ZERO_NORM re-exported)
-from ...core.prose import says_nothing
+from ...core.metrics import ZERO_NORM, norm_shape  # noqa: F401 (ZERO_NORM re-exported)
+from ...core.learner.prose import says_nothing
 from .prediction import TriageRefused
 
 ORDER = (

@@ -14,7 +14,7 @@ Print a rubric (`print(MECHANISM)`) to see its ideas.
 
 from __future__ import annotations
 
-from ...core.prose import says_nothing
+from ...core.learner.prose import says_nothing
 from ._base import CheckFailed, NotYetAnswered
 from ._meaning import Rubric, read
 

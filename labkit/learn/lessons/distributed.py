@@ -33,7 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ...core import pending
+from ...core.learner import pending
 from ...core.ddp_loop import BATCH, N_EXAMPLES, data
 from .ranks import TIMEOUT_S, plan_of
 

@@ -56,7 +56,7 @@ class SketchForecast(anywidget.AnyWidget):
     message = t.Unicode("").tag(sync=True)  # status or error line shown under the chart
     redraw_requested = t.Int(0).tag(sync=True)  # the Draw again button adds 1; Python unseals
     rendered = t.Int(0).tag(sync=True)  # views a front end drew: a kernel that can wait
-    gates_runs = True  # until sealed, every run of this kernel waits (labkit.core.pending)
+    gates_runs = True  # until sealed, every run of this kernel waits (labkit.core.learner.pending)
 
     def __init__(
         self,

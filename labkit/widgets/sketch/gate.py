@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 import weakref
 
-from ...core import pending
+from ...core.learner import pending
 from ...forecast.carry import payload, show
 from ...forecast.forecast import SHAPES, Forecast
 from ...forecast.gate import SketchNotSealed, wait_for
