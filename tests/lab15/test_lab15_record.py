@@ -230,7 +230,7 @@ def test_an_lr_verdict_needs_a_passed_overfit_row(probes):
 
 def test_conviction_attempts_are_counted(probes):
     rec = complete(probes)
-    rec.convict("H2", "labels shuffled")
+    rec.convict("H2", "the labels were shuffled apart from the inputs")
     rec.convict("H3", "the logger divides by 500")
     assert rec.attempts == 3
     assert "Conviction attempts:             3" in str(rec)
@@ -278,3 +278,15 @@ def test_a_belief_that_says_nothing_is_refused(probes, belief):
     rec = filled(probes, upto="baseline", beliefs=False)
     with pytest.raises(TriageRefused, match="says nothing about the run"):
         rec.believe("baseline", belief)
+
+
+@pytest.mark.parametrize("line", ["logger bug", "asdf qwer zxcv hjkl", "something is wrong here"])
+def test_a_mechanism_line_that_says_nothing_is_refused(probes, line):
+    rec = planned(probes)
+    rec.record_intervention_run(lab15.run_mystery(MYSTERY, **CHANGE))
+    rec.believe("intervention", "H3 confirmed on the first seed")
+    rec.record_confirmation(lab15.run_mystery(MYSTERY, seed=lab15.seeds(MYSTERY)[1], **CHANGE))
+    rec.believe("confirmation", "H3 holds on the second seed")
+    with pytest.raises(TriageRefused, match="this mechanism line .* says nothing about the run"):
+        rec.convict("H3", line)
+    assert rec.attempts == 0  # a line that says nothing is not an attempt

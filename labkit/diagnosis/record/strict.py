@@ -286,13 +286,21 @@ def require_belief(text: str) -> str:
             f"an UPDATED BELIEF says which hypotheses (H1, H2, H3) this row "
             f"supports or rules out; got {text!r}."
         )
+    require_said(
+        text,
+        "UPDATED BELIEF",
+        "say which hypothesis it supports or rules out, and what in the row shows it",
+    )
+    return text.strip()
+
+
+def require_said(text: str, what: str, how: str) -> None:
+    """Refuse a belief or a mechanism line that says nothing (`labkit.core.learner.prose`)."""
     empty = says_nothing(text)
     if empty:
         raise TriageRefused(
-            f"this UPDATED BELIEF {empty}, so it says nothing about the run; say which "
-            f"hypothesis it supports or rules out, and what in the row shows it; got {text!r}."
+            f"this {what} {empty}, so it says nothing about the run; {how}; got {text!r}."
         )
-    return text.strip()
 
 
 # What a belief must not assert after each probe's verdict: {row: {verdict head: pattern}}

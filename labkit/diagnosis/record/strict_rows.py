@@ -73,6 +73,7 @@ class StrictRows:
 
     def _strict_convict(self, system: str, mechanism: str) -> None:
         self._turn("conviction")
+        rules.require_said(mechanism, "mechanism line", "name what broke and where in the loop")
         rules.require_overfit_gate(self, system, mechanism)
         self.attempts += 1
 
