@@ -1,5 +1,6 @@
 """Small helpers shared by the tests."""
 
+import ast
 import os
 import re
 import shutil
@@ -160,3 +161,31 @@ def chromium() -> str | None:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+def held_out(check: str) -> list[tuple[str, tuple, str]]:
+    """(mark, structured claim, reason) of tests/data/held_out/CHECK.txt (see its README)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "held_out")
+    out = []
+    with open(os.path.join(path, f"{check}.txt")) as f:
+        for line in f.read().splitlines():
+            if line[:2] in ("+ ", "- "):
+                claim, reason = line[2:].split(" | ", 1)
+                out.append((line[0], ast.literal_eval(claim), reason))
+    return out
+
+
+def misjudged(check: str, call) -> list[str]:
+    """The held-out answers of `check` that `call(claim, reason)` judges against their mark: a
+    right claim must pass (whatever its reason's wording), a wrong one must be refused."""
+    from labkit.check import CheckFailed
+
+    wrong = []
+    for mark, claim, reason in held_out(check):
+        try:
+            passed = call(claim, reason).startswith("ok")
+        except CheckFailed:
+            passed = False
+        if passed != (mark == "+"):
+            wrong.append(f"{mark} {claim} | {reason}")
+    return wrong

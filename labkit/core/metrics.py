@@ -1,4 +1,6 @@
-"""Metrics that look past accuracy: the confusion matrix, recall per class, and a plot of it.
+"""Metrics that look past accuracy: the confusion matrix, recall per class, and a plot of it;
+and the one reading of a norm curve, `norm_shape` (zero, steady, growing), by which Lab 15's
+record reads a sketch and a forecast of a norm is scored, so both say the same word.
 
 ``cm[i, j]`` counts examples of true class i predicted as j: a row is one true class.
 """
@@ -10,6 +12,8 @@ import math
 import torch
 
 from ..errors import check_number
+
+ZERO_NORM = 1e-3  # a norm at or below this reads as zero; the sketch shades the band
 
 
 def _labels(name: str, values, n_classes: int) -> torch.Tensor:
@@ -87,3 +91,17 @@ def plot_confusion(cm, ax=None, *, class_names=None, title: str = "confusion mat
     ax.set_ylabel("true class")
     ax.set_title(title)
     return ax
+
+
+def norm_shape(values) -> str:
+    """'zero' (collapsed: at most ZERO_NORM throughout, or ending under 5% of its start),
+    'growing' (ending over 2x its start) or 'steady', each end read as the median of its
+    tenth. No value at all (NaN from the first step) reads as 'growing': it blew up."""
+    values = [max(float(v or 0.0), 0.0) for v in values]
+    if not values:
+        return "growing"
+    k = max(1, len(values) // 10)
+    first, last = sorted(values[:k])[k // 2], sorted(values[-k:])[k // 2]
+    if max(values) <= ZERO_NORM or last <= 0.05 * first:
+        return "zero"
+    return "growing" if last > 2 * first else "steady"

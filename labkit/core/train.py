@@ -15,6 +15,7 @@ import time
 import torch
 import torch.nn as nn
 
+from .learner import pending
 from .hashing import hash_json, hash_module
 from .config import Config
 from .data import IGNORE
@@ -58,6 +59,7 @@ class Trainer:
         if config is not None and not isinstance(config, Config):
             raise TypeError(f"config must be a labkit Config; got {type(config).__name__}.")
         config = config or Config()
+        pending.consult()  # a forecast still open in this kernel: wait for its Seal, or refuse
         self.config = config = config.replace(**settings) if settings else config
         self.seams = seams = seams or Seams()
         self.bug = bug

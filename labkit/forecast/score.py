@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from ..core.metrics import ZERO_NORM, norm_shape
 from .shapes import classify_shape
 
 
@@ -85,17 +86,25 @@ class ForecastScore:
         nan_hit = (nan_pred is None and nan_real is None) or (
             None not in (nan_pred, nan_real) and abs(nan_pred - nan_real) <= max(1, len(run) // 10)
         )
-        shape_real = classify_shape(values)
+        shape_pred, shape_real = forecast.expected_shape, classify_shape(values)
         what = quantity(run.meta.get("series", column) if column == "loss_raw" else column)
+        span = None
+        if "norm" in column:  # a norm is read as the record reads it: zero, steady, growing
+            shape_pred = norm_shape(v for _, v in forecast.points)
+            finite = [v for v in values if v is not None and math.isfinite(v)]
+            last = nan_real if nan_real is not None else len(values)
+            shape_real = norm_shape(v for v in values[:last] if v is not None)
+            span = (finite[0], finite[-1]) if finite else None
         verdict = cls._verdict(
             mean,
             errors.count(None),
             nan_pred,
             nan_real,
             nan_hit,
-            forecast.expected_shape,
+            shape_pred,
             shape_real,
             what,
+            span,
         )
         return cls(
             steps,
@@ -107,22 +116,42 @@ class ForecastScore:
             nan_pred,
             nan_real,
             nan_hit,
-            forecast.expected_shape,
+            shape_pred,
             shape_real,
             verdict,
         )
 
     @staticmethod
     def _verdict(
-        mean, misses, nan_pred, nan_real, nan_hit, shape_pred, shape_real, what: str = "the loss"
+        mean,
+        misses,
+        nan_pred,
+        nan_real,
+        nan_hit,
+        shape_pred,
+        shape_real,
+        what: str = "the loss",
+        span=None,
     ) -> str:
-        right = (mean is None or mean < CLOSE) + nan_hit + (shape_pred == shape_real)
+        """The score in words. `span`: a norm run's first and last finite values, said with
+        the same 4 digits as Lab 15's OBSERVATION; a norm drawn at zero against one that is
+        not (or the reverse) is said as that, not as a ratio to a zero."""
+        zero_apart = span is not None and (shape_pred == "zero") != (shape_real == "zero")
+        close = not zero_apart and (mean is None or mean < CLOSE)
+        right = close + nan_hit + (shape_pred == shape_real)
         head = {3: "A good forecast", 2: "Partly right", 1: "Mostly wrong", 0: "A miss"}[right]
-        if mean is None:
+        went = "" if span is None else f"the run's went {span[0]:.4g} -> {span[1]:.4g}"
+        if zero_apart and shape_pred == "zero":
+            loss = f"you drew {what} at zero (below {ZERO_NORM:g}), but {went}"
+        elif zero_apart:
+            loss = f"you drew {what} above zero, but it collapsed to zero ({went})"
+        elif mean is None:
             loss = "no checkpoint could be compared"
         else:
             size = "close" if mean < CLOSE else "roughly right" if mean < ROUGH else "far off"
-            loss = f"{what} was {size} (off by x{math.exp(mean):.2f} on average)"
+            loss = f"{what} was {size} (off by x{math.exp(mean):.2f} on average" + (
+                f"; {went})" if went else ")"
+            )
         loss += f", {misses} checkpoint(s) fell where the run was already NaN" if misses else ""
         shape = (
             f"the shape '{shape_real}' was right"

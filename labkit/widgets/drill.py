@@ -30,6 +30,8 @@ NO_FORECAST = "(no forecast)"
 class DrillSketch(SketchForecast):
     """A sketch whose Seal locks the drawing for the drill's next probe (no forecast history)."""
 
+    gates_runs = False  # the drill's Run probe takes the sketch or the words; it never waits
+
     def seal(self):
         if self._sealed is not None:
             return self.sealed_forecast

@@ -32,6 +32,7 @@ from pathlib import Path
 import anywidget
 import traitlets as t
 
+from ..core.learner import pending
 from ..errors import suggest, teaching_lines
 from ..forecast.carry import carried_prediction, show_prediction
 from ..forecast.gate import wait_for
@@ -127,6 +128,7 @@ class PredictionForm(anywidget.AnyWidget):
         self._shown = self._handed = False
         self.observe(lambda change: self.seal(), "seal_requested")
         self.observe(lambda change: self.again(), "again_requested")
+        pending.hold(("prediction", key), self)  # every run of this kernel waits for its seal
 
     def collected(self) -> dict:
         return {name: _value(form, self.answers.get(name)) for name, form in self.forms.items()}
@@ -166,15 +168,19 @@ class PredictionForm(anywidget.AnyWidget):
                 what=what,
             )
         if not self.sealed:
-            raise PredictionNotGiven(
-                "Answer the questions in the form above and press Seal, then run this cell and "
-                "the ones below it; or write the prediction as a dict with the fields "
-                f"{', '.join(map(repr, self.forms))} in place of the ask_prediction line."
-            )
+            raise self.refusal()
         if not self._shown and not self._handed:
             self._shown = True  # answered by hand: keep the answers in the notebook for a grader
             show_prediction(self.key, self.prediction)
         return self.prediction
+
+    def refusal(self) -> PredictionNotGiven:
+        """The one sentence of a cell refused because this prediction is not sealed."""
+        return PredictionNotGiven(
+            "Answer the questions in the form above and press Seal, then run this cell and "
+            "the ones below it; or write the prediction as a dict with the fields "
+            f"{', '.join(map(repr, self.forms))} in place of the ask_prediction line."
+        )
 
     def again(self) -> None:
         """Unseal for a new attempt; the old seal stays kept in the store."""

@@ -2,7 +2,8 @@
 waits at the run cell, the learner draws and seals, the run goes on by itself and stops at an
 exercise's `NotImplementedError` stub, and then the kernel indicator reads idle (it stayed
 "Busy" when the cells that Run All had queued behind the wait were aborted without their
-idle status). One server per front end for the module. Notebook 7's own page logs "Cannot
+idle status). After a kernel restart the old sketch says so ("re-run this cell") and its
+buttons are disabled (Draw again did nothing there). One server per front end for the module. Notebook 7's own page logs "Cannot
 read properties of undefined (reading 'schema')" on every load, before any labkit code: that
 line is left out of the console errors checked here. Needs Chromium; without it the tests
 are skipped."""
@@ -75,4 +76,14 @@ def test_run_all_waits_for_the_seal_stops_at_a_stub_and_the_kernel_reads_idle(fr
         expect(indicator).to_have_attribute("data-status", "idle", timeout=15_000)
         assert outputs.filter(has_text="NOT RUN").count() == 0  # Run All stopped at the stub
         assert state(front_end) == "idle"
+        # a restart (0, 0 in command mode, as a learner does it) leaves the old view without
+        # a kernel: it says so, and nothing on it stays live
+        page.locator(".jp-Cell").first.click(position={"x": 2, "y": 2})
+        page.keyboard.press("Escape")
+        page.keyboard.press("0")
+        page.keyboard.press("0")
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=15_000)
+        expect(widget.locator(".status")).to_contain_text("re-run this cell", timeout=30_000)
+        expect(widget.locator(".labkit-redraw")).to_be_disabled()
+        expect(widget.locator(".labkit-seal")).to_be_disabled()
     assert not [e for e in errors if NOT_OURS not in e], errors

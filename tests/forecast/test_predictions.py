@@ -10,7 +10,11 @@ def test_a_review_is_kept_and_summed(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_HOME", str(tmp_path))
     store = LearnerStore(tmp_path / "labkit.sqlite3")
     assert predictions.summary(store) == "No prediction reviewed yet."
-    prediction = {"null_groups": ["head"], "head_learns": True, "why": "a guess"}
+    prediction = {
+        "null_groups": ["head"],
+        "head_learns": True,
+        "why": "a guess about the loss of each run",
+    }
     ex_a_predict(prediction)
     ex_a_review(prediction, labkit.train(steps=25), labkit.train(bug="detach", steps=25))
     kept = predictions.records(store)

@@ -19,7 +19,7 @@ def test_a_wrong_system_gets_a_hint_about_its_own_rows_not_the_answer(probes):  
 
 
 def test_a_mechanism_without_its_key_terms_fails_however_often_it_is_tried(probes):  # noqa: F811
-    rec = complete(probes, mechanism="something in the code is wrong")
+    rec = complete(probes, mechanism="the model code has a mistake somewhere")
     for attempt in (1, 2, 3):
         if attempt > 1:
             rec.convict("H3", "the curve is weird")

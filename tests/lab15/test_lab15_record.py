@@ -65,7 +65,7 @@ def filled(probes, upto="label_shuffle", beliefs=True):
     for row, do in steps:
         do()
         if beliefs:
-            rec.believe(row, f"H3 still leads after the {row} row")
+            rec.believe(row, f"H3 still leads after the {row} row of the record")
         if row == upto:
             break
     return rec
@@ -191,7 +191,7 @@ def test_a_run_that_is_not_the_declared_setup_is_refused(probes):
     with pytest.raises(TriageRefused, match="has seed 4 but the hashes row holds 3"):
         rec.record_intervention_run(lab15.run_mystery(MYSTERY, seed=second, **CHANGE))
     rec.record_intervention_run(lab15.run_mystery(MYSTERY, **CHANGE))
-    rec.believe("intervention", "H3 supported")
+    rec.believe("intervention", "H3 supported: the logger misreports the raw loss")
     with pytest.raises(TriageRefused, match="differs in lr_factor"):
         rec.record_confirmation(lab15.run_mystery(MYSTERY, seed=second, lr_factor=0.5, **CHANGE))
     with pytest.raises(TriageRefused, match="must use a second seed"):
@@ -230,7 +230,7 @@ def test_an_lr_verdict_needs_a_passed_overfit_row(probes):
 
 def test_conviction_attempts_are_counted(probes):
     rec = complete(probes)
-    rec.convict("H2", "labels shuffled")
+    rec.convict("H2", "the labels were shuffled apart from the inputs")
     rec.convict("H3", "the logger divides by 500")
     assert rec.attempts == 3
     assert "Conviction attempts:             3" in str(rec)
@@ -252,3 +252,41 @@ def test_a_convicted_record_is_kept_in_the_learner_store(probes, tmp_path, monke
     kept = default_store().records("triage")
     assert [r["key"] for r in kept] == [rec.kept_as]
     assert kept[0]["body"]["rows"]["conviction"]["data"]["system"] == "H3"
+
+
+@pytest.mark.parametrize(
+    "belief",
+    [
+        "H3 ruled out: the raw and reported losses agree",
+        "H3 ruled out: raw and reported match at every step",
+        "H3 unlikely since the logger is honest about the raw loss",
+    ],
+)
+def test_a_belief_that_contradicts_the_probe_line_above_is_refused_naming_it(probes, belief):
+    rec = filled(probes, upto="baseline", beliefs=False)
+    rec.believe("baseline", "H3 and H1 stay open: the raw loss falls while the dashboard is flat")
+    rec.record_probe("raw_vs_reported", probes[0])
+    assert rec.rows["raw_vs_reported"]["text"].startswith("disagree over 50 steps")
+    with pytest.raises(TriageRefused, match="'disagree over 50 steps'"):
+        rec.believe("raw_vs_reported", belief)
+    assert "belief" not in rec.rows["raw_vs_reported"]["data"]
+    rec.believe("raw_vs_reported", "H3 supported: raw and reported do not agree at any step")
+
+
+@pytest.mark.parametrize("belief", ["H3", "H3 asdf qwer", "H2 asdf qwer zxcv hjkl", "H1 because."])
+def test_a_belief_that_says_nothing_is_refused(probes, belief):
+    rec = filled(probes, upto="baseline", beliefs=False)
+    with pytest.raises(TriageRefused, match="says nothing about the run"):
+        rec.believe("baseline", belief)
+
+
+@pytest.mark.parametrize("line", ["logger bug", "asdf qwer zxcv hjkl", "something is wrong here"])
+def test_a_mechanism_line_that_says_nothing_is_refused(probes, line):
+    rec = planned(probes)
+    rec.record_intervention_run(lab15.run_mystery(MYSTERY, **CHANGE))
+    rec.believe("intervention", "H3 confirmed on the first seed")
+    rec.record_confirmation(lab15.run_mystery(MYSTERY, seed=lab15.seeds(MYSTERY)[1], **CHANGE))
+    rec.believe("confirmation", "H3 holds on the second seed")
+    with pytest.raises(TriageRefused, match="this mechanism line .* says nothing about the run"):
+        rec.convict("H3", line)
+    assert rec.attempts == 0  # a line that says nothing is not an attempt

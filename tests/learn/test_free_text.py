@@ -74,7 +74,11 @@ def test_a_wrong_answer_is_refused_with_the_wrong_idea_named():
 
 def test_a_refusal_names_the_missing_idea_not_a_word():
     with pytest.raises(CheckFailed) as info:
-        score_rubric("backbone.0 gets None.", rubric_of(DATA / "ex_a_transfer.txt"), "your reason")
+        score_rubric(
+            "backbone.0 gets None at every step.",
+            rubric_of(DATA / "ex_a_transfer.txt"),
+            "your reason",
+        )
     assert "names 1 of the 2 ideas" in str(info.value)
     assert "say which layers keep it, and why" in str(info.value)
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 import re
 
+from ...core.metrics import ZERO_NORM, norm_shape  # noqa: F401 (ZERO_NORM re-exported)
+from ...core.learner.prose import says_nothing
 from .prediction import TriageRefused
 
 ORDER = (
@@ -50,7 +52,6 @@ WHY = {  # why a row waits for the ones before it
 }
 LOSS_SHAPES = ("flat", "descending", "nan")
 GRAD_SHAPES = ("zero", "steady", "growing")
-ZERO_NORM = 1e-3  # a gradient norm at or below this reads as zero; the sketch shades the band
 HYPOTHESES = ("H1", "H2", "H3")
 _LR_WORDS = re.compile(
     r"\b(lr|learning[ -]rate|optimi[sz]er|scheduler|momentum|step ?size|"
@@ -170,14 +171,7 @@ def loss_shape(f) -> str:
 
 def grad_shape(f) -> str:
     """zero (collapsed), steady, or growing (over 2x), read before any NaN step."""
-    values = [v for s, v in f.points if f.nan_step is None or s < f.nan_step]
-    if not values:
-        return "growing"  # NaN from the first step: the norm blew up at once
-    k = max(1, len(values) // 10)
-    first, last = sorted(values[:k])[k // 2], sorted(values[-k:])[k // 2]
-    if max(values) <= ZERO_NORM or last <= 0.05 * first:
-        return "zero"
-    return "growing" if last > 2 * first else "steady"
+    return norm_shape(v for s, v in f.points if f.nan_step is None or s < f.nan_step)
 
 
 def predictions(loss_sketch, grad_sketch) -> dict:
@@ -292,7 +286,60 @@ def require_belief(text: str) -> str:
             f"an UPDATED BELIEF says which hypotheses (H1, H2, H3) this row "
             f"supports or rules out; got {text!r}."
         )
+    require_said(
+        text,
+        "UPDATED BELIEF",
+        "say which hypothesis it supports or rules out, and what in the row shows it",
+    )
     return text.strip()
+
+
+def require_said(text: str, what: str, how: str) -> None:
+    """Refuse a belief or a mechanism line that says nothing (`labkit.core.learner.prose`)."""
+    empty = says_nothing(text)
+    if empty:
+        raise TriageRefused(
+            f"this {what} {empty}, so it says nothing about the run; {how}; got {text!r}."
+        )
+
+
+# What a belief must not assert after each probe's verdict: {row: {verdict head: pattern}}
+CONTRADICTS = {
+    "raw_vs_reported": {
+        "agree": r"disagree|differ|mismatch|misreport|do(?:es)?n'?t match",
+        "disagree": r"(?<!dis)agree|\bmatch|\bthe same\b|identical|honest",
+    },
+    "overfit": {
+        "reaches ~0": (
+            r"stall|(?:can'?t|cannot|fails? to|unable to) (?:learn|memori[sz]e|fit)|"
+            r"not (?:get )?memori[sz]ed"
+        ),
+        "stalls": r"reach(?:es|ed)? ~?0|memori[sz]es|memori[sz]ed|fits (?:them|the batch)",
+    },
+    "label_shuffle": {
+        "differs from": (
+            r"same as (?:the )?real|no difference|carr(?:y|ies) no signal|ignores? the labels"
+        ),
+        "same as": r"differ|trains? differently|carr(?:y|ies) (?:a )?signal|reads? the labels",
+    },
+}
+_DENIED = re.compile(r"\b(?:not|no|never|nor|cannot|without|\w+n't)\b")
+
+
+def require_consistent(record, row: str, text: str) -> None:
+    """Refuse a belief that asserts the opposite of the probe line printed for `row`."""
+    line = record.rows[row].get("text") or ""
+    for head, pattern in CONTRADICTS.get(row, {}).items():
+        if not line.startswith(head):
+            continue
+        for found in re.finditer(pattern, text.lower()):
+            if _DENIED.search(" ".join(text.lower()[: found.start()].split()[-3:])):
+                continue  # "does not agree" says what the probe says
+            raise TriageRefused(
+                f"this UPDATED BELIEF says {found.group(0)!r}, but the {row} line above says "
+                f"{line.split(';')[0]!r}: write what the probe shows, then what it means "
+                "for H1, H2 and H3."
+            )
 
 
 def sketch_score(sketch, run) -> dict:

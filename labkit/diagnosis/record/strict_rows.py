@@ -67,10 +67,13 @@ class StrictRows:
             raise TriageRefused(
                 f"the {row} row has no OBSERVATION yet; run it before updating your belief."
             )
-        self.rows[row]["data"]["belief"] = rules.require_belief(text)
+        text = rules.require_belief(text)
+        rules.require_consistent(self, row, text)
+        self.rows[row]["data"]["belief"] = text
 
     def _strict_convict(self, system: str, mechanism: str) -> None:
         self._turn("conviction")
+        rules.require_said(mechanism, "mechanism line", "name what broke and where in the loop")
         rules.require_overfit_gate(self, system, mechanism)
         self.attempts += 1
 

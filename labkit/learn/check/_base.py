@@ -28,7 +28,10 @@ class CheckFailed(AssertionError):
     def _render_traceback_(self) -> list[str]:
         """IPython shows these lines instead of a traceback; a styled box goes above them."""
         what = self.check or "answer check"
-        return teaching_lines(self, f"Not yet: {what}", f"CheckFailed ({what})")
+        lines = teaching_lines(self, f"Not yet: {what}", f"CheckFailed ({what})")
+        if str(self) not in lines[0]:  # the box above says the check's name: say it once
+            return [lines[0].replace(f" ({what})", "")]
+        return lines
 
 
 class NotYetAnswered(CheckFailed):

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .missing import missing
 from .formats import STATUSES, format_table, summary  # noqa: F401 (the table is a format too)
 from .read import Unreadable, check_names, checks_in, exercises_in, notebooks_in, read_notebook
 from .run import DEFAULT_TIMEOUT_S, STUBS, GradeError, check_timeout, execute
@@ -147,7 +148,8 @@ def _row(path, i, name, names, got, run, unsealed) -> Row:
     elif err["ename"] in NOT_ANSWERED and (
         run.stub_before.get(i) or err["ename"] != "NameError" or (unsealed and unsealed[0] < i)
     ):
-        status, message = "not yet answered", "write your answer in the cell above"
+        status = "not yet answered"  # the hint names what is missing: the seal, the answer
+        message = missing(run.nb.cells, i, err) or "write your answer in the cell above"
     elif err["ename"] in ("CheckFailed", "NotYetAnswered"):  # the kernel's own check ran
         status, message = (
             "failed",

@@ -32,6 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ...core.learner import pending
 from ...core.ddp_loop import BATCH, N_EXAMPLES, data
 from .ranks import TIMEOUT_S, plan_of
 
@@ -264,6 +265,7 @@ def launch(bugs=None, *, steps: int = STEPS, every: int = EVERY, waiting=None) -
     plan = plan_of(RUNS if bugs is None else bugs, steps, every, minimum=2, maximum=10_000)
     if waiting is not None and not isinstance(waiting, Waiting):
         raise TypeError(f"waiting must be what start() returns; got {type(waiting).__name__}.")
+    pending.consult()  # the sketch of these runs first: wait for its Seal, or refuse
     waiting = waiting or Waiting()
     started = time.time()  # training starts now: a sketch sealed before this is a forecast
     waiting.send({"bugs": plan, "every": every})

@@ -56,6 +56,7 @@ class SketchForecast(anywidget.AnyWidget):
     message = t.Unicode("").tag(sync=True)  # status or error line shown under the chart
     redraw_requested = t.Int(0).tag(sync=True)  # the Draw again button adds 1; Python unseals
     rendered = t.Int(0).tag(sync=True)  # views a front end drew: a kernel that can wait
+    gates_runs = True  # until sealed, every run of this kernel waits (labkit.core.learner.pending)
 
     def __init__(
         self,
@@ -290,6 +291,10 @@ class SketchForecast(anywidget.AnyWidget):
         """Refuse to go on until the sketch is sealed: in a kernel showing the widget, wait
         for the Seal; headless, seal curves passed in code (`points=`) or refuse at once."""
         return sketch_gate.require(self)
+
+    def refusal(self):
+        """The one sentence (a `SketchNotSealed`) of a cell refused before the Seal."""
+        return sketch_gate.refusal(self)
 
     def score(self, runs, *, show: bool = True) -> dict:
         """Score every sealed series against its run and keep the scores in the history.

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 import weakref
 
+from ...core.learner import pending
 from ...forecast.carry import payload, show
 from ...forecast.forecast import SHAPES, Forecast
 from ...forecast.gate import SketchNotSealed, wait_for
@@ -105,6 +106,9 @@ def live(key: str) -> list:
 def watch(sketch) -> None:
     """Restore on the first view a front end draws (curves not given in code); Draw again."""
     _LIVE.add(sketch)
+    if sketch.gates_runs:  # every run of this kernel waits for its seal
+        names = tuple(sketch.series_names)
+        pending.hold(("sketch", sketch.key, sketch.quantity, names, sketch.note), sketch)
 
     def shown(change):
         if change["old"] == 0 and not sketch._from_code and not sketch.sealed:
@@ -124,25 +128,35 @@ def redraw(sketch) -> None:
     sketch.message = "A new attempt: change the curves, then press Seal."
 
 
+def _what(sketch) -> str:
+    names = sketch.series_names
+    return f"of the {label(sketch.quantity)} above" + (
+        f" ({', '.join(map(repr, names[:-1]))} and {names[-1]!r})" if len(names) > 1 else ""
+    )
+
+
+def refusal(sketch) -> SketchNotSealed:
+    """The one sentence of a run refused because `sketch` is not sealed."""
+    return SketchNotSealed(
+        f"Draw your forecast {_what(sketch)} and press Seal, then run "
+        "this cell and the ones below it (Run > Run Selected Cell "
+        "and All Below). The run waits for your sketch, so the "
+        "comparison afterwards is honest."
+    )
+
+
 def require(sketch):
     """The run cell's gate for `sketch` (see the module docstring)."""
     if not sketch.sealed and sketch._from_code:
         sketch.seal()
     if not sketch.sealed:
-        names = sketch.series_names
-        what = f"of the {label(sketch.quantity)} above" + (
-            f" ({', '.join(map(repr, names[:-1]))} and {names[-1]!r})" if len(names) > 1 else ""
-        )
         wait_for(
-            lambda: sketch.sealed, lambda: sketch.rendered > 0, what=f"your sealed forecast {what}"
+            lambda: sketch.sealed,
+            lambda: sketch.rendered > 0,
+            what=f"your sealed forecast {_what(sketch)}",
         )
         if not sketch.sealed:
-            raise SketchNotSealed(
-                f"Draw your forecast {what} and press Seal, then run "
-                "this cell and the ones below it (Run > Run Selected Cell "
-                "and All Below). The run waits for your sketch, so the "
-                "comparison afterwards is honest."
-            )
+            raise refusal(sketch)
     if not sketch._from_code and not sketch._shown:
         sketch._shown = True  # drawn by hand: keep the curves in the notebook for a grader
         show(

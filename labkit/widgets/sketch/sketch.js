@@ -7,6 +7,8 @@ const W = 520, H = 300;
 const PAD = { l: 58, r: 16, t: 16, b: 44 };
 const PW = W - PAD.l - PAD.r, PH = H - PAD.t - PAD.b;
 const SHAPES = ["flat", "descending", "diverging", "spiky", "nan"];
+const DEAD = "The kernel behind this sketch has restarted or stopped, so it can no longer seal " +
+  "or draw again: re-run this cell for a live sketch.";
 const hint = (model) => `Drag across the chart to draw the ${model.get("y_label") || "loss"} ` +
   "you expect (mouse, touch or pen). A preset gives a starting curve to redraw.";
 
@@ -122,8 +124,7 @@ function draw(svg, model, stroke, cursor = null) {
     el("polyline", { points: stroke.map(([s, v]) => `${sc.x(s)},${sc.y(v)}`).join(" "), class: "stroke" }, svg);
   }
   if (model.get("sealed")) {
-    el("text", { x: PAD.l + 8, y: PAD.t + PH - 8, class: "sealed-label" }, svg,
-      `sealed ${model.get("sealed_hash")}`);
+    el("text", { x: PAD.l + 8, y: PAD.t + PH - 8, class: "sealed-label" }, svg, "sealed");
   }
 }
 
@@ -227,13 +228,31 @@ function render({ model, el: host }) {
     for (const c of [preset, nanButton, clear, undo]) c.disabled = sealed;
     undo.disabled = sealed || !(undoStack[model.get("active")] || []).length;
     seal.disabled = sealed || (model.get("points").length === 0 && model.get("nan_step") !== 0);
-    seal.textContent = sealed ? `Sealed \u2713 ${model.get("sealed_hash")}` : "Seal";
+    seal.textContent = sealed ? "Sealed \u2713" : "Seal";  // the hash: once, in the message
     again.hidden = !sealed;
     nanButton.textContent = nanMode ? "Click where NaN starts"
       : model.get("nan_step") === null ? "Mark NaN step" : "Remove NaN step";
     status.textContent = model.get("message") || hint(model);
     root.classList.toggle("is-sealed", sealed);
+    if (dead()) {  // no kernel behind this view: nothing here can seal or unseal any more
+      for (const c of [preset, nanButton, clear, undo, seal, again, logBox]) c.disabled = true;
+      status.textContent = DEAD;
+      root.classList.add("is-dead");
+    }
   };
+  // A view whose kernel restarted or died holds a model with no kernel behind it: the
+  // kernel's own status says so (JupyterLab's and Notebook 7's widget manager), and
+  // ipywidgets marks a view whose comm it closed with this class.
+  let gone = false;
+  const kernel = model.widget_manager && model.widget_manager.kernel;
+  const onStatus = (_, status) => {
+    if (["restarting", "autorestarting", "dead"].includes(status)) {
+      gone = true;
+      update();
+    }
+  };
+  if (kernel && kernel.statusChanged) kernel.statusChanged.connect(onStatus);
+  const dead = () => gone || !!host.closest(".jupyter-widgets-disconnected");
 
   svg.addEventListener("pointerdown", (e) => {
     if (model.get("sealed") || switching || e.button > 0) return;
@@ -343,13 +362,17 @@ function render({ model, el: host }) {
   };
   for (const n of names) model.on(`change:${n}`, update);
   model.on("change:others", swapped);
+  model.on("comm_live_update", update);
   update();
+  setTimeout(update, 0);  // ipywidgets sets the disconnected mark after the first render
   // Tell the kernel a front end shows this widget: a run cell may then wait for the Seal.
   model.set("rendered", model.get("rendered") + 1);
   model.save_changes();
   return () => {
     for (const n of names) model.off(`change:${n}`, update);
     model.off("change:others", swapped);
+    model.off("comm_live_update", update);
+    if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
   };
 }
 

@@ -16,7 +16,7 @@ from labkit.check.ex_a import (
     first_below,
 )
 from labkit.core.seams import Seams
-from helpers import one_sentence, run_solution
+from helpers import one_sentence, run_solution, misjudged
 
 pytestmark = pytest.mark.ex_a
 RIGHT = {
@@ -65,6 +65,9 @@ def test_a_review_refuses_hindsight_and_an_edited_prediction(runs):
             NotYetAnswered,
         ),
         ({**RIGHT, "why": ""}, "still empty", NotYetAnswered),
+        ({**RIGHT, "why": "asdf qwer"}, "is 2 words long, so it says nothing", CheckFailed),
+        ({**RIGHT, "why": "asdf qwer zxcv hjkl"}, "is keyboard noise", CheckFailed),
+        ({**RIGHT, "why": "I just think so really"}, "names nothing of the run", CheckFailed),
         ({**RIGHT, "head_learns": "yes"}, "must be True or False", CheckFailed),
         (
             {**RIGHT, "null_groups": ["backbone"]},
@@ -118,8 +121,13 @@ def test_transfer_needs_the_groups_and_a_reason(runs):
     with pytest.raises(CheckFailed, match="find where its forward calls detach") as info:
         ex_a_transfer(["backbone.0", "backbone.2"], reason, runs["deeper"])
     assert "backbone.0" not in str(info.value)  # no answer by elimination
-    with pytest.raises(CheckFailed, match="does not yet say which layers keep it"):
-        ex_a_transfer(["backbone.0"], "layers before the detach lose it", runs["deeper"])
+    # the groups decide; the reason is read as feedback for a person, never a failure
+    said = ex_a_transfer(["backbone.0"], "layers before the detach lose it", runs["deeper"])
+    assert said.startswith("ok: backbone.0 gets None")
+    assert "does not yet say which layers keep it, and why (a person grades" in said
+    with pytest.raises(CheckFailed, match="is 2 words long"):
+        ex_a_transfer(["backbone.0"], "asdf qwer", runs["deeper"])
+    assert not misjudged("ex_a_transfer", lambda c, r: ex_a_transfer(*c, r, runs["deeper"]))
     with pytest.raises(CheckFailed, match="not the deeper-detach run"):
         ex_a_transfer(["backbone.0"], reason, runs["healthy"])
 

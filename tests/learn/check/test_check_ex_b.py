@@ -13,7 +13,7 @@ from labkit.check.ex_b import (
     growth,
 )
 from labkit.core.seams import Seams, make_optimizer
-from helpers import one_sentence, run_solution
+from helpers import one_sentence, run_solution, misjudged
 
 pytestmark = pytest.mark.ex_b
 RIGHT = {
@@ -94,8 +94,9 @@ def test_transfer_needs_groups_a_boolean_and_a_reason(subset):
         ex_b_transfer(["backbone.2"], False, REASON, subset)
     with pytest.raises(CheckFailed, match="Answer True or False"):
         ex_b_transfer(["backbone.2"], "yes", REASON, subset)
-    with pytest.raises(CheckFailed, match="does not yet say what zero_grad"):
-        ex_b_transfer(["backbone.2"], True, "backbone.2 is left out", subset)
+    said = ex_b_transfer(["backbone.2"], True, "backbone.2 is left out of it", subset)
+    assert said.startswith("ok") and "does not yet say what zero_grad" in said
+    assert not misjudged("ex_b_transfer", lambda c, r: ex_b_transfer(*c, r, subset))
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from labkit.check.ex_c import (
     roles_of,
 )
 from labkit.probes import lr_sweep
-from helpers import one_sentence, run_solution
+from helpers import one_sentence, run_solution, misjudged
 
 pytestmark = pytest.mark.ex_c
 LRS = [1e-6, 1e-4, 1e-2, 1, 30]
@@ -32,15 +32,22 @@ def test_roles_are_measured_from_the_runs(runs):
 
 def test_prediction_needs_every_lr_and_one_best():
     with pytest.raises(CheckFailed, match="one entry for each of"):
-        ex_c_predict({"roles": {1: "best"}, "why": "x"})
+        ex_c_predict({"roles": {1: "best"}, "why": "the largest step overshoots the curvature"})
     with pytest.raises(CheckFailed, match="must be one of.*got 'huge'"):
-        ex_c_predict({"roles": {**RIGHT, 30: "huge"}, "why": "x"})
+        ex_c_predict(
+            {"roles": {**RIGHT, 30: "huge"}, "why": "the largest step overshoots the curvature"}
+        )
     with pytest.raises(CheckFailed, match="exactly one LR 'best'"):
-        ex_c_predict({"roles": {**RIGHT, 1e-2: "best"}, "why": "x"})
+        ex_c_predict(
+            {"roles": {**RIGHT, 1e-2: "best"}, "why": "the largest step overshoots the curvature"}
+        )
 
 
 def test_a_wrong_role_is_a_miss_in_the_review_not_a_failure(runs):
-    prediction = {"roles": {**RIGHT, 1e-2: "too small"}, "why": "small steps"}
+    prediction = {
+        "roles": {**RIGHT, 1e-2: "too small"},
+        "why": "small steps make the loss fall slowly",
+    }
     ex_c_predict(prediction)
     fresh = {lr: labkit.train(lr=lr, seed=0) for lr in LRS}
     text = ex_c_review(prediction, fresh)
@@ -84,6 +91,7 @@ def test_transfer_x10_from_the_best_run_blows_up():
     assert "blows up" not in str(info.value)
     with pytest.raises(CheckFailed, match="Answer with one of"):
         ex_c_transfer("explodes", reason, sweep)
+    assert not misjudged("ex_c_transfer", lambda c, r: ex_c_transfer(*c, r, sweep))
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from labkit.core.data import EOS, IGNORE, SEP, make_tokens
 from labkit.core.seams import Seams
 from labkit.bugs._lm import rewrite_labels
 from labkit.learn.lm_floor import floor, successor_table, target_entropies
-from helpers import one_sentence, printed, run_solution
+from helpers import one_sentence, printed, run_solution, misjudged
 
 pytestmark = pytest.mark.ex_e
 ROOT = Path(__file__).resolve().parents[3]
@@ -121,7 +121,7 @@ def test_review_shows_misses(runs_and_batches):
         "two_ahead_run": "double_shift",
         "inflated_runs": ["padding_in_loss"],
         "lowest_train_loss": "correct",
-        "why": "a guess",
+        "why": "a guess about the loss of each run",
     }
     ex_e_predict(prediction)
     trainers = {n: labkit.Trainer(cfg, bug=bug) for n, (cfg, bug) in SETUPS.items()}
@@ -157,6 +157,7 @@ def test_transfer_without_eos(runs_and_batches):
     assert ex_e_transfer("lower", "higher", reason, no_eos, correct).startswith("ok")
     with pytest.raises(CheckFailed, match="compare the two runs' val_response_loss"):
         ex_e_transfer("lower", "lower", reason, no_eos, correct)
+    assert not misjudged("ex_e_transfer", lambda c, r: ex_e_transfer(*c, r, no_eos, correct))
 
 
 @pytest.mark.slow

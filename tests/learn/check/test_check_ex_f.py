@@ -22,7 +22,7 @@ from labkit.check.ex_f import (
 from labkit.core import data as datasets
 from labkit.core.metrics import model_confusion
 from labkit.core.seams import Seams
-from helpers import one_sentence, run_solution
+from helpers import one_sentence, run_solution, misjudged
 
 pytestmark = pytest.mark.ex_f
 CONFIG = labkit.Config(dataset="imbalanced", n_classes=2, eval_every=10)
@@ -51,7 +51,7 @@ def test_review_shows_a_miss_and_accepts_either_exposing_number(run_and_cm):
     prediction = {
         "recall_leaves_zero": "before step 50",
         "exposing": "confusion_matrix",
-        "why": "a guess",
+        "why": "a guess about the loss of each run",
     }
     ex_f_predict(prediction)
     fresh = labkit.train(CONFIG)
@@ -101,6 +101,7 @@ def test_transfer_to_twenty_percent(run_and_cm):
     with pytest.raises(CheckFailed, match="compare the two steps") as info:
         ex_f_transfer("later", reason, balanced, run)
     assert "earlier" not in str(info.value)
+    assert not misjudged("ex_f_transfer", lambda c, r: ex_f_transfer(*c, r, balanced, run))
 
 
 @pytest.mark.slow

@@ -12,6 +12,11 @@ would give:
   closest to the right one (an oracle copier, the strongest form), groups and choices named
   in the outputs, and for text each printed output block and all of them together.
 
+A transfer check grades its structured claim exactly (issue 54), so a player who guesses the
+choice right passes the machine's part; its reason goes to a person, and the rubric's reading
+comes back after the ok line. A pass whose reason the rubric flags for that person ("a
+person grades the reason") is not counted as passed here: the person marks it.
+
 Predictions sealed before a run are records, not tests: a well-formed prediction passes its
 sealing and its review whatever it says, so those rows count as passed for any player who
 fills them in. The graded checks after the runs are what must stop the naive players.
@@ -35,6 +40,7 @@ from labkit.learn.check._base import CheckFailed
 ROOT = Path(__file__).resolve().parents[3]
 STRATEGIES = ("first", "random", "empty", "copy")
 STOCK = "The loss goes down because the model learns."
+FOR_A_PERSON = "a person grades the reason"  # labkit.learn.check._words.read_reason
 
 
 @dataclass
@@ -178,11 +184,12 @@ def play(notebook: str, questions, ctx, strategy: str, seed: int = 0) -> dict:
         combo = None
         for combo in _combos(options):
             try:
-                q.call(ctx, *combo)
-                passed = True
-                break
+                said = q.call(ctx, *combo)
             except CheckFailed:
                 continue
+            if FOR_A_PERSON not in str(said):  # a reason the rubric flags goes to a person
+                passed = True
+                break
         if q.check.endswith("_predict"):
             key = q.check.split("_predict")[0]
             if key in _predict._SEALED:  # the runs in ctx were trained first: date the seal back

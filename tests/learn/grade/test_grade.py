@@ -64,6 +64,10 @@ def test_blank_exercise_is_all_not_yet_answered(graded):
         "ex_a_transfer",
     ]
     assert {r["status"] for r in rows} == {"not yet answered"}
+    said = {r["check"]: r["message"] for r in rows}  # each names what is missing
+    assert said["ex_a_predict"] == "answer the prediction form and seal it first"
+    assert said["ex_a_review"].startswith("the forecast sketch is not sealed, so cell 13 never")
+    assert said["ex_a_mechanism"].startswith("write your answer in cell ")
 
 
 @pytest.mark.slow
@@ -159,7 +163,7 @@ def test_a_failed_check_shows_its_sentence_once_in_a_box_not_a_traceback(tmp_pat
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "from labkit.check import ex_a_mechanism\nex_a_mechanism('detach')"
+            "from labkit.check import ex_a_mechanism\nex_a_mechanism('the detach blocks the backbone')"
         )
     ]
     NotebookClient(nb, kernel_name="python3", allow_errors=True).execute()

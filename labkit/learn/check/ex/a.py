@@ -13,7 +13,7 @@ import math
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, layer_groups
-from .._words import score_rubric
+from .._words import noted, read_reason, score_rubric
 from .rubrics.a import MECHANISM, TRANSFER_REASON
 
 GROUPS = ("backbone.0", "backbone.2", "head")
@@ -95,7 +95,7 @@ def ex_a_transfer(groups, reason, deeper) -> str:
             "deeper-detach run: pass the run trained with the deeper forward."
         )
     given = layer_groups(groups, deeper)
-    score_rubric(reason, TRANSFER_REASON, "your reason")
+    note = read_reason(reason, TRANSFER_REASON)
     if given != truth:
         raise CheckFailed(
             f"The deeper run has {len(truth)} group(s) with grad None at every step, "
@@ -103,4 +103,7 @@ def ex_a_transfer(groups, reason, deeper) -> str:
             "calls detach() and follow the backward pass from the loss to it."
         )
     verb = "gets" if len(truth) == 1 else "get"
-    return f"ok: {', '.join(sorted(truth))} {verb} None; every group after the detach still learns"
+    return noted(
+        f"ok: {', '.join(sorted(truth))} {verb} None; every group after the detach still learns",
+        note,
+    )

@@ -13,7 +13,7 @@ import math
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, layer_groups, need_bool
-from .._words import score_rubric
+from .._words import noted, read_reason, score_rubric
 from .rubrics.b import MECHANISM, TRANSFER_REASON
 
 GROUPS = ("backbone.0", "backbone.2", "head")
@@ -114,7 +114,7 @@ def ex_b_transfer(frozen, piles_up, reason, run) -> str:
         )
     given = layer_groups(frozen, run)
     need_bool(piles_up)
-    score_rubric(reason, TRANSFER_REASON, "your reason")
+    note = read_reason(reason, TRANSFER_REASON)
     left = sorted(truth)[0]
     grads = run.table[f"grad_norm/{left}"]
     grows = grads[-1] > 3 * grads[0]
@@ -128,4 +128,7 @@ def ex_b_transfer(frozen, piles_up, reason, run) -> str:
             f"Read grad_norm/{left} of this run at its first and its last step, then "
             "ask again whether anything clears that gradient between steps."
         )
-    return f"ok: {left} never moves, and its gradient {'piles up' if grows else 'does not pile up'}"
+    return noted(
+        f"ok: {left} never moves, and its gradient {'piles up' if grows else 'does not pile up'}",
+        note,
+    )

@@ -12,7 +12,7 @@ import math
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, need_one_of
-from .._words import score_rubric
+from .._words import noted, read_reason, score_rubric
 from .rubrics.c import MECHANISM, TRANSFER_REASON
 
 ROLES = ("too small", "slow", "best", "too large")
@@ -114,7 +114,7 @@ def ex_c_transfer(answer, reason, sweep) -> str:
     """Before the x10 run from the best run's step-100 weights: 'falls faster', 'about the same'
     or 'blows up', and why. `sweep` is the lr_sweep result with factors 0.1, 1 and 10."""
     need_one_of(answer, X10)
-    score_rubric(reason, TRANSFER_REASON, "your reason")
+    note = read_reason(reason, TRANSFER_REASON)
     arms = sweep.details["arms"]
     x10, x1 = arms[10.0], arms[1.0]
     truth = (
@@ -129,4 +129,7 @@ def ex_c_transfer(answer, reason, sweep) -> str:
             f"Not {answer!r}: read the x10 arm's losses in sweep.details['arms'] "
             "and compare them with the x1 arm's."
         )
-    return f"ok: x10 {truth}: lr {x10['lr']:g} is past what this region's curvature allows"
+    return noted(
+        f"ok: x10 {truth}: lr {x10['lr']:g} is past what this region's curvature allows",
+        note,
+    )

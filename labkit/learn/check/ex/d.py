@@ -12,7 +12,7 @@ import re
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, need_one_of
-from .._words import score_rubric
+from .._words import noted, read_reason, score_rubric
 from .rubrics.d import MECHANISM, TRANSFER_REASON
 
 NAMES = {"online": "online", "loss_reported": "online", "train_eval": "train_eval", "val": "val"}
@@ -137,7 +137,7 @@ def ex_d_first_gap(value, control) -> str:
 def ex_d_transfer(answer, reason, new_run, run) -> str:
     """Before the dropout=0.2 run: its final online - train_eval gap against dropout 0.5's."""
     need_one_of(answer, GAP_VS_HALF)
-    score_rubric(reason, TRANSFER_REASON, "your reason")
+    note = read_reason(reason, TRANSFER_REASON)
     new, old = (_three(r)["online"] - _three(r)["train_eval"] for r in (new_run, run))
     truth = (
         "about the same" if abs(new - old) <= 0.2 * old else "smaller" if new < old else "larger"
@@ -147,7 +147,10 @@ def ex_d_transfer(answer, reason, new_run, run) -> str:
             f"Not {answer!r}: compute online - train_eval at the last evaluation of "
             "both runs and compare the two gaps."
         )
-    return (
-        f"ok: the gap is {new:.3f} at dropout {new_run.config['dropout']:g} against "
-        f"{old:.3f} at dropout {run.config['dropout']:g}"
+    return noted(
+        (
+            f"ok: the gap is {new:.3f} at dropout {new_run.config['dropout']:g} against "
+            f"{old:.3f} at dropout {run.config['dropout']:g}"
+        ),
+        note,
     )

@@ -14,7 +14,7 @@ import math
 from ...lm_floor import floor
 from .. import _predict
 from .._base import CheckFailed, answer_check, need_one_of
-from .._words import score_rubric
+from .._words import noted, read_reason, score_rubric
 from .rubrics.e import MECHANISM, TRANSFER_REASON
 
 RUNS = ("correct", "double_shift", "padding_in_loss", "all_masked_labels", "prompt_in_loss")
@@ -104,7 +104,7 @@ def ex_e_transfer(train_loss, response_loss, reason, no_eos, correct) -> str:
     against the correct run's at the same step, each 'higher', 'about the same' or 'lower'."""
     need_one_of(train_loss, DIRECTIONS)
     need_one_of(response_loss, DIRECTIONS)
-    score_rubric(reason, TRANSFER_REASON, "your reason")
+    note = read_reason(reason, TRANSFER_REASON)
     n = len(no_eos)
     step = max(s for s in no_eos.evals["step"] if s in correct.evals["step"])
 
@@ -123,7 +123,10 @@ def ex_e_transfer(train_loss, response_loss, reason, no_eos, correct) -> str:
     ):
         if said != real:
             raise CheckFailed(f"Not {said!r}: compare the two runs' {what}.")
-    return (
-        f"ok: training loss {truth[0]}, response loss {truth[1]}: the run never learns when "
-        "a response ends, and the mask hides that from its own loss"
+    return noted(
+        (
+            f"ok: training loss {truth[0]}, response loss {truth[1]}: the run never learns when "
+            "a response ends, and the mask hides that from its own loss"
+        ),
+        note,
     )

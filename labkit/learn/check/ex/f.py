@@ -16,7 +16,7 @@ import torch
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, need_one_of
-from .._words import score_rubric
+from .._words import noted, read_reason, score_rubric
 from .rubrics.f import MECHANISM, TRANSFER_REASON
 
 METRICS = ("accuracy", "confusion_matrix", "cross_entropy", "minority_recall")
@@ -157,7 +157,7 @@ def ex_f_transfer(answer, reason, new_run, run) -> str:
     """Before the run with 20% minority: does its recall leave 0 'later', 'about the same' or
     'earlier' than with the original share?"""
     need_one_of(answer, EARLIER)
-    score_rubric(reason, TRANSFER_REASON, "your reason")
+    note = read_reason(reason, TRANSFER_REASON)
 
     def first_nonzero(r):
         ev = r.evals
@@ -170,7 +170,10 @@ def ex_f_transfer(answer, reason, new_run, run) -> str:
             f"Not {answer!r}: find the first evaluation with a minority recall "
             "above 0 in each run and compare the two steps."
         )
-    return f"ok: recall leaves 0 at step {new} against step {old}"
+    return noted(
+        f"ok: recall leaves 0 at step {new} against step {old}",
+        note,
+    )
 
 
 @answer_check
