@@ -17,14 +17,16 @@ one of three ways:
   * **top**: before each step, the blocks with the largest gradient norm (one pass over the
     gradient, which also gives the tensor's exact gradient norm) are copied exactly. A step
     often moves a few rows a lot (the embedding rows of the batch's tokens);
-  * **draws**: k blocks drawn at random, with replacement, afresh at every step (from the
-    watch's seeded generator: the same seed gives the same table). The squared update of
-    the blocks outside the top is estimated by N times the mean of the draws' squared
-    updates (a draw that lands on a top block counts 0): unbiased at every step, whatever
-    the structure of the update, with a standard error from the draws' own spread.
+  * **draws**: k blocks drawn with replacement, afresh at every step (from the watch's
+    seeded generator: the same seed gives the same table), each with a chance half uniform,
+    half in proportion to its squared gradient. A draw weighs its squared update by
+    1 / (k * chance), 0 on a top block: the sum is an unbiased estimate of the rest at every
+    step, whatever the structure of the update, with a standard error from the draws' own
+    spread. An update that follows the gradient (SGD) is then estimated almost exactly.
 
   The estimate of a group's squared norm is the sum of its parts; its band is
-  ``Z = 3.29`` standard errors (99.9% under a normal approximation), turned into a norm:
+  ``Z = 4`` standard errors of the draws (wider than a normal law's 99.9%, 3.29: the draws
+  of a skewed update are not normal), turned into a norm:
   ``update_norm_bound`` is the half-width, beside ``update_norm`` in the table. The bound
   was checked against the parameters' change in float64 (tests/core/watch/test_watch_exact.py).
 
