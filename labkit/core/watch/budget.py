@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import torch
 
-from .updates import DTYPES, Formula, kind_of
+from .updates import DTYPES, Formula, kind_of, readable
 
 DEFAULT_FRACTION = 0.05  # of the watched parameter bytes: leaves room under 10% for transients
 MIN_BUDGET = 1 << 20  # 1 MiB: models up to 262,144 fp32 parameters (every labkit toy) are exact
@@ -208,7 +208,16 @@ class Plan:
         exact, covered = cands, []
         if sum(nbytes(params[i]) for i in cands) > budget:
             kind = None if optimizer is None else kind_of(optimizer, scaler)
-            covered = [i for i in cands if kind and params[i].dtype in DTYPES]
+            group_of = (
+                {id(p): g for g in optimizer.param_groups for p in g["params"]} if kind else {}
+            )
+            covered = [
+                i
+                for i in cands
+                if kind
+                and params[i].dtype in DTYPES
+                and readable(kind, group_of[id(params[i])], params[i])
+            ]
             rest = [i for i in cands if i not in set(covered)]
             exact, used = [], 0
             for i in sorted(rest, key=lambda i: params[i].numel()):

@@ -74,11 +74,27 @@ _KINDS = {
     torch.optim.Adam: "adam",
     torch.optim.AdamW: "adam",
     torch.optim.SparseAdam: "sparse_adam",
+    torch.optim.RMSprop: "rmsprop",
+    torch.optim.Adagrad: "adagrad",
 }
 
 
+def readable(kind: str, group: dict, param) -> bool:
+    """Whether this parameter's update can be read after the step from what `kind` keeps.
+    RMSprop without momentum and Adagrad divide a gradient that weight decay made from the
+    old weights, which are gone after the step: such groups are sampled."""
+    if kind == "rmsprop":
+        return _num(group["weight_decay"]) == 0 or _num(group["momentum"]) > 0
+    if kind == "adagrad":
+        return _num(group["weight_decay"]) == 0 and not (
+            param.grad is not None and param.grad.is_sparse
+        )
+    return True
+
+
 def kind_of(optimizer, scaler=None) -> str | None:
-    """ "sgd", "adam" or "sparse_adam" where the step is torch's own; else None."""
+    """The kind of update a step of torch's own optimizer makes (a key of `Formula.how`);
+    None for any other optimizer, or one whose step was replaced."""
     kind = _KINDS.get(type(optimizer))
     own = vars(optimizer).get("step")  # an LR scheduler's counter wraps torch's own step
     if kind is None or (own is not None and not getattr(own, "_wrapped_by_lr_sched", False)):
@@ -177,6 +193,27 @@ def _adam_update(ms, vs, *weights, bc2_sqrt, eps, c, step_size):
     return t
 
 
+def _ratio(grads, squares, *, eps):
+    """g / (sqrt(s) + eps): RMSprop's and Adagrad's step, before the learning rate."""
+    t = torch._foreach_sqrt(squares)
+    torch._foreach_add_(t, eps)
+    torch._foreach_div_(t, grads)  # 1 / ratio, then the ratio: one temporary
+    torch._foreach_reciprocal_(t)
+    return t
+
+
+def _centered_ratio(grads, squares, means, *, eps):
+    """g / (sqrt(s - mean**2) + eps): centered RMSprop."""
+    t = torch._foreach_mul(means, means)
+    torch._foreach_mul_(t, -1.0)
+    torch._foreach_add_(t, squares)
+    torch._foreach_sqrt_(t)
+    torch._foreach_add_(t, eps)
+    torch._foreach_div_(t, grads)
+    torch._foreach_reciprocal_(t)
+    return t
+
+
 def _dense(t):
     return t.coalesce().values() if t is not None and t.is_sparse else t
 
@@ -198,6 +235,8 @@ class Formula:
             "sgd": "from the gradients and SGD's momentum buffers (exact, no copy)",
             "adam": "from the gradients and Adam's moments (exact, no copy)",
             "sparse_adam": "from the sparse gradients and SparseAdam's moments (exact, no copy)",
+            "rmsprop": "from the gradients and RMSprop's square averages (exact, no copy)",
+            "adagrad": "from the gradients and Adagrad's sums of squares (exact, no copy)",
         }[kind]
 
     def _weight(self, p) -> torch.Tensor:
@@ -315,6 +354,39 @@ class Formula:
             for p, n in zip(batch, chunked_norms(fn, rows, self.chunk, batches)):
                 norms[id(p)] = n * scale
         return [norms[id(p)] for p in ps]
+
+    def _rmsprop(self, g, ps) -> list:
+        lr, eps, mom = abs(_num(g["lr"])), _num(g["eps"]), _num(g["momentum"])
+        state = self.optimizer.state
+        if mom > 0:  # -lr * buf, the buffer as the step left it
+            return [n * lr for n in norms([state[p]["momentum_buffer"] for p in ps])]
+        fn = functools.partial(_ratio, eps=eps)  # -lr * g / (sqrt(avg) + eps); no decay here
+        rows = [(p.grad, state[p]["square_avg"]) for p in ps]
+        if g.get("centered"):  # avg = square_avg - grad_avg**2
+            fn = functools.partial(_centered_ratio, eps=eps)
+            rows = [row + (state[p]["grad_avg"],) for row, p in zip(rows, ps)]
+        batches = self._batches.setdefault((id(g), "rmsprop"), Batches())
+        return [n * lr for n in chunked_norms(fn, rows, self.chunk, batches)]
+
+    def _adagrad(self, g, ps) -> list:
+        lr, eps, decay = _num(g["lr"]), _num(g["eps"]), _num(g["lr_decay"])
+        state = self.optimizer.state
+        out = {}
+        by_step: dict[float, list] = {}
+        for p in ps:
+            by_step.setdefault(_num(state[p]["step"]), []).append(p)
+        for step, batch in by_step.items():  # clr = lr / (1 + (step - 1) * lr_decay)
+            clr = abs(lr / (1 + (step - 1) * decay))
+            for p in [p for p in batch if p.grad.is_sparse]:  # the rows the batch touched
+                grad = p.grad.coalesce()
+                std = state[p]["sum"].sparse_mask(grad)._values().sqrt().add_(eps)
+                out[id(p)] = torch.linalg.vector_norm(grad._values() / std) * clr
+            batch = [p for p in batch if not p.grad.is_sparse]
+            rows = [(p.grad, state[p]["sum"]) for p in batch]
+            fn = functools.partial(_ratio, eps=eps)
+            for p, n in zip(batch, chunked_norms(fn, rows, self.chunk)):
+                out[id(p)] = n * clr
+        return [out[id(p)] for p in ps]
 
     def _sparse_adam(self, g, ps) -> list:  # the rows of the batch: a few, one norm each
         b1, b2 = _num(g["betas"][0]), _num(g["betas"][1])
