@@ -8,8 +8,8 @@ one of three ways:
 - **copied** while all of the optimizer's parameters fit in the budget: the update is the
   difference, exact;
 - **read from the optimizer** (`labkit.core.watch.updates`) above it, where the optimizer is
-  torch's own SGD, Adam, AdamW or SparseAdam and the weights are float32, float64 or
-  complex: the update is computed from the gradients and the optimizer's state, exact, with
+  torch's own SGD, Adam, AdamW, SparseAdam, RMSprop or Adagrad and the weights are float32,
+  float64 or complex: the update is computed from the gradients and the optimizer's state, exact, with
   no copy;
 - **sampled** otherwise (another optimizer, half-precision weights), an *estimate* with a
   measured bound. Each large tensor is cut into contiguous blocks (up to 256 elements):

@@ -1,7 +1,8 @@
 """Exact update norms read from the gradients and the optimizer's own state: no copy.
 
-A step of `torch.optim.SGD`, `Adam`, `AdamW` or `SparseAdam` applies an update that is a
-known function of what the optimizer holds, so its norm needs no copy of the weights:
+A step of `torch.optim.SGD`, `Adam`, `AdamW`, `SparseAdam`, `RMSprop` or `Adagrad` applies
+an update that is a known function of what the optimizer holds, so its norm needs no copy
+of the weights:
 
 - **SGD**, no momentum, no weight decay: ``-lr * g``, so ``|lr| * ||g||``;
 - **SGD with momentum** (not Nesterov): ``-lr * buf``, the buffer as the step left it;
@@ -11,7 +12,11 @@ known function of what the optimizer holds, so its norm needs no copy of the wei
 - **Adam**: ``-lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)`` from the moments after the step
   (``max_exp_avg_sq`` under amsgrad); **AdamW** (decoupled weight decay) adds
   ``-lr * wd * w_old``, with ``w_old = (w_new + adam) / (1 - lr * wd)``;
-- **SparseAdam**: the same on the rows the sparse gradient holds, with its own bias terms.
+- **SparseAdam**: the same on the rows the sparse gradient holds, with its own bias terms;
+- **RMSprop**: ``-lr * g / (sqrt(avg) + eps)`` (centered: ``avg - grad_avg**2``), or
+  ``-lr * buf`` with momentum; **Adagrad**: ``-lr / (1 + (step - 1) * lr_decay) * g /
+  (sqrt(sum) + eps)``, on the rows a sparse gradient holds where it is sparse. Their weight
+  decay without momentum reads the old weights: those groups are sampled (`readable`).
 
 The arithmetic runs on slices of at most `chunk` elements (temporaries stay within the
 watch's memory budget and in cache), several tensors per fused ``torch._foreach_*`` call.
