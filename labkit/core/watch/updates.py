@@ -219,6 +219,11 @@ def _centered_ratio(grads, squares, means, *, eps):
     return t
 
 
+def _times(values: list, factor: float) -> list:
+    """Each 0-d tensor times `factor`, in one call (a 0-d multiplication costs a dispatch)."""
+    return list(torch._foreach_mul(values, factor)) if values else []
+
+
 def _dense(t):
     return t.coalesce().values() if t is not None and t.is_sparse else t
 
@@ -325,12 +330,12 @@ class Formula:
         if _num(g["momentum"]) == 0 and _num(g["weight_decay"]) == 0:
             known = self._grad_norms
             if all(id(p) in known for p in ps):
-                return [known[id(p)] * lr for p in ps]
-            return [n * lr for n in norms([_dense(p.grad) for p in ps])]
+                return _times([known[id(p)] for p in ps], lr)
+            return _times(norms([_dense(p.grad) for p in ps]), lr)
         if id(ps[0]) in self._before:
             return [self._before[id(p)] for p in ps]
         bufs = [_dense(self.optimizer.state[p]["momentum_buffer"]) for p in ps]
-        return [n * lr for n in norms(bufs)]
+        return _times(norms(bufs), lr)
 
     def _adam(self, g, ps) -> list:
         b1, b2 = _num(g["betas"][0]), _num(g["betas"][1])
@@ -364,14 +369,14 @@ class Formula:
         lr, eps, mom = abs(_num(g["lr"])), _num(g["eps"]), _num(g["momentum"])
         state = self.optimizer.state
         if mom > 0:  # -lr * buf, the buffer as the step left it
-            return [n * lr for n in norms([state[p]["momentum_buffer"] for p in ps])]
+            return _times(norms([state[p]["momentum_buffer"] for p in ps]), lr)
         fn = functools.partial(_ratio, eps=eps)  # -lr * g / (sqrt(avg) + eps); no decay here
         rows = [(p.grad, state[p]["square_avg"]) for p in ps]
         if g.get("centered"):  # avg = square_avg - grad_avg**2
             fn = functools.partial(_centered_ratio, eps=eps)
             rows = [row + (state[p]["grad_avg"],) for row, p in zip(rows, ps)]
         batches = self._batches.setdefault((id(g), "rmsprop"), Batches())
-        return [n * lr for n in chunked_norms(fn, rows, self.chunk, batches)]
+        return _times(chunked_norms(fn, rows, self.chunk, batches), lr)
 
     def _adagrad(self, g, ps) -> list:
         lr, eps, decay = _num(g["lr"]), _num(g["eps"]), _num(g["lr_decay"])
