@@ -94,6 +94,7 @@ def block_len(numel: int) -> int:
     return d if d >= MIN_BLOCK else 0
 
 
+UNIFORM = 0.5  # of a draw's chance spread evenly over the blocks; the rest by squared gradient
 Z = 4.0  # standard errors in an estimate's band (3.29 is 99.9% under a normal law; the
 # draws of a skewed update are not normal: 3.29 covered 96.7% of 120 RMSprop steps, 4.0 all)
 
@@ -155,7 +156,8 @@ class Sample:
             # that an update that follows the gradient (SGD) is estimated almost exactly
             sq = norms.square_()
             total = sq.sum()
-            chance = sq.div_(torch.where(total > 0, 2 * total, 1.0)).add_(0.5 / self.blocks)
+            share = 1.0 - UNIFORM
+            chance = sq.div_(torch.where(total > 0, total / share, 1.0)).add_(UNIFORM / self.blocks)
             chance.div_(chance.sum())
         else:
             self.grad_norm = None
