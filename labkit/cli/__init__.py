@@ -304,10 +304,8 @@ def main(argv=None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        why = "nothing more was done"
-        if getattr(args, "command", None) == "grade":
-            from ..learn.grade.run import INTERRUPTED as why  # the same line as a forced end
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, the shell's status for SIGINT
+        why = getattr(exc, "said", None) or "nothing more was done"  # grade: what was kept
         print(f"labkit: interrupted; {why}.", file=sys.stderr)
         return 130
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder

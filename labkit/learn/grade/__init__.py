@@ -22,10 +22,12 @@ forecast history. A notebook with no answer check is not an exercise: `GradeErro
 
 from __future__ import annotations
 
-import shutil
+import os
+import signal
 import sys
-import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,9 +37,13 @@ from .run import DEFAULT_TIMEOUT_S, STUBS, GradeError, check_timeout, execute
 from ..check._predict import replaying
 from .sites import hand_over, occurrence
 from .store import keep_grading
-from .verdict import answer_file, verdict
+from . import pool
+from .sandbox import UNTRUSTED
+from .verdict import verdict
 from .hidden import exercise_of
 
+OWN_ERRORS = ("CheckFailed", "NotYetAnswered", "CellTimeoutError")  # not the learner's code
+VERDICTS = threading.Lock()  # one notebook's checks at a time: `replaying` is process-wide
 NOT_ANSWERED = ("NameError", "SketchNotSealed", *STUBS)
 
 
@@ -52,10 +58,20 @@ class Row:
     cell: int  # index of the cell that calls the check
 
 
-def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=None) -> list[Row]:
+def grade_notebook(
+    path,
+    *,
+    timeout: float | None = None,
+    progress=None,
+    hidden=None,
+    sandbox: str = "none",
+    notebook_timeout: float | None = None,
+) -> list[Row]:
     """Execute the notebook at `path` (it is not modified) and return one Row per check call;
-    each cell runs under `timeout` seconds (default `grade_run.DEFAULT_TIMEOUT_S`).
-    `hidden`: the instructor's hidden checks (`labkit.learn.grade.hidden`), run after the last cell."""
+    each cell runs under `timeout` seconds (default `grade_run.DEFAULT_TIMEOUT_S`), the whole
+    notebook under `notebook_timeout` (None: no bound but the cells'), its kernel in `sandbox`
+    ("bwrap" or "none", as `grade_sandbox.mode` chose). `hidden`: the instructor's hidden
+    checks (`labkit.learn.grade.hidden`), run after the last cell."""
     import nbformat
 
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
@@ -86,19 +102,24 @@ def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=
         hidden.define()
     data_only = set(hidden.questions) if hidden else set()
     sites = {i: hand_over(nb.cells[i].source, i, names, data_only) for i, _ in plan}
-    answers = Path(tempfile.mkdtemp(prefix="labkit-answers-"))
-    try:
-        run = execute(path, nb, sites, answers, timeout=timeout, progress=progress)
-        return _rows(path, plan, run, names, hidden)
-    finally:
-        shutil.rmtree(answers, ignore_errors=True)
+    run = execute(
+        path,
+        nb,
+        sites,
+        plan,
+        timeout=timeout,
+        progress=progress,
+        sandbox=sandbox,
+        notebook_timeout=notebook_timeout,
+    )
+    return _rows(path, plan, run, names, hidden, sandbox)
 
 
 def _error_of(cell) -> dict | None:
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def _rows(path, plan, run, names, hidden) -> list[Row]:
+def _rows(path, plan, run, names, hidden, sandbox="none") -> list[Row]:
     """One row per planned check call: the grader's verdict on the answer its own cell handed
     over, or, where none was, what stopped the cell."""
     from .. import check as checks
@@ -107,13 +128,22 @@ def _rows(path, plan, run, names, hidden) -> list[Row]:
     unsealed = [
         j for j, c in enumerate(nb.cells) if (_error_of(c) or {}).get("ename") == "SketchNotSealed"
     ]
-    with replaying(lambda: run.started.get(cell[0], 0.0)):
+    run.first_raised = next(
+        (
+            (j, e)
+            for j, c in enumerate(nb.cells)
+            if (e := _error_of(c)) and e.get("ename") not in (*NOT_ANSWERED, *OWN_ERRORS)
+        ),
+        None,
+    )
+    with VERDICTS, replaying(lambda: run.started.get(cell[0], 0.0)):
         for at, (i, name) in enumerate(plan):
             cell[0] = i
             check = (
                 hidden.checks[name] if hidden and name in hidden.checks else getattr(checks, name)
             )
-            got = verdict(check, name, answer_file(run.answers, i, name, occurrence(plan, at)))
+            text = run.answers.get((i, name, occurrence(plan, at)))
+            got = verdict(check, name, text, sandbox)
             rows.append(_row(path, i, name, names, got, run, unsealed))
     return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)
 
@@ -156,6 +186,13 @@ def _row(path, i, name, names, got, run, unsealed) -> Row:
                 "but its answer never reached the grader"
             ),
         )
+    elif err["ename"] == "NameError" and run.first_raised and run.first_raised[0] < i:
+        j, first = run.first_raised  # the name an earlier cell would have defined: its error
+        status = "failed"
+        message = (
+            f"your code raised {first['ename']} in cell {j}, before this check ran: "
+            f"{first['evalue']}"
+        )
     else:
         status = "failed"
         message = f"your code raised {err['ename']} before the check ran: {err['evalue']}"
@@ -188,51 +225,86 @@ def _stopped_rows(path, plan, run, rows) -> list[Row]:
 
 
 def grade(
-    paths, *, json_path=None, timeout=None, write=None, hidden=None, out=None, err=None
+    paths,
+    *,
+    json_path=None,
+    timeout=None,
+    write=None,
+    hidden=None,
+    out=None,
+    err=None,
+    sandbox: str = "none",
+    jobs: int | None = None,
+    notebook_timeout: float | None = None,
 ) -> int:
-    """Grade several notebooks (or the exercise notebooks of a folder) into one table;
+    """Grade several notebooks (or the exercise notebooks of a folder) into one table, `jobs`
+    at a time (default: this machine's cores), each kernel in `sandbox` ("bwrap" or "none");
     0 when every check passed, else 1. `write(rows)`, if given, writes the rows in other
-    formats (`labkit.learn.grade.formats`)."""
+    formats (`labkit.learn.grade.formats`). Stopped (Ctrl-C, SIGTERM, SIGHUP), it raises
+    `Interrupted`, whose sentence says which notebooks were graded and kept."""
     out, err = out or sys.stdout, err or sys.stderr
-    rows: list[Row] = []
     notebooks = notebooks_in(paths)
     from ...store.outputs import check_command
 
     check_command({"json_path": json_path}, {"notebook": notebooks})
+    jobs = check_jobs(jobs)
     if hidden is not None:
         hidden.refuse_unmatched(exercises_in(notebooks))
         hidden.define()
-    unread, not_kept = [], None
-    for path in notebooks:
-        started = time.perf_counter()
-        tty = err.isatty()
+    preload()  # all the grader will run, imported before any kernel starts
+    if sandbox == "none":
+        err.write(f"labkit grade: {UNTRUSTED}.\n")
+    tty = err.isatty() and jobs == 1 and len(notebooks) == 1
 
-        def progress(done, total, name=path.name):
-            if tty:  # noqa: B023 (called only while this notebook is graded)
-                err.write(f"\rgrading {name}: cell {done}/{total}")
+    def one(path):
+        def progress(done, total):
+            if tty:
+                err.write(f"\rgrading {path.name}: cell {done}/{total}")
                 err.flush()
 
-        try:
-            got = grade_notebook(path, timeout=timeout, progress=progress, hidden=hidden)
-        except Unreadable as exc:  # a row of its own; the other notebooks are graded
-            unread.append(exc)
-            rows.append(_unreadable_row(path, exc))
-            continue
-        rows += got
-        not_kept = not_kept or keep_grading(path, got)
-        passed = sum(r.status == "passed" for r in got)
-        err.write(
-            ("\r" if tty else "") + f"graded {path.name}: {passed}/{len(got)} checks "
-            f"passed in {time.perf_counter() - started:.1f} s\n"
+        started = time.perf_counter()
+        got = grade_notebook(
+            path,
+            timeout=timeout,
+            progress=progress,
+            hidden=hidden,
+            sandbox=sandbox,
+            notebook_timeout=notebook_timeout,
         )
+        return got, time.perf_counter() - started
+
+    by, unread, kept, not_kept, began = {}, [], [], None, time.monotonic()
+    try:
+        for path, result in pool.graded(notebooks, one, jobs):
+            if isinstance(result, Unreadable):  # a row of its own; the others are graded
+                unread.append(result)
+                by[path] = [_unreadable_row(path, result)]
+                continue
+            if isinstance(result, BaseException):
+                raise result
+            got, seconds = result
+            with _signals_held():  # kept in the store and said as kept: both, or neither
+                by[path] = got
+                why = keep_grading(path, got)
+                not_kept = not_kept or why
+                if why is None:
+                    kept.append(path)
+            err.write(("\r" if tty else "") + _progress(path, got, seconds, by, notebooks, began))
+    except KeyboardInterrupt:
+        pool.stop()
+        raise Interrupted(_interrupted(notebooks, by, kept)) from None
+    rows = [r for path in notebooks for r in by[path]]
     if len(unread) == len(notebooks):
         raise unread[0]  # nothing was graded: one sentence, as for any bad input
-    out.write(format_table(rows))
+    out.write(format_table(rows, hidden=hidden))
+    if sandbox == "none":
+        out.write(f"({UNTRUSTED})\n")
     if json_path:
         from ...store.outputs import write_json
         from .formats import grades_document
 
-        write_json(json_path, grades_document(rows, summary(rows)), parameter="json_path")
+        doc = grades_document(rows, summary(rows), sandbox=sandbox)
+        write_json(json_path, doc, parameter="json_path")
     if write is not None:
         write(rows)
     if not_kept:
@@ -241,6 +313,106 @@ def grade(
             "table and every report asked for were written."
         )
     return 0 if all(r.status == "passed" for r in rows) else 1
+
+
+class Interrupted(KeyboardInterrupt):
+    """Grading stopped by a signal; `said` tells which notebooks were graded and kept."""
+
+    def __init__(self, said: str):
+        super().__init__(said)
+        self.said = said
+
+
+def check_jobs(jobs) -> int:
+    """`jobs`, checked (None: this machine's cores)."""
+    from ...errors import check_number
+
+    if jobs is None:
+        return max(1, os.cpu_count() or 1)
+    check_number("--jobs", jobs, minimum=1, maximum=MAX_JOBS, integer=True)
+    return jobs
+
+
+def _names(paths) -> str:
+    names = [p.name for p in paths]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _interrupted(notebooks, by, kept) -> str:
+    """What a stopped grading kept, e.g. "A was graded and kept; B was not graded"."""
+    parts = []
+    lost = [p for p in notebooks if p in by and p not in kept]
+    never = [p for p in notebooks if p not in by]
+    for group, what in (
+        (kept, "graded and kept"),
+        (lost, "graded, not kept"),
+        (never, "not graded"),
+    ):
+        if group:
+            parts.append(f"{_names(group)} {'was' if len(group) == 1 else 'were'} {what}")
+    return "; ".join(parts) + "; the notebooks were not changed"
+
+
+def _progress(path, got, seconds, by, notebooks, began) -> str:
+    """One line per notebook graded, with the count done, failures so far, time left."""
+    passed = sum(r.status == "passed" for r in got)
+    done = len(by)
+    failing = sum(any(r.status != "passed" for r in rows) for rows in by.values())
+    line = f"graded {path.name}: {passed}/{len(got)} checks passed in {seconds:.1f} s"
+    if len(notebooks) > 1:
+        left = (time.monotonic() - began) / done * (len(notebooks) - done)
+        line += f" ({done}/{len(notebooks)} done, {failing} with a check not passed"
+        line += f", about {_duration(left)} left)" if done < len(notebooks) else ")"
+    return line + "\n"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+@contextmanager
+def _signals_held():
+    """Hold Ctrl-C, SIGTERM and SIGHUP back (main thread only) while the block runs."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        if main:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def preload() -> None:
+    """Import every module the grader runs after kernels start (the checks, the answers'
+    classes, the reports), so a module changed on disk by a kernel is never read by it."""
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name, __package__)
+
+
+PRELOAD = (
+    "labkit.learn.check",
+    "labkit.learn.check._predict",
+    "labkit.learn.curves.quiz",
+    "labkit.core.run",
+    "labkit.diagnosis.probes._common",
+    "labkit.diagnosis.record.triage",
+    "labkit.forecast.forecast",
+    "labkit.store.learner",
+    "labkit.store.outputs",
+    "labkit.learn.grade.formats",
+    "labkit.learn.grade.verdict",
+    "labkit.learn.grade.sandbox",
+    "IPython.core.inputtransformer2",
+    "nbclient",
+    "jupyter_client.manager",
+    "numpy",
+    "torch",
+)
+MAX_JOBS = 512  # threads, each waiting on one kernel; far beyond any machine's cores
 
 
 def _unreadable_row(path: Path, exc: Exception) -> Row:
