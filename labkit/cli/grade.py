@@ -157,7 +157,7 @@ def cmd_grade(args) -> int:
 
 def _gradescope(rows, args, hidden, mode) -> None:
     """One results.json per submission (a learner, or a notebook with no learner id): PATH
-    itself for one, PATH/SUBMISSION/results.json for several."""
+    itself for one, PATH/LEARNER/results.json for several."""
     from pathlib import Path
 
     from ..learn.grade import formats
@@ -181,9 +181,10 @@ def _gradescope(rows, args, hidden, mode) -> None:
             f"--gradescope={args.gradescope!r} is a file, and these notebooks are "
             f"{len(groups)} submissions, one results.json each; give a folder."
         )
-    for who, theirs in groups.items():
-        (folder / who).mkdir(parents=True, exist_ok=True)
-        write_json(doc(theirs), str(folder / who / "results.json"), "--gradescope", foreign=True)
+    for who, theirs in groups.items():  # "b/ex_a.ipynb" (no learner id): PATH/b/ex_a/
+        place = folder / who.removesuffix(".ipynb")
+        place.mkdir(parents=True, exist_ok=True)
+        write_json(doc(theirs), str(place / "results.json"), "--gradescope", foreign=True)
 
 
 @contextmanager

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .formats import STATUSES, format_table, summary  # noqa: F401 (the table is a format too)
 from .read import Unreadable, check_names, checks_in, exercises_in, notebooks_in, read_notebook
-from .run import DEFAULT_TIMEOUT_S, STUBS, GradeError, check_timeout, execute
+from .run import DEFAULT_TIMEOUT_S, STUBS, GradeError, KernelNotStarted, check_timeout, execute
 from ..check._predict import replaying
 from .sites import hand_over, occurrence
 from .store import keep_grading
@@ -276,7 +276,7 @@ def grade(
     by, unread, kept, not_kept, began = {}, [], [], None, time.monotonic()
     try:
         for path, result in pool.graded(notebooks, one, jobs):
-            if isinstance(result, Unreadable):  # a row of its own; the others are graded
+            if isinstance(result, (Unreadable, KernelNotStarted)):  # a row; the others go on
                 unread.append(result)
                 by[path] = [_unreadable_row(path, result)]
                 continue
@@ -372,16 +372,21 @@ def _duration(seconds: float) -> str:
 
 @contextmanager
 def _signals_held():
-    """Hold Ctrl-C, SIGTERM and SIGHUP back (main thread only) while the block runs."""
-    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    main = threading.current_thread() is threading.main_thread()
-    if main:
-        signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    """Hold Ctrl-C, SIGTERM and SIGHUP back while the block runs (in the main thread, where
+    Python runs signal handlers), then stop as they would have."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending = []
+    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in held}
     try:
         yield
     finally:
-        if main:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if pending:
+            raise KeyboardInterrupt
 
 
 def preload() -> None:
@@ -422,6 +427,6 @@ def _unreadable_row(path: Path, exc: Exception) -> Row:
         "notebook",
         "the notebook can be read as an exercise",
         "failed",
-        f"could not be read: {exc}",
+        f"could not be {'read' if isinstance(exc, Unreadable) else 'graded'}: {exc}",
         -1,
     )

@@ -143,14 +143,18 @@ def gradebook_text(rows, hidden=None) -> str:
     return buf.getvalue()
 
 
+def learner_id(notebook) -> str:
+    """The notebook's ``labkit_learner`` metadata, else its folder and name ("b/ex_a.ipynb")."""
+    return learner_of(notebook, None) or "/".join(Path(notebook).parts[-2:])
+
+
 def submissions(rows) -> dict:
-    """learner (or notebook, where no learner id is known) -> their rows: one Gradescope
-    submission each."""
+    """learner id (`learner_id`) -> their rows: one Gradescope submission each."""
     out: dict = {}
     ids: dict = {}
     for r in rows:
         if r.notebook not in ids:
-            ids[r.notebook] = learner_of(r.notebook, None) or Path(r.notebook).stem
+            ids[r.notebook] = learner_id(r.notebook)
         out.setdefault(ids[r.notebook], []).append(r)
     return out
 
@@ -207,7 +211,7 @@ def totals(rows, hidden=None) -> dict:
     ids: dict = {}
     for r, d in zip(rows, scored(rows, hidden)):
         if r.notebook not in ids:
-            ids[r.notebook] = learner_of(r.notebook, None) or "/".join(Path(r.notebook).parts[-2:])
+            ids[r.notebook] = learner_id(r.notebook)
         who = ids[r.notebook]
         t = out.setdefault(
             who, {"points": 0, "max_points": 0, "passed": 0, "checks": 0, "notebooks": []}

@@ -52,6 +52,10 @@ class GradeError(ValueError):
     """A notebook that cannot be graded: missing, unreadable, or not a labkit exercise."""
 
 
+class KernelNotStarted(GradeError):
+    """No kernel could be started for a notebook, twice: among others, a row of its own."""
+
+
 @dataclass
 class Execution:
     """What running a notebook left: the executed cells and, per cell, what stopped it."""
@@ -146,9 +150,23 @@ def execute(
     env = _kernel_env(nb, work, sandbox)
     pool.started(client, work)  # a grading stopped by a signal ends this kernel (`pool.stop`)
     try:
-        _run_cells(
-            client, env, run, code_cells, sites, timeout, progress, sandbox, notebook_timeout
-        )
+        for attempt in (1, 2):  # a kernel that dies before it answers gets one more start
+            try:
+                _run_cells(
+                    client,
+                    env,
+                    run,
+                    code_cells,
+                    sites,
+                    timeout,
+                    progress,
+                    sandbox,
+                    notebook_timeout,
+                )
+                break
+            except KernelNotStarted:
+                if attempt == 2:
+                    raise
     finally:  # the submission's folder goes with it, however grading ended
         pool.ended(client)
         shutil.rmtree(work, ignore_errors=True)
@@ -222,13 +240,19 @@ def _started(client, env: dict, sandbox: str, run: Execution):
         try:
             manager.__enter__()
         except (NoSuchKernel, RuntimeError, TimeoutError) as exc:
-            raise GradeError(
+            os.close(write)
+            write = -1
+            time.sleep(0.2)  # what the kernel said before it ended, drained
+            said = (run.said.strip().splitlines() or ["nothing"])[-1][:160]
+            raise KernelNotStarted(
                 f"A Python kernel could not be started to grade the notebook "
-                f"({type(exc).__name__}: {str(exc)[:120]}); check that ipykernel is "
-                "installed in this environment (`python -m ipykernel --version`)."
+                f"({type(exc).__name__}: {str(exc)[:120]}; its last words: {said}); check "
+                "that ipykernel is installed in this environment (`python -m ipykernel "
+                "--version`)."
             ) from None
     finally:
-        os.close(write)  # the kernel holds its own copy; EOF once every process of it is gone
+        if write >= 0:
+            os.close(write)  # the kernel holds its own copy; EOF once all of it is gone
     try:
         yield
     except BaseException:
