@@ -112,7 +112,7 @@ def test_grade_json_dash(capsys, tmp_path):
     )
     path = tmp_path / "ex.ipynb"
     nbformat.write(nb, path)
-    doc, err = stdout_doc(capsys, "grade", str(path), rc=1)
+    doc, err = stdout_doc(capsys, "grade", str(path), "--sandbox", "none", rc=1)
     assert doc["format"] == "labkit.grades/2"
     assert [r["status"] for r in doc["rows"]] == ["not yet answered"]
     assert "TOTAL: 0 passed" in err  # the table went to stderr
