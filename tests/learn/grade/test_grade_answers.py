@@ -241,3 +241,49 @@ def test_the_learners_kernel_never_sees_the_graders_secrets(tmp_path, monkeypatc
         assert "do-not-leak" not in env.values()
         assert env["OMP_NUM_THREADS"] == "1" and "PATH" in env and env["LABKIT_HOME"]
         assert ("TOKENIZERS_PARALLELISM" in env) == (sandbox == "none")  # bwrap: an allow-list
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ({"$": "float", "value": "nan"}, "holds nan"),
+        ([1.0, {"$": "float", "value": "-inf"}], "holds -inf"),
+        ({"$": "dict", "items": [["growth", {"$": "float", "value": "inf"}]]}, "holds inf"),
+        (
+            {
+                "$": "tensor",
+                "dtype": "float32",
+                "shape": [2],
+                "data": [1.0, {"$": "float", "value": "nan"}],
+            },
+            "holds a tensor with NaN or infinity",
+        ),
+    ],
+)
+def test_a_number_that_is_not_finite_fails_before_any_comparison(value, says):
+    """NaN slips past `abs(answer - truth) > tol`: the grader refuses it before the check."""
+    from labkit.learn.check._base import answer_check
+
+    seen = []
+
+    @answer_check
+    def ex_a_close(x):
+        """x is within 0.01 of 2."""
+        seen.append(x)
+        return "ok"  # a check that compares as `not abs(x - 2) > 0.01` would pass NaN
+
+    text = json.dumps({"args": [value], "kwargs": {"$": "dict", "items": []}})
+    status, message = verdict(ex_a_close, "ex_a_close", text)
+    assert status == "failed" and seen == []
+    assert message == f"the answer to ex_a_close {says}, and a number must be finite to be compared"
+
+
+def test_a_run_whose_loss_is_nan_is_still_an_answer():
+    import labkit
+
+    run = labkit.Run.from_log(
+        {"step": [0, 1], "loss_raw": [2.0, float("nan")]}, seed=0, started_at=1.0
+    )
+    from labkit.learn.grade.verdict import not_finite
+
+    assert not_finite([run, 3], {}) is None
