@@ -116,3 +116,6 @@ def test_grade_json_dash(capsys, tmp_path):
     assert doc["format"] == "labkit.grades/2"
     assert [r["status"] for r in doc["rows"]] == ["not yet answered"]
     assert "TOTAL: 0 passed" in err  # the table went to stderr
+    untrusted = "the grades are only as trustworthy as the submissions"
+    assert doc["sandbox"] == "none" and untrusted in doc["warning"]  # said in every report
+    assert err.startswith(f"labkit grade: graded without a sandbox (--sandbox none): {untrusted}.")

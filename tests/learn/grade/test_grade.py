@@ -98,6 +98,7 @@ def test_one_table_a_summary_a_total_and_exit_1(graded):
     ]
     assert all(len(line) <= 100 for line in out.stdout.splitlines())
     assert data["summary"]["total"] == {"passed": 9, "failed": 1, "not yet answered": 5}
+    assert data["sandbox"] == "bwrap" and "warning" not in data  # the default: in bubblewrap
 
 
 @pytest.mark.slow
