@@ -329,11 +329,11 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: one line, the shell's status
-        why = "nothing more was done"
-        if getattr(args, "command", None) == "grade":
-            from ..learn.grade.run import INTERRUPTED as why  # the same line as a forced end
-        elif args is not None:
-            why = "; ".join(filter(None, [why, outputs_kept(args, started)]))
+        why = getattr(exc, "said", None)  # grade: which notebooks were graded and kept
+        if why is None:
+            why = "nothing more was done"
+            if args is not None:
+                why = "; ".join(filter(None, [why, outputs_kept(args, started)]))
         how = "interrupted" if not isinstance(exc, Stopped) else f"stopped by {stop_name(exc)}"
         with contextlib.suppress(OSError, ValueError):  # SIGHUP: the terminal may be gone
             print(f"labkit: {how}; {why}.", file=sys.stderr)

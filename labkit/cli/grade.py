@@ -4,9 +4,18 @@ instructors keep grades in (`labkit.learn.grade.formats`).
     labkit grade exercises/*.ipynb                          # the table
     labkit grade exercises/*.ipynb --json grades.json       # labkit.grades/2 (--json - : stdout)
     labkit grade exercises/*.ipynb --gradescope results.json --csv grades.csv --learner ada
+    labkit grade class/ --jobs 4 --notebook-timeout 600 --gradebook totals.csv \
+        --gradescope results/                      # one results.json per learner
+
+Each notebook's kernel runs in a bubblewrap sandbox (``--sandbox auto``, the default, refuses
+to grade where bwrap does not work, and says how to install it; ``--sandbox none`` grades
+without one and says so in every report). SIGTERM and SIGHUP stop grading as Ctrl-C does:
+every kernel ends, nothing half-written is left, and one line says what was kept.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 from .output import add_json, human, write_json
 
@@ -26,12 +35,40 @@ def add_grade(sub):
         metavar="SECONDS",
         help="time limit per cell (default 120); a cell over it becomes a 'timed out' row",
     )
+    p.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time limit per notebook (default: none but the cells'); the cell running "
+        "when it is reached and every check after it get rows that say so",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="notebooks graded at once, each with its own kernel (default: this machine's cores)",
+    )
+    p.add_argument(
+        "--sandbox",
+        default="auto",
+        help="auto (default: bubblewrap, refused where it does not work), bwrap, or none "
+        "(no sandbox: the grades are then only as trustworthy as the submissions)",
+    )
     add_json(p, "the rows, points and summary (labkit.grades/2)")
     p.add_argument(
         "--gradescope",
         default=None,
         metavar="PATH",
-        help="write Gradescope's autograder results.json here (- for stdout)",
+        help="write Gradescope's autograder results.json here (- for stdout); with "
+        "several learners, a folder: one LEARNER/results.json per submission",
+    )
+    p.add_argument(
+        "--gradebook",
+        default=None,
+        metavar="PATH",
+        help="write one CSV row per learner here (points, points possible, checks passed)",
     )
     p.add_argument(
         "--visibility",
@@ -65,10 +102,16 @@ def cmd_grade(args) -> int:
     from ..learn.grade import grade, summary
     from ..learn.grade.run import check_timeout
 
+    from ..learn.grade import check_jobs, sandbox
+
     check_timeout("--timeout", args.timeout)
-    outputs = {f"--{n}": getattr(args, n) for n in ("json", "gradescope", "csv")}
+    check_timeout("--notebook-timeout", args.notebook_timeout)
+    check_jobs(args.jobs)
+    outputs = {f"--{n}": getattr(args, n) for n in ("json", "gradescope", "csv", "gradebook")}
     if list(outputs.values()).count("-") > 1:
-        raise ValueError("only one of --json, --gradescope and --csv can write to stdout (-).")
+        raise ValueError(
+            "only one of --json, --gradescope, --csv and --gradebook can write to stdout (-)."
+        )
     formats.gradescope([], visibility=args.visibility)  # a bad --visibility fails before grading
     hidden = None
     if args.hidden:
@@ -81,18 +124,80 @@ def cmd_grade(args) -> int:
     notebooks = notebooks_in(args.notebooks)  # a folder stands for its exercise notebooks
     check_command(outputs, {"NOTEBOOK": notebooks, "--hidden": hidden.files if hidden else None})
 
+    mode = sandbox.mode(args.sandbox)  # refused, with how to install bwrap, before any kernel
+
     def write(rows):
         if args.json is not None:
-            write_json(formats.grades_document(rows, summary(rows), hidden), args.json)
+            doc = formats.grades_document(rows, summary(rows), hidden, sandbox=mode)
+            write_json(doc, args.json)
         if args.gradescope is not None:
-            doc = formats.gradescope(rows, visibility=args.visibility, hidden=hidden)
-            write_json(doc, args.gradescope, "--gradescope", foreign=True)
-        if args.csv is not None:
-            text = formats.csv_text(rows, learner=args.learner, hidden=hidden)
-            if args.csv == "-":
-                print(text, end="")
-            else:
-                formats.write_csv(args.csv, text)
+            _gradescope(rows, args, hidden, mode)
+        for given, text in (
+            (args.csv, lambda: formats.csv_text(rows, learner=args.learner, hidden=hidden)),
+            (args.gradebook, lambda: formats.gradebook_text(rows, hidden)),
+        ):
+            if given == "-":
+                print(text(), end="")
+            elif given is not None:
+                formats.write_csv(given, text(), "--csv" if given == args.csv else "--gradebook")
 
     out = human("-" if "-" in outputs.values() else None)
-    return grade(notebooks, timeout=args.timeout, write=write, hidden=hidden, out=out)
+    with _stopped_as_ctrl_c():
+        return grade(
+            notebooks,
+            timeout=args.timeout,
+            write=write,
+            hidden=hidden,
+            out=out,
+            sandbox=mode,
+            jobs=args.jobs,
+            notebook_timeout=args.notebook_timeout,
+        )
+
+
+def _gradescope(rows, args, hidden, mode) -> None:
+    """One results.json per submission (a learner, or a notebook with no learner id): PATH
+    itself for one, PATH/LEARNER/results.json for several."""
+    from pathlib import Path
+
+    from ..learn.grade import formats
+
+    def doc(rows):
+        d = formats.gradescope(rows, visibility=args.visibility, hidden=hidden)
+        if mode == "none":
+            d["output"] += f" ({formats.untrusted()})"
+        return d
+
+    if args.learner:
+        groups = {args.learner: rows}
+    else:
+        groups = formats.submissions(rows)
+    if len(groups) == 1 or args.gradescope == "-":
+        write_json(doc(rows), args.gradescope, "--gradescope", foreign=True)
+        return
+    folder = Path(args.gradescope)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(
+            f"--gradescope={args.gradescope!r} is a file, and these notebooks are "
+            f"{len(groups)} submissions, one results.json each; give a folder."
+        )
+    for who, theirs in groups.items():  # "b/ex_a.ipynb" (no learner id): PATH/b/ex_a/
+        place = folder / who.removesuffix(".ipynb")
+        place.mkdir(parents=True, exist_ok=True)
+        write_json(doc(theirs), str(place / "results.json"), "--gradescope", foreign=True)
+
+
+@contextmanager
+def _stopped_as_ctrl_c():
+    """SIGTERM and SIGHUP stop grading as Ctrl-C does (`labkit.learn.grade.Interrupted`)."""
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

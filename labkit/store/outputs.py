@@ -32,6 +32,7 @@ FIFO_WAIT_S = 30  # how long a FIFO may stay without a reader before the write i
 _OURS = re.compile(
     rb'"format"\s*:\s*"labkit\.[a-z_-]+/\d+"|"output"\s*:\s*"labkit grade:'
     rb"|^learner,notebook,exercise,check,status,points,max_points,message\r?\n"
+    rb"|^learner,points,max_points,checks_passed,checks,notebooks\r?\n"
 )
 _SNIFF = 1 << 20  # the first MiB tells whether labkit wrote a file
 

@@ -48,7 +48,7 @@ def last_output(page, text, seconds=240):
 def grade(path):
     """`labkit grade` on the saved notebook: (exit code, output)."""
     out = subprocess.run(
-        warm_kernels.command("labkit.cli", "grade", str(path)),
+        warm_kernels.command("labkit.cli", "grade", str(path), "--sandbox", "none"),  # warm
         capture_output=True,
         text=True,
         timeout=600,

@@ -112,7 +112,10 @@ def test_grade_json_dash(capsys, tmp_path):
     )
     path = tmp_path / "ex.ipynb"
     nbformat.write(nb, path)
-    doc, err = stdout_doc(capsys, "grade", str(path), rc=1)
+    doc, err = stdout_doc(capsys, "grade", str(path), "--sandbox", "none", rc=1)
     assert doc["format"] == "labkit.grades/2"
     assert [r["status"] for r in doc["rows"]] == ["not yet answered"]
     assert "TOTAL: 0 passed" in err  # the table went to stderr
+    untrusted = "the grades are only as trustworthy as the submissions"
+    assert doc["sandbox"] == "none" and untrusted in doc["warning"]  # said in every report
+    assert err.startswith(f"labkit grade: graded without a sandbox (--sandbox none): {untrusted}.")

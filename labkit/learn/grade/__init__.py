@@ -22,23 +22,23 @@ forecast history. A notebook with no answer check is not an exercise: `GradeErro
 
 from __future__ import annotations
 
-import shutil
-import sys
-import tempfile
-import time
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from .missing import missing
 from .formats import STATUSES, format_table, summary  # noqa: F401 (the table is a format too)
-from .read import Unreadable, check_names, checks_in, exercises_in, notebooks_in, read_notebook
-from .run import DEFAULT_TIMEOUT_S, STUBS, GradeError, check_timeout, execute
+from .read import Unreadable, check_names, checks_in, notebooks_in, read_notebook  # noqa: F401
+from .run import DEFAULT_TIMEOUT_S, STUBS, GradeError, check_timeout, execute  # noqa: F401
 from ..check._predict import replaying
 from .sites import hand_over, occurrence
-from .store import keep_grading
-from .verdict import answer_file, verdict
+from . import batch
+from .batch import Interrupted, check_jobs, preload  # noqa: F401
+from .verdict import verdict
 from .hidden import exercise_of
 
+OWN_ERRORS = ("CheckFailed", "NotYetAnswered", "CellTimeoutError")  # not the learner's code
+VERDICTS = threading.Lock()  # one notebook's checks at a time: `replaying` is process-wide
 NOT_ANSWERED = ("NameError", "SketchNotSealed", *STUBS)
 
 
@@ -53,10 +53,20 @@ class Row:
     cell: int  # index of the cell that calls the check
 
 
-def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=None) -> list[Row]:
+def grade_notebook(
+    path,
+    *,
+    timeout: float | None = None,
+    progress=None,
+    hidden=None,
+    sandbox: str = "none",
+    notebook_timeout: float | None = None,
+) -> list[Row]:
     """Execute the notebook at `path` (it is not modified) and return one Row per check call;
-    each cell runs under `timeout` seconds (default `grade_run.DEFAULT_TIMEOUT_S`).
-    `hidden`: the instructor's hidden checks (`labkit.learn.grade.hidden`), run after the last cell."""
+    each cell runs under `timeout` seconds (default `grade_run.DEFAULT_TIMEOUT_S`), the whole
+    notebook under `notebook_timeout` (None: no bound but the cells'), its kernel in `sandbox`
+    ("bwrap" or "none", as `grade_sandbox.mode` chose). `hidden`: the instructor's hidden
+    checks (`labkit.learn.grade.hidden`), run after the last cell."""
     import nbformat
 
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
@@ -87,19 +97,24 @@ def grade_notebook(path, *, timeout: float | None = None, progress=None, hidden=
         hidden.define()
     data_only = set(hidden.questions) if hidden else set()
     sites = {i: hand_over(nb.cells[i].source, i, names, data_only) for i, _ in plan}
-    answers = Path(tempfile.mkdtemp(prefix="labkit-answers-"))
-    try:
-        run = execute(path, nb, sites, answers, timeout=timeout, progress=progress)
-        return _rows(path, plan, run, names, hidden)
-    finally:
-        shutil.rmtree(answers, ignore_errors=True)
+    run = execute(
+        path,
+        nb,
+        sites,
+        plan,
+        timeout=timeout,
+        progress=progress,
+        sandbox=sandbox,
+        notebook_timeout=notebook_timeout,
+    )
+    return _rows(path, plan, run, names, hidden, sandbox)
 
 
 def _error_of(cell) -> dict | None:
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def _rows(path, plan, run, names, hidden) -> list[Row]:
+def _rows(path, plan, run, names, hidden, sandbox="none") -> list[Row]:
     """One row per planned check call: the grader's verdict on the answer its own cell handed
     over, or, where none was, what stopped the cell."""
     from .. import check as checks
@@ -108,13 +123,22 @@ def _rows(path, plan, run, names, hidden) -> list[Row]:
     unsealed = [
         j for j, c in enumerate(nb.cells) if (_error_of(c) or {}).get("ename") == "SketchNotSealed"
     ]
-    with replaying(lambda: run.started.get(cell[0], 0.0)):
+    run.first_raised = next(
+        (
+            (j, e)
+            for j, c in enumerate(nb.cells)
+            if (e := _error_of(c)) and e.get("ename") not in (*NOT_ANSWERED, *OWN_ERRORS)
+        ),
+        None,
+    )
+    with VERDICTS, replaying(lambda: run.started.get(cell[0], 0.0)):
         for at, (i, name) in enumerate(plan):
             cell[0] = i
             check = (
                 hidden.checks[name] if hidden and name in hidden.checks else getattr(checks, name)
             )
-            got = verdict(check, name, answer_file(run.answers, i, name, occurrence(plan, at)))
+            text = run.answers.get((i, name, occurrence(plan, at)))
+            got = verdict(check, name, text, sandbox)
             rows.append(_row(path, i, name, names, got, run, unsealed))
     return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)
 
@@ -158,6 +182,13 @@ def _row(path, i, name, names, got, run, unsealed) -> Row:
                 "but its answer never reached the grader"
             ),
         )
+    elif err["ename"] == "NameError" and run.first_raised and run.first_raised[0] < i:
+        j, first = run.first_raised  # the name an earlier cell would have defined: its error
+        status = "failed"
+        message = (
+            f"your code raised {first['ename']} in cell {j}, before this check ran: "
+            f"{first['evalue']}"
+        )
     else:
         status = "failed"
         message = f"your code raised {err['ename']} before the check ran: {err['evalue']}"
@@ -189,60 +220,10 @@ def _stopped_rows(path, plan, run, rows) -> list[Row]:
     return out
 
 
-def grade(
-    paths, *, json_path=None, timeout=None, write=None, hidden=None, out=None, err=None
-) -> int:
-    """Grade several notebooks (or the exercise notebooks of a folder) into one table;
-    0 when every check passed, else 1. `write(rows)`, if given, writes the rows in other
-    formats (`labkit.learn.grade.formats`)."""
-    out, err = out or sys.stdout, err or sys.stderr
-    rows: list[Row] = []
-    notebooks = notebooks_in(paths)
-    from ...store.outputs import check_command
-
-    check_command({"json_path": json_path}, {"notebook": notebooks})
-    if hidden is not None:
-        hidden.refuse_unmatched(exercises_in(notebooks))
-        hidden.define()
-    unread, not_kept = [], None
-    for path in notebooks:
-        started = time.perf_counter()
-        tty = err.isatty()
-
-        def progress(done, total, name=path.name):
-            if tty:  # noqa: B023 (called only while this notebook is graded)
-                err.write(f"\rgrading {name}: cell {done}/{total}")
-                err.flush()
-
-        try:
-            got = grade_notebook(path, timeout=timeout, progress=progress, hidden=hidden)
-        except Unreadable as exc:  # a row of its own; the other notebooks are graded
-            unread.append(exc)
-            rows.append(_unreadable_row(path, exc))
-            continue
-        rows += got
-        not_kept = not_kept or keep_grading(path, got)
-        passed = sum(r.status == "passed" for r in got)
-        err.write(
-            ("\r" if tty else "") + f"graded {path.name}: {passed}/{len(got)} checks "
-            f"passed in {time.perf_counter() - started:.1f} s\n"
-        )
-    if len(unread) == len(notebooks):
-        raise unread[0]  # nothing was graded: one sentence, as for any bad input
-    out.write(format_table(rows))
-    if json_path:
-        from ...store.outputs import write_json
-        from .formats import grades_document
-
-        write_json(json_path, grades_document(rows, summary(rows)), parameter="json_path")
-    if write is not None:
-        write(rows)
-    if not_kept:
-        raise GradeError(
-            f"The grades were not kept in the learner store ({not_kept}); the "
-            "table and every report asked for were written."
-        )
-    return 0 if all(r.status == "passed" for r in rows) else 1
+def grade(paths, **options) -> int:
+    """Grade notebooks, or the exercise notebooks of folders, into one table and the reports
+    asked for: `labkit.learn.grade.batch.grade` (its options) with `grade_notebook`."""
+    return batch.grade(paths, grade_notebook, _unreadable_row, **options)
 
 
 def _unreadable_row(path: Path, exc: Exception) -> Row:
@@ -252,6 +233,6 @@ def _unreadable_row(path: Path, exc: Exception) -> Row:
         "notebook",
         "the notebook can be read as an exercise",
         "failed",
-        f"could not be read: {exc}",
+        f"could not be {'read' if isinstance(exc, Unreadable) else 'graded'}: {exc}",
         -1,
     )

@@ -64,14 +64,18 @@ def scored(rows, hidden=None) -> list[dict]:
     return out
 
 
-def grades_document(rows, summary: dict, hidden=None) -> dict:
-    """labkit's own format: rows with points, the summary, the score out of the total."""
+def grades_document(rows, summary: dict, hidden=None, sandbox: str = "bwrap") -> dict:
+    """labkit's own format: rows with points, the summary, the score out of the total, and
+    the sandbox the kernels ran in (with the warning that "none" calls for)."""
     from ... import __version__
+    from .sandbox import UNTRUSTED
 
     done = scored(rows, hidden)
     return {
         "format": GRADES_FORMAT,
         "labkit": __version__,
+        "sandbox": sandbox,
+        **({"warning": UNTRUSTED} if sandbox == "none" else {}),
         "rows": done,
         "summary": summary,
         "score": sum(r["points"] for r in done),
@@ -123,6 +127,44 @@ def gradescope(
     }
 
 
+GRADEBOOK_COLUMNS = ("learner", "points", "max_points", "checks_passed", "checks", "notebooks")
+
+
+def gradebook_text(rows, hidden=None) -> str:
+    """One CSV line per learner, the columns an LMS gradebook import reads (an id, points,
+    points possible), then the checks passed and the notebooks graded."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(GRADEBOOK_COLUMNS)
+    for who, g in totals(rows, hidden).items():
+        writer.writerow(
+            [who, g["points"], g["max_points"], g["passed"], g["checks"], " ".join(g["notebooks"])]
+        )
+    return buf.getvalue()
+
+
+def learner_id(notebook) -> str:
+    """The notebook's ``labkit_learner`` metadata, else its folder and name ("b/ex_a.ipynb")."""
+    return learner_of(notebook, None) or "/".join(Path(notebook).parts[-2:])
+
+
+def submissions(rows) -> dict:
+    """learner id (`learner_id`) -> their rows: one Gradescope submission each."""
+    out: dict = {}
+    ids: dict = {}
+    for r in rows:
+        if r.notebook not in ids:
+            ids[r.notebook] = learner_id(r.notebook)
+        out.setdefault(ids[r.notebook], []).append(r)
+    return out
+
+
+def untrusted() -> str:
+    from .sandbox import UNTRUSTED
+
+    return UNTRUSTED
+
+
 def learner_of(notebook, given: str | None) -> str:
     """The learner id: `given` (``--learner``), else the notebook's ``labkit_learner``
     metadata, else "" (a gradebook import then shows the blank)."""
@@ -162,8 +204,30 @@ def summary(rows) -> dict:
     return {"exercises": per, "total": {s: sum(r.status == s for r in rows) for s in STATUSES}}
 
 
-def format_table(rows, width: int = 100) -> str:
-    """One line per check, the sentence wrapped under it; a summary per exercise; a total."""
+def totals(rows, hidden=None) -> dict:
+    """learner (or the notebook's folder and name, where no learner id is known) -> points,
+    max_points, passed, checks and notebooks: one gradebook row each."""
+    out: dict = {}
+    ids: dict = {}
+    for r, d in zip(rows, scored(rows, hidden)):
+        if r.notebook not in ids:
+            ids[r.notebook] = learner_id(r.notebook)
+        who = ids[r.notebook]
+        t = out.setdefault(
+            who, {"points": 0, "max_points": 0, "passed": 0, "checks": 0, "notebooks": []}
+        )
+        t["points"] += d["points"]
+        t["max_points"] += d["max_points"]
+        t["passed"] += r.status == "passed"
+        t["checks"] += 1
+        if d["notebook"] not in t["notebooks"]:
+            t["notebooks"].append(d["notebook"])
+    return out
+
+
+def format_table(rows, width: int = 100, hidden=None) -> str:
+    """One line per check, the sentence wrapped under it; a summary per exercise; a total;
+    one line per learner (points, checks passed)."""
     import textwrap
 
     lines = []
@@ -193,4 +257,9 @@ def format_table(rows, width: int = 100) -> str:
         f"TOTAL: {t['passed']} passed, {t['failed']} failed, {t['not yet answered']} "
         f"not yet answered, in {len(s['exercises'])} exercise(s)"
     )
+    for who, g in totals(rows, hidden).items():
+        lines.append(
+            f"{g['points']}/{g['max_points']} points, {g['passed']}/{g['checks']} checks "
+            f"passed: {who}"
+        )
     return "\n".join(lines) + "\n"

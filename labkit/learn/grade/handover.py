@@ -3,18 +3,23 @@ notebook's first cell. It is the only grading code that runs there, and it decid
 
 The grader rewrites each answer check's call site, ``ex_a_transfer(groups, reason, deeper)``,
 as ``__labkit_answer__(CELL, 'ex_a_transfer', K, ex_a_transfer)(groups, reason, deeper)``: the
-arguments are written, as data, to ``FOLDER/CELL-ex_a_transfer-K.json`` (K: which call of that
-check in the cell; the first call of a site wins), and then the
-check is called as before, for the learner's feedback. The grader reads that file as data
-(`labkit.learn.grade.answers`) and runs the check itself, in its own process.
+arguments are written as data (JSON) and sent at once to the grader, as a display message of
+the cell that runs (K: which call of that check in the cell), and then the check is called as
+before, for the learner's feedback. The grader holds the first answer per call site as it
+arrives, counting cells itself (`grade_run.Execution.hold`): nothing the kernel does later
+reaches it. It reads that text as data (`labkit.learn.grade.answers`) and runs the check
+itself, in its own process.
 
 Everything this needs is taken when `install` runs, before any learner cell: a cell that
 later patches ``json``, ``print``, ``open``, labkit's checks or their outcome list changes
 nothing here. A learner who rewrites the hand-over itself can only change what their answer
-is; the verdict on it is the grader's. No labkit module is imported here: labkit objects are
-known by their class's qualified name and read through their own attributes.
+is; the verdict on it is the grader's. labkit's classes are imported here before any learner
+cell, and an object is read as one of them only if its class is that very class or derives
+from it (a learner's class named ``labkit.core.run.Run`` is neither), through its own
+attributes; what they give is data, checked by the grader like any other.
 """
 
+MIME = "application/x-labkit-answer"  # grade_run.ANSWER_MIME
 MAX_DEPTH = 40  # deeper nesting than any answer has is written as unreadable
 TYPES = {  # qualified class name -> tag; each is read by `_labkit`
     "labkit.core.run.Run": "run",
@@ -27,17 +32,24 @@ TYPES = {  # qualified class name -> tag; each is read by `_labkit`
 }
 
 
-def install(folder, namespace) -> None:
-    """Define ``__labkit_answer__`` in `namespace` (the kernel's user namespace), writing
-    each answer into `folder`."""
+def install(shell) -> None:
+    """Define ``__labkit_answer__`` in the user namespace of `shell` (the kernel's IPython),
+    sending each answer to the grader through its display publisher."""
+    import importlib
     import json.encoder
     import math
-    import os
     import types
 
-    escape, join, isfinite = json.encoder.encode_basestring_ascii, os.path.join, math.isfinite
-    _open, _type, _repr, _isinstance, _list, _dict, _str, _int = (
-        open,
+    publish, known = shell.display_pub.publish, {}
+    for qualified, tag in TYPES.items():
+        module, _, name = qualified.rpartition(".")
+        try:
+            known[getattr(importlib.import_module(module), name)] = tag
+        except (ImportError, AttributeError):  # e.g. no widgets installed: never an answer
+            pass
+
+    escape, isfinite = json.encoder.encode_basestring_ascii, math.isfinite
+    _type, _repr, _isinstance, _list, _dict, _str, _int = (
         type,
         repr,
         isinstance,
@@ -83,8 +95,11 @@ def install(folder, namespace) -> None:
                 }
             if t.__module__ == "numpy" and hasattr(v, "item"):  # numpy.float64 and the like
                 return plain(v.item(), d)
+            tag = next((known[k] for k in t.__mro__ if k in known), None)  # anywidget
+            if tag is not None:  # subclasses each widget class once more, under its own name
+                return {"$": tag, **_labkit(tag, v, lambda x: plain(x, d))}
             if name in TYPES:
-                return {"$": TYPES[name], **_labkit(TYPES[name], v, lambda x: plain(x, d))}
+                return {"$": "unreadable", "type": f"{name} that is not labkit's own class"}
             if _isinstance(v, types.FunctionType):
                 import inspect
 
@@ -105,15 +120,16 @@ def install(folder, namespace) -> None:
             return escape(v)
         return "null" if v is None else ("true" if v else "false") if _type(v) is bool else _repr(v)
 
-    def record(cell, name, k, args, kwargs) -> None:
-        path = join(folder, f"{_int(cell)}-{_str(name)}-{_int(k)}.json")
+    sent = set()
+
+    def record(cell, name, k, args, kwargs) -> None:  # `cell` is the grader's to count
+        if (cell, name, k) in sent:  # a check called in a loop: its first call is its answer
+            return
+        sent.add((cell, name, k))
         try:
             text = dump({"args": plain(_list(args)), "kwargs": plain(_dict(kwargs))})
-            with _open(path, "x", encoding="ascii") as f:
-                f.write(text)
-        except FileExistsError:  # a check called in a loop: its first call is its answer
-            pass
-        except Exception:  # noqa: BLE001 -- the grader finds no file: "could not be read"
+            publish({MIME: f"{_str(name)}\n{_int(k)}\n{text}"}, metadata={})
+        except Exception:  # noqa: BLE001 -- the grader gets no answer: "none was handed over"
             pass
 
     def answer(cell, name, k, check):
@@ -123,7 +139,7 @@ def install(folder, namespace) -> None:
 
         return call
 
-    namespace["__labkit_answer__"] = answer
+    shell.user_ns["__labkit_answer__"] = answer
 
 
 def _labkit(tag: str, v, plain) -> dict:

@@ -6,9 +6,12 @@ kernel does not answer after that, or dies (a crash, memory running out, ``os._e
 the notebook's remaining checks get rows that say so, and grading goes on with the next
 notebook. Before the first cell the hand-over (`grade_handover`) is put into the kernel, and
 each cell that calls an answer check runs with its call sites rewritten to hand their
-answers over (`grade_sites`), into a folder of the grader's, one file per call site: so each
-answer belongs to the cell that gave it, and a cell that crashed before its check gave none.
-Nothing the kernel prints is read.
+answers over (`grade_sites`), as messages the grader holds as they arrive, filed under the
+cell the grader was running: so each answer belongs to the cell that gave it, a cell that
+crashed before its check gave none, and no later cell can change one. The whole notebook may
+have a time limit too (`notebook_timeout`). The kernel runs in the sandbox
+(`labkit.learn.grade.sandbox`) unless grading runs with none; its stdout and stderr are a pipe
+the grader drains and never shows. Nothing the kernel prints is read.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import os
 import re
 import shutil
-import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -25,6 +28,8 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import pool
 
 DEFAULT_TIMEOUT_S = 120  # per cell; the slowest solution cell (Exercise E's five LM runs,
 # about 11 s) fits ten times over on a slow machine
@@ -38,12 +43,17 @@ SECRET = re.compile(
 PROBE_S = 5  # after a timeout, how long the kernel has to answer before it counts as stuck
 _INSTALL = (
     "exec(compile({source!r}, '<labkit grade: hand-over>', 'exec'), _lk := {{}})\n"
-    "_lk['install']({folder!r}, get_ipython().user_ns)\ndel _lk"
+    "_lk['install'](get_ipython())\ndel _lk"
 )
+ANSWER_MIME = "application/x-labkit-answer"  # the hand-over's messages: "CHECK\nK\nJSON"
 
 
 class GradeError(ValueError):
     """A notebook that cannot be graded: missing, unreadable, or not a labkit exercise."""
+
+
+class KernelNotStarted(GradeError):
+    """No kernel could be started for a notebook, twice: among others, a row of its own."""
 
 
 @dataclass
@@ -51,11 +61,24 @@ class Execution:
     """What running a notebook left: the executed cells and, per cell, what stopped it."""
 
     nb: object
-    answers: Path  # the folder the hand-over writes each call's answer into
+    answers: dict = field(default_factory=dict)  # (cell, check, k) -> the answer's JSON text,
+    # held as it arrived from that cell's run (the first per call site wins)
     started: dict = field(default_factory=dict)  # cell index -> time.time() as it started
     timed_out: dict = field(default_factory=dict)  # cell index -> "timed out after N s"
     halted: tuple | None = None  # (cell index, why nothing ran after it)
     stub_before: dict = field(default_factory=dict)  # cell index -> a stub failed at or before it
+    said: str = ""  # the last of what the kernel's own stdout and stderr received
+    first_raised: tuple | None = None  # (cell, error output) of the first error of the
+    # learner's own code, which a later NameError is reported as
+
+    def hold(self, cell: int, payload, planned) -> None:
+        """Keep an answer the hand-over sent while `cell` ran, unless that call site has one:
+        the cell is the grader's own count, never what the message says."""
+        if not isinstance(payload, str):
+            return
+        name, k, text = (payload.split("\n", 2) + ["", ""])[:3]
+        if (cell, name) in planned and k.isdigit():
+            self.answers.setdefault((cell, name, int(k)), text)
 
 
 def check_timeout(parameter: str, timeout) -> None:
@@ -67,22 +90,43 @@ def check_timeout(parameter: str, timeout) -> None:
 
 
 def _client_class():
-    """nbclient's NotebookClient with a time limit in any seconds (its own takes whole ones)."""
+    """nbclient's NotebookClient with a time limit in any seconds (its own takes whole ones),
+    which holds each answer the hand-over sends as it arrives, out of the cell's outputs."""
     from nbclient import NotebookClient
     from traitlets import Float
 
     class Client(NotebookClient):
         timeout = Float(DEFAULT_TIMEOUT_S, allow_none=True)
+        run = None  # the Execution answers are held in
+        planned = frozenset()  # (cell, check) of every planned call
+
+        def process_message(self, msg, cell, cell_index):
+            content = msg.get("content")
+            data = content.get("data") if isinstance(content, dict) else None
+            if isinstance(data, dict) and ANSWER_MIME in data:
+                if msg.get("msg_type") == "display_data":  # never an update of an earlier one
+                    self.run.hold(cell_index, data[ANSWER_MIME], self.planned)
+                return None
+            return super().process_message(msg, cell, cell_index)
 
     return Client
 
 
 def execute(
-    path: Path, nb, sites: dict, answers: Path, *, timeout: float = DEFAULT_TIMEOUT_S, progress=None
+    path: Path,
+    nb,
+    sites: dict,
+    plan,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    progress=None,
+    sandbox: str = "none",
+    notebook_timeout: float | None = None,
 ) -> Execution:
     """Run `nb`'s code cells, the cells in `sites` (index -> source) as rewritten there, each
-    handing its answers over into the folder `answers`."""
-    run = Execution(nb, Path(answers))
+    handing its answers over as a message the grader holds; in `sandbox` ("bwrap" or "none")."""
+    run = Execution(nb)
+    work = tempfile.mkdtemp(prefix="labkit-grade-")  # the submission's one writable folder
     client = _client_class()(
         nb,
         timeout=timeout,
@@ -97,71 +141,58 @@ def execute(
             "evalue": f"timed out after {timeout:g} s",
             "traceback": [],
         },
-        resources={"metadata": {"path": str(path.parent.resolve())}},
+        resources={
+            "metadata": {"path": work if sandbox == "bwrap" else str(path.parent.resolve())}
+        },
     )
+    client.run, client.planned = run, frozenset(plan)
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    env = _kernel_env(nb)
-    restore = _bounded_ctrl_c(client, [env["LABKIT_HOME"], str(run.answers)])
+    env = _kernel_env(nb, work, sandbox)
+    pool.started(client, work)  # a grading stopped by a signal ends this kernel (`pool.stop`)
     try:
-        _run_cells(client, env, run, code_cells, sites, timeout, progress)
-    finally:  # the kernel's scratch $LABKIT_HOME goes with it, however grading ended
-        shutil.rmtree(env["LABKIT_HOME"], ignore_errors=True)
-        restore()
+        for attempt in (1, 2):  # a kernel that dies before it answers gets one more start
+            try:
+                _run_cells(
+                    client,
+                    env,
+                    run,
+                    code_cells,
+                    sites,
+                    timeout,
+                    progress,
+                    sandbox,
+                    notebook_timeout,
+                )
+                break
+            except KernelNotStarted:
+                if attempt == 2:
+                    raise
+    finally:  # the submission's folder goes with it, however grading ended
+        pool.ended(client)
+        shutil.rmtree(work, ignore_errors=True)
     return run
 
 
-INTERRUPTED = "the notebooks were not changed, and the grading so far was not kept"
-CTRL_C_EXIT_S = 10.0  # how long a Ctrl-C may take to end grading before it is forced
-
-
-def _bounded_ctrl_c(client, scratch: list):
-    """Ctrl-C ends grading as before (KeyboardInterrupt, then the kernel's clean-up), within
-    CTRL_C_EXIT_S: after that the kernel is killed, its `scratch` folders removed, the usual line
-    printed and the process ends with 130. Seen in `make test` under load: nbclient's clean-up
-    after a KeyboardInterrupt inside its event loop did not return in 30 s. Returns the
-    function that puts the previous SIGINT handler back (a no-op off the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def force():
-        process = getattr(getattr(client.km, "provisioner", None), "process", None)
-        try:
-            if process is not None:
-                os.killpg(process.pid, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
-        for folder in scratch:
-            shutil.rmtree(folder, ignore_errors=True)
-        try:
-            os.remove(client.km.connection_file)
-        except (OSError, AttributeError, TypeError):
-            pass
-        sys.stderr.write(f"labkit: interrupted; {INTERRUPTED}.\n")
-        sys.stderr.flush()
-        os._exit(130)
-
-    def on_ctrl_c(signum, frame):
-        timer = threading.Timer(CTRL_C_EXIT_S, force)
-        timer.daemon = True
-        timer.start()
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, on_ctrl_c)
-    return lambda: signal.signal(signal.SIGINT, previous)
-
-
-def _run_cells(client, env, run, code_cells, sites, timeout, progress) -> None:
+def _run_cells(client, env, run, code_cells, sites, timeout, progress, sandbox, whole) -> None:
     from ...store import read_text
     from nbclient.exceptions import DeadKernelError
 
-    nb, stub = run.nb, False
+    nb, stub, began = run.nb, False, time.monotonic()
     source = read_text(Path(__file__).with_name("handover.py"), what="hand-over")
-    with _started(client, env):
+    with _started(client, env, sandbox, run):
         try:
-            _scratch(client, nb, _INSTALL.format(source=source, folder=str(run.answers)))
+            _scratch(client, nb, _INSTALL.format(source=source))
             for done, i in enumerate(code_cells, 1):
+                left = None if whole is None else whole - (time.monotonic() - began)
+                client.timeout = timeout if left is None else max(min(timeout, left), 0.1)
                 started, run.started[i] = time.monotonic(), time.time()
                 _execute_as(client, nb.cells[i], i, sites.get(i))
+                if left is not None and time.monotonic() - began >= whole:
+                    run.halted = (
+                        i,
+                        f"the notebook ran past its {whole:g} s (--notebook-timeout) in cell {i}",
+                    )
+                    break
                 if time.monotonic() - started >= timeout:
                     run.timed_out[i] = f"the cell timed out after {timeout:g} s and was interrupted"
                     if not _answers(client, nb):
@@ -192,19 +223,36 @@ def _run_cells(client, env, run, code_cells, sites, timeout, progress) -> None:
 
 
 @contextmanager
-def _started(client, env: dict):
-    """`client.setup_kernel`, with a kernel that cannot start said in one sentence."""
+def _started(client, env: dict, sandbox: str, run: Execution):
+    """`client.setup_kernel` (in the sandbox, its stdout and stderr a pipe this process
+    drains), with a kernel that cannot start said in one sentence."""
     from jupyter_client.kernelspec import NoSuchKernel
 
-    manager = client.setup_kernel(env=env)
+    work = env["HOME"] if sandbox == "bwrap" else None
+    client.km = client.create_kernel_manager() if work is None else _sandboxed(client, env, work)
+    read, write = os.pipe()
+    threading.Thread(target=_drain, args=(read, run), daemon=True).start()
+    streams = {"stdout": write, "stderr": write}
+    if work is not None:
+        streams.update(stdin=subprocess.DEVNULL, cwd=work)
     try:
-        manager.__enter__()
-    except (NoSuchKernel, RuntimeError, TimeoutError) as exc:
-        raise GradeError(
-            f"A Python kernel could not be started to grade the notebook "
-            f"({type(exc).__name__}: {str(exc)[:120]}); check that ipykernel is "
-            "installed in this environment (`python -m ipykernel --version`)."
-        ) from None
+        manager = client.setup_kernel(env=env, **streams)
+        try:
+            manager.__enter__()
+        except (NoSuchKernel, RuntimeError, TimeoutError) as exc:
+            os.close(write)
+            write = -1
+            time.sleep(0.2)  # what the kernel said before it ended, drained
+            said = (run.said.strip().splitlines() or ["nothing"])[-1][:160]
+            raise KernelNotStarted(
+                f"A Python kernel could not be started to grade the notebook "
+                f"({type(exc).__name__}: {str(exc)[:120]}; its last words: {said}); check "
+                "that ipykernel is installed in this environment (`python -m ipykernel "
+                "--version`)."
+            ) from None
+    finally:
+        if write >= 0:
+            os.close(write)  # the kernel holds its own copy; EOF once all of it is gone
     try:
         yield
     except BaseException:
@@ -214,23 +262,67 @@ def _started(client, env: dict):
         manager.__exit__(None, None, None)
 
 
-def _kernel_env(nb) -> dict:
-    """An empty $LABKIT_HOME, so grading never adds to the learner's records, the sketches
-    the learner sealed by hand, taken from the notebook's saved outputs, and the grader's
-    environment without what names a secret (a CI job's tokens, keys and passwords)."""
+SAID_TAIL = 4096  # how much of the kernel's own output is kept, to say why it died
+
+
+def _drain(fd: int, run: Execution) -> None:
+    """Read the kernel's stdout and stderr to their end, keeping the last SAID_TAIL bytes:
+    a kernel that floods them never blocks, and never reaches the grader's own streams."""
+    tail = b""
+    try:
+        while chunk := os.read(fd, 65536):
+            tail = (tail + chunk)[-SAID_TAIL:]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+        run.said = tail.decode("utf-8", "replace")
+
+
+def _sandboxed(client, env: dict, work: str):
+    """A kernel manager whose kernel runs in bubblewrap (`labkit.learn.grade.sandbox`): ZeroMQ
+    over socket files in `work`, interrupts as messages (no signal crosses the sandbox)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    from .sandbox import bwrap_command
+
+    class Sandboxed(AsyncKernelManager):
+        def format_kernel_cmd(self, extra_arguments=None):
+            cmd = super().format_kernel_cmd(extra_arguments)
+            return bwrap_command(cmd, work=work, env=env)
+
+    km = Sandboxed(kernel_name=client.kernel_name, config=client.config)
+    km.transport, km.ip = "ipc", os.path.join(work, "kernel")
+    km.connection_file = os.path.join(work, "kernel.json")
+    km.kernel_spec.interrupt_mode = "message"
+    return km
+
+
+def _kernel_env(nb, work: str, sandbox: str) -> dict:
+    """The kernel's environment. In the sandbox: the allow-list (`sandbox.allowed_env`), the
+    submission's folder as its home. Without: the grader's environment without what names a
+    secret (a CI job's tokens, keys and passwords). Both: an empty $LABKIT_HOME, so grading
+    never adds to the learner's records, and the sketches the learner sealed by hand, taken
+    from the notebook's saved outputs."""
     from ...forecast.carry import ENV, sketches_in
     from ...forecast.gate import NO_WAIT
 
-    home = tempfile.mkdtemp(prefix="labkit-grade-")
-    env = {k: v for k, v in os.environ.items() if not SECRET.search(k)}  # a CI job's tokens
-    env.update({"LABKIT_HOME": home, NO_WAIT: "1"})  # nobody sees a grader's widgets
+    home = os.path.join(work, "home")
+    os.mkdir(home)
+    own = {"LABKIT_HOME": home, NO_WAIT: "1"}  # nobody sees a grader's widgets
     drawn = sketches_in(nb)
     if drawn:
         handed = os.path.join(home, "sketches.json")
         with open(handed, "w") as f:
             json.dump(drawn, f)
-        env[ENV] = handed
-    return env
+        own[ENV] = handed
+    if sandbox == "bwrap":
+        from .sandbox import allowed_env
+
+        dirs = {n: os.path.join(work, n.lower()) for n in ("MPLCONFIGDIR", "IPYTHONDIR")}
+        return allowed_env({"HOME": work, **dirs, **own})
+    env = {k: v for k, v in os.environ.items() if not SECRET.search(k)}  # a CI job's tokens
+    return {**env, **own}
 
 
 def _scratch(client, nb, source: str):

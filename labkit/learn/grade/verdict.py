@@ -6,15 +6,19 @@ that data: what the learner's kernel printed or recorded counts for nothing. Che
 the notebook's order inside `check._predict.replaying`, so a prediction is sealed (dated by
 the grader's clock, when its cell started) before it is reviewed, and nothing is kept in any
 learner store. An answer that is a function the learner wrote is checked in a fresh Python
-process given only that function's source (`FUNCTION_PRELUDE` and the check).
+process given only that function's source (`FUNCTION_PRELUDE` and the check), in the same
+sandbox as the kernels (`labkit.learn.grade.sandbox`) unless grading runs with none; that
+process sends its verdict once, on a pipe of its own (never its stdout, which the function
+can print to), and ends at once, so nothing the function left behind (an ``atexit`` print, a
+thread) comes after it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-from pathlib import Path
 
 from ..check._base import CheckFailed, judge, status_of
 from .answers import AnswerNotGiven, AnswerUnreadable, FunctionAnswer, read_answer
@@ -24,33 +28,57 @@ FUNCTION_PRELUDE = (
     "import torch.nn.functional as F\n"
 )  # answer may use without importing it
 FUNCTION_LIMIT_S = 120  # a function answer's own process, start to verdict
-_HARNESS = """import json, sys
+_HARNESS = """import json, os, sys
 from labkit.learn.grade.verdict import verdict_of_source
-print(json.dumps(verdict_of_source(json.loads(sys.stdin.read()))))
+channel, write = int(sys.argv[1]), os.write
+plain = json.loads(sys.stdin.read())
+said = json.dumps(verdict_of_source(plain)).encode()
+write(channel, said)
+os._exit(0)
 """
 
 
-def answer_file(folder: Path, cell: int, check: str, occurrence: int) -> Path:
-    return Path(folder) / f"{cell}-{check}-{occurrence}.json"
-
-
-def verdict(check, name: str, path: Path) -> tuple[str, str] | None:
-    """(status, message) for the answer at `path` judged by `check` (the answer_check-wrapped
-    function); None when no answer was handed over there."""
-    if not path.is_file():
+def verdict(check, name: str, text: str | None, sandbox: str = "none") -> tuple[str, str] | None:
+    """(status, message) for the answer `text` (the hand-over's JSON) judged by `check` (the
+    answer_check-wrapped function); None when no answer was handed over."""
+    if text is None:
         return None
     try:
-        args, kwargs = read_answer(path)
+        args, kwargs = read_answer(text)
     except AnswerUnreadable as exc:
         return "failed", f"the answer to {name} could not be read: {exc}"
-    except OSError as exc:
-        return "failed", f"the answer to {name} could not be read: {type(exc).__name__}"
     if any(isinstance(a, FunctionAnswer) for a in (*args, *kwargs.values())):
         try:
-            return _in_own_process(name, args, kwargs)
+            return _in_own_process(name, args, kwargs, sandbox)
         except AnswerUnreadable as exc:
             return "failed", f"the answer to {name} could not be read: {exc}"
+    if (bad := not_finite(args, kwargs)) is not None:
+        return (
+            "failed",
+            f"the answer to {name} holds {bad}, and a number must be finite to be compared",
+        )
     return judged(check, args, kwargs)
+
+
+def not_finite(args, kwargs) -> str | None:
+    """The first NaN or infinity among the plain numbers of an answer (its runs' tables, where
+    a loss may well be NaN, are the run's own), in words; None when there is none."""
+    import math
+
+    def first(v, depth=0):
+        if isinstance(v, float) and not math.isfinite(v):
+            return repr(v)
+        if depth < 8 and isinstance(v, (list, tuple, set, frozenset)):
+            return next((f for x in v if (f := first(x, depth + 1))), None)
+        if depth < 8 and isinstance(v, dict):
+            return next((f for x in (*v, *v.values()) if (f := first(x, depth + 1))), None)
+        if type(v).__name__ == "Tensor" and v.dtype.is_floating_point and v.numel():
+            import torch
+
+            return None if bool(torch.isfinite(v).all()) else "a tensor with NaN or infinity"
+        return None
+
+    return next((f for v in (*args, *kwargs.values()) if (f := first(v))), None)
 
 
 def judged(check, args, kwargs) -> tuple[str, str]:
@@ -67,22 +95,42 @@ def judged(check, args, kwargs) -> tuple[str, str]:
         )
 
 
-def _in_own_process(name: str, args, kwargs) -> tuple[str, str]:
-    """Run check `name` in a fresh Python process on args where functions are their source."""
+def _in_own_process(name: str, args, kwargs, sandbox: str) -> tuple[str, str]:
+    """Run check `name` in a fresh Python process (in the sandbox unless `sandbox` is "none")
+    on args where functions are their source; its verdict comes on a pipe of its own."""
+    import shutil
+    import tempfile
+
     plain = {
         "check": name,
         "args": [_source(a) for a in args],
         "kwargs": {k: _source(v) for k, v in kwargs.items()},
     }
+    work = tempfile.mkdtemp(prefix="labkit-grade-")
+    read, write = os.pipe()
+    line = [sys.executable, "-c", _HARNESS, str(write)]
+    if sandbox == "bwrap":
+        from .sandbox import allowed_env, bwrap_command
+
+        line = bwrap_command(line, work=work, env=allowed_env({"HOME": work}))
     try:
         done = subprocess.run(
-            [sys.executable, "-c", _HARNESS],
+            line,
             input=json.dumps(plain),
-            capture_output=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             text=True,
             timeout=FUNCTION_LIMIT_S,
+            pass_fds=(write,),
+            cwd=work,
+            start_new_session=True,
         )
-        status, message = json.loads(done.stdout.strip().splitlines()[-1])
+        os.close(write)
+        write = -1
+        os.set_blocking(read, False)  # what was sent before the end; a daemon left holding
+        said = _sent(read)  # the pipe (no sandbox) adds nothing
+        del done
+        status, message = json.loads(said)
         if status not in ("passed", "failed", "not yet answered") or not isinstance(message, str):
             raise ValueError(status)
         return status, message
@@ -96,6 +144,21 @@ def _in_own_process(name: str, args, kwargs) -> tuple[str, str]:
             f"the answer to {name} could not be checked: the process running your "
             "function alone ended without a verdict"
         )
+    finally:
+        for fd in (read, write):
+            if fd >= 0:
+                os.close(fd)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _sent(fd: int) -> bytes:
+    out = b""
+    try:
+        while chunk := os.read(fd, 65536):
+            out += chunk
+    except BlockingIOError:
+        pass
+    return out
 
 
 def _source(v):

@@ -23,6 +23,8 @@ def test_an_unreadable_notebook_is_a_row_and_an_unwritable_store_loses_no_report
     out = labkit(
         tmp_path,
         "grade",
+        "--sandbox",
+        "none",  # not about the sandbox: a warm kernel
         str(good),
         str(broken),
         str(good),

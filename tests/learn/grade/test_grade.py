@@ -94,11 +94,15 @@ def test_one_table_a_summary_a_total_and_exit_1(graded):
     assert out.returncode == 1
     assert "Traceback" not in out.stdout + out.stderr
     assert "ex_a: 9/15 passed, 1 failed, 5 not yet answered" in out.stdout
-    assert out.stdout.rstrip().splitlines()[-1] == (
-        "TOTAL: 9 passed, 1 failed, 5 not yet answered, in 1 exercise(s)"
-    )
+    assert out.stdout.rstrip().splitlines()[-4:] == [
+        "TOTAL: 9 passed, 1 failed, 5 not yet answered, in 1 exercise(s)",
+        f"0/6 points, 0/5 checks passed: blank/{EX_A}",  # one line per learner, last
+        f"6/6 points, 5/5 checks passed: solved/{EX_A}",
+        f"4/6 points, 4/5 checks passed: wrong/{EX_A}",
+    ]
     assert all(len(line) <= 100 for line in out.stdout.splitlines())
     assert data["summary"]["total"] == {"passed": 9, "failed": 1, "not yet answered": 5}
+    assert data["sandbox"] == "bwrap" and "warning" not in data  # the default: in bubblewrap
 
 
 @pytest.mark.slow

@@ -10,15 +10,28 @@ import torch
 from labkit.learn.grade import handover as grade_handover
 from labkit.learn.grade.answers import AnswerUnreadable, decode, read_answer
 from labkit.learn.grade.sites import hand_over, occurrence
-from labkit.learn.grade.verdict import answer_file, verdict
+from labkit.learn.grade.run import ANSWER_MIME, Execution
+from labkit.learn.grade.verdict import verdict
+
+
+class Shell:
+    """What the hand-over takes from the kernel's IPython: its namespace, and a display
+    publisher whose messages the grader holds (`Execution.hold`), as the kernel would send."""
+
+    def __init__(self, cell: int, planned):
+        self.user_ns, self.run, self.cell, self.planned = {}, Execution(None), cell, planned
+        self.display_pub = self
+
+    def publish(self, data, metadata=None):
+        self.run.hold(self.cell, data[ANSWER_MIME], self.planned)
 
 
 def handed(tmp_path, *args, **kwargs):
     """Hand `args` over as the kernel would, and read them back as the grader does."""
-    ns = {}
-    grade_handover.install(str(tmp_path), ns)
-    ns["__labkit_answer__"](3, "ex_a_mechanism", 0, None)(*args, **kwargs)
-    return read_answer(answer_file(tmp_path, 3, "ex_a_mechanism", 0))
+    shell = Shell(3, {(3, "ex_a_mechanism")})
+    grade_handover.install(shell)
+    shell.user_ns["__labkit_answer__"](3, "ex_a_mechanism", 0, None)(*args, **kwargs)
+    return read_answer(shell.run.answers[(3, "ex_a_mechanism", 0)])
 
 
 def test_what_the_checks_take_comes_back_equal(tmp_path):
@@ -63,14 +76,18 @@ def test_a_quiz_is_handed_over_as_its_seed_and_redrawn_without_training(tmp_path
 def test_the_hand_over_keeps_what_it_took_before_the_learner_patched_json(tmp_path, monkeypatch):
     import json.encoder
 
-    ns = {}
-    grade_handover.install(str(tmp_path), ns)
+    shell = Shell(0, {(0, "ex_a_mechanism")})
+    grade_handover.install(shell)
     monkeypatch.setattr(json.encoder, "encode_basestring_ascii", lambda s: '"passed"')
     monkeypatch.setattr(json, "dumps", lambda *a, **k: "[]")
-    ns["__labkit_answer__"](0, "ex_a_mechanism", 0, None)("detach")
-    ns["__labkit_answer__"](0, "ex_a_mechanism", 0, None)("a second call")  # the first one wins
-    monkeypatch.undo()
-    assert read_answer(answer_file(tmp_path, 0, "ex_a_mechanism", 0)) == (["detach"], {})
+    shell.user_ns["__labkit_answer__"](0, "ex_a_mechanism", 0, None)("detach")
+    shell.user_ns["__labkit_answer__"](0, "ex_a_mechanism", 0, None)("a second call")
+    shell.run.hold(0, 'ex_a_mechanism\n0\n{"args": ["forged"], "kwargs": {}}', shell.planned)
+    shell.run.hold(5, 'ex_a_mechanism\n0\n{"args": ["elsewhere"], "kwargs": {}}', shell.planned)
+    monkeypatch.undo()  # the first answer per call site wins; another cell's is not planned
+    assert shell.run.answers == {
+        (0, "ex_a_mechanism", 0): '{"args":["detach"],"kwargs":{"$":"dict","items":[]}}'
+    }
 
 
 def test_an_object_that_is_not_data_is_written_as_unreadable_and_never_passes(tmp_path):
@@ -124,14 +141,13 @@ def test_an_object_that_is_not_data_is_written_as_unreadable_and_never_passes(tm
         ),
     ],
 )
-def test_an_answer_that_is_not_valid_data_says_what_is_wrong(tmp_path, text, says):
-    (tmp_path / "a.json").write_text(text)
+def test_an_answer_that_is_not_valid_data_says_what_is_wrong(text, says):
     with pytest.raises(AnswerUnreadable, match=None) as got:
-        read_answer(tmp_path / "a.json")
+        read_answer(text)
     assert says in str(got.value)
     from labkit.check import ex_a_mechanism
 
-    status, message = verdict(ex_a_mechanism, "ex_a_mechanism", tmp_path / "a.json")
+    status, message = verdict(ex_a_mechanism, "ex_a_mechanism", text)
     assert status == "failed"
     assert message.startswith("the answer to ex_a_mechanism could not be read: ")
 
@@ -154,16 +170,13 @@ def test_a_function_answer_is_checked_in_a_process_of_its_own(tmp_path):
     )
     broken = "def step(m, o, b):\n    undefined_name\n"
     for body, expected in ((source, "passed"), (broken, "failed")):
-        path = tmp_path / f"{expected}.json"
-        path.write_text(
-            json.dumps(
-                {
-                    "args": [{"$": "function", "name": "step", "source": body}],
-                    "kwargs": {"$": "dict", "items": []},
-                }
-            )
+        text = json.dumps(
+            {
+                "args": [{"$": "function", "name": "step", "source": body}],
+                "kwargs": {"$": "dict", "items": []},
+            }
         )
-        assert verdict(loop_train_step, "loop_train_step", path)[0] == expected
+        assert verdict(loop_train_step, "loop_train_step", text)[0] == expected
 
 
 def test_call_sites_are_rewritten_in_place_magics_included():
@@ -204,7 +217,7 @@ def test_hidden_checks_run_in_the_grader_and_send_only_their_calls(tmp_path):
         read_hidden(tmp_path / "ex_a.py").define()
 
 
-def test_the_learners_kernel_never_sees_the_graders_secrets(monkeypatch):
+def test_the_learners_kernel_never_sees_the_graders_secrets(tmp_path, monkeypatch):
     import nbformat
 
     from labkit.learn.grade.run import _kernel_env
@@ -221,7 +234,56 @@ def test_the_learners_kernel_never_sees_the_graders_secrets(monkeypatch):
         monkeypatch.setenv(name, "do-not-leak")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")  # a setting, not a secret
-    env = _kernel_env(nbformat.v4.new_notebook())
-    assert "do-not-leak" not in env.values()
-    assert env["OMP_NUM_THREADS"] == "1" and env["TOKENIZERS_PARALLELISM"] == "false"
-    assert "PATH" in env and env["LABKIT_HOME"]
+    for sandbox in ("none", "bwrap"):
+        work = tmp_path / sandbox
+        work.mkdir()
+        env = _kernel_env(nbformat.v4.new_notebook(), str(work), sandbox)
+        assert "do-not-leak" not in env.values()
+        assert env["OMP_NUM_THREADS"] == "1" and "PATH" in env and env["LABKIT_HOME"]
+        assert ("TOKENIZERS_PARALLELISM" in env) == (sandbox == "none")  # bwrap: an allow-list
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ({"$": "float", "value": "nan"}, "holds nan"),
+        ([1.0, {"$": "float", "value": "-inf"}], "holds -inf"),
+        ({"$": "dict", "items": [["growth", {"$": "float", "value": "inf"}]]}, "holds inf"),
+        (
+            {
+                "$": "tensor",
+                "dtype": "float32",
+                "shape": [2],
+                "data": [1.0, {"$": "float", "value": "nan"}],
+            },
+            "holds a tensor with NaN or infinity",
+        ),
+    ],
+)
+def test_a_number_that_is_not_finite_fails_before_any_comparison(value, says):
+    """NaN slips past `abs(answer - truth) > tol`: the grader refuses it before the check."""
+    from labkit.learn.check._base import answer_check
+
+    seen = []
+
+    @answer_check
+    def ex_a_close(x):
+        """x is within 0.01 of 2."""
+        seen.append(x)
+        return "ok"  # a check that compares as `not abs(x - 2) > 0.01` would pass NaN
+
+    text = json.dumps({"args": [value], "kwargs": {"$": "dict", "items": []}})
+    status, message = verdict(ex_a_close, "ex_a_close", text)
+    assert status == "failed" and seen == []
+    assert message == f"the answer to ex_a_close {says}, and a number must be finite to be compared"
+
+
+def test_a_run_whose_loss_is_nan_is_still_an_answer():
+    import labkit
+
+    run = labkit.Run.from_log(
+        {"step": [0, 1], "loss_raw": [2.0, float("nan")]}, seed=0, started_at=1.0
+    )
+    from labkit.learn.grade.verdict import not_finite
+
+    assert not_finite([run, 3], {}) is None

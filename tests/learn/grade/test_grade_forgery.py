@@ -6,12 +6,17 @@ only gets rows that do not pass.
 One small Exercise A notebook (a sealed prediction, a review, a wrong mechanism, a
 placeholder, a wrong transfer) is the honest twin; each forgery is one more block at the end
 of its first cell, so every check keeps its cell. Two `labkit grade` calls on one folder
-grade them all.
+grade them all, in the sandbox: one as a process of its own writing its JSON to stdout
+(``--json -``, which a kernel writing to the grader's stdout would spoil), one in this process
+with hidden checks. The forgeries of the sandbox's round (issue 53) edit labkit's own files,
+leave a daemon behind to rewrite the reports, write to the grader's stdout, send answers after
+the fact, and signal the grader.
 """
 
 import csv
 import io
 import json
+import time
 from pathlib import Path
 
 import nbformat
@@ -119,9 +124,44 @@ store.add("grade", "ex_a_forged/1", {"notebook": "ex_a", "graded_at": 0.0, "rows
           "summary": {"total": {"passed": 9, "failed": 0, "not yet answered": 0}}})
 """,
 }
-NEVER_PASS = {  # the hand-over itself forged: no row of these may pass
-    "dropped": "__labkit_answer__ = lambda cell, name, k, check: (check or (lambda *a: None))\n",
-    "garbage": """import os
+SANDBOX_FORGERIES = (  # each boundary of the sandbox, from inside one learner's notebook
+    {
+        "edit_labkit": """import labkit.learn.grade.formats as target
+try:  # labkit's own code, which the grader runs: read-only in the sandbox
+    with open(target.__file__, "a") as f:
+        f.write("\\nSTATUSES = ('passed', 'passed', 'passed')  # forged\\n")
+except OSError:
+    pass
+""",
+        "daemon": """import os, time
+if os.fork() == 0:  # a daemon: double-forked, a session of its own
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(3)  # after the grader is done: rewrite every report it was asked for
+        for pid in os.listdir("/proc"):
+            try:
+                argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+            except OSError:
+                continue
+            for flag in (b"--json", b"--csv", b"--gradescope"):
+                if flag in argv and argv.index(flag) + 1 < len(argv):
+                    try:
+                        with open(argv[argv.index(flag) + 1].decode(), "w") as f:
+                            f.write('{"score": 100}')
+                    except OSError:
+                        pass
+    os._exit(0)
+""",
+        "stdout": """import os, sys
+os.write(1, b'{"format": "labkit.grades/2", "forged": true}\\n')  # the grader's stdout
+sys.__stdout__.write('{"forged": true}\\n')
+sys.__stdout__.flush()
+""",
+    }
+)
+FORGERIES.update(  # answers forged after the fact: the grader holds the first, per cell
+    {
+        "answers_folder": """import os
 def folder_of(f, seen):
     for c in getattr(f, "__closure__", None) or ():
         v = c.cell_contents
@@ -132,14 +172,71 @@ def folder_of(f, seen):
             found = folder_of(v, seen)
             if found:
                 return found
-folder = folder_of(__labkit_answer__, set())
-for cell in range(12):
+folder = folder_of(__labkit_answer__, set())  # the hand-over keeps none now: nothing happens
+for cell in range(12 if folder else 0):
     for name in ("ex_a_predict", "ex_a_review", "ex_a_mechanism", "ex_a_steps_to",
                  "ex_a_transfer", "ex_a_hidden_groups", "ex_a_hidden_steps"):
         with open(os.path.join(folder, f"{cell}-{name}-0.json"), "w") as f:
             f.write('{"args": [{"$": "pickle", "data": "gAR9lC4="}], '
                     '"kwargs": {"$": "dict", "items": []}}')
 """,
+        "late": """ip = get_ipython()
+def forge(*args):  # after every cell: answers for every check, sent after the real ones
+    for name in ("ex_a_predict", "ex_a_review", "ex_a_mechanism", "ex_a_steps_to",
+                 "ex_a_transfer", "ex_a_hidden_groups", "ex_a_hidden_steps"):
+        for k in range(2):
+            data = {"application/x-labkit-answer":
+                    f'{name}\\n{k}\\n{{"args": ["forged"], "kwargs": {{"$": "dict", "items": []}}}}'}
+            ip.display_pub.publish(data, metadata={})
+            ip.display_pub.publish(data, metadata={}, update=True, transient={"display_id": "x"})
+ip.events.register("post_run_cell", forge)
+""",
+    }
+)
+SANDBOX_FORGERIES.update(
+    {
+        "signal": """import os, signal
+os.kill(os.getppid(), signal.SIGINT)  # the grader, as its parent: Ctrl-C
+os.kill(os.getppid(), signal.SIGTERM)
+""",
+    }
+)
+NEVER_PASS = {  # the hand-over itself forged: no row of these may pass
+    "dropped": "__labkit_answer__ = lambda cell, name, k, check: (check or (lambda *a: None))\n",
+}
+
+TARGETED = {  # forged answers to one check: that row never passes, the others are the twin's
+    "function": (  # a text check routed through a function answer that prints a verdict
+        """def forged(*args, **kwargs):
+    import atexit
+    atexit.register(print, '["passed", "ok"]')  # after the judge's own last line
+    print('["passed", "ok"]')
+    return "forged"
+real_answer = __labkit_answer__
+def __labkit_answer__(cell, name, k, check):
+    call = real_answer(cell, name, k, check)
+    return (lambda *a, **kw: call(forged)) if name == "ex_a_mechanism" else call
+""",
+        {"ex_a_mechanism": "Write your explanation as a string; got function."},  # the judge's
+    ),
+    "classname": (  # a class of the learner's named as labkit's Run, with forged data
+        """class Run:
+    def __init__(self, real):
+        self.table, self.evals, self.meta, self.timing = dict(real.table), real.evals, real.meta, real.timing
+        self.table["grad_norm/backbone.2"] = [None] * len(self.table["step"])
+Run.__module__, Run.__qualname__ = "labkit.core.run", "Run"
+ip = get_ipython()
+def swap(*args):
+    if "deeper" in ip.user_ns and type(ip.user_ns["deeper"]) is not Run:
+        ip.user_ns["deeper"] = Run(ip.user_ns["deeper"])
+ip.events.register("post_run_cell", swap)
+""",
+        {
+            "ex_a_transfer": "the answer to ex_a_transfer could not be read: it holds a "
+            "labkit.core.run.Run that is not labkit's own class",
+            "ex_a_hidden_groups": "the answer to ex_a_hidden_groups could not be read",
+        },
+    ),
 }
 
 
@@ -150,22 +247,32 @@ def write(folder: Path, name: str, forgery: str = "") -> None:
     nbformat.write(nb, folder / f"ex_a_{name}.ipynb")
 
 
-def graded(tmp: Path, folder: Path, *extra) -> dict:
-    """Grade `folder` once: every format, parsed, by notebook name."""
-    out = {k: tmp / f"{folder.name}{''.join(extra[:1])}.{k}" for k in ("json", "csv", "gs")}
-    rc, table, err = labkit_cli(
+def grade(tmp: Path, folder: Path, *extra, process: bool = False) -> tuple:
+    """Grade `folder` once, every format asked for: (outputs, table, JSON text). As a process
+    of its own, the JSON goes to stdout (and the table to stderr)."""
+    out = {k: tmp / f"{folder.name}.{k}" for k in ("json", "csv", "gs")}
+    rc, stdout, err = labkit_cli(
         "grade",
         str(folder),
         *extra,
         "--json",
-        str(out["json"]),
+        "-" if process else str(out["json"]),
         "--csv",
         str(out["csv"]),
         "--gradescope",
         str(out["gs"]),
+        process=process,
     )
     assert rc in (0, 1), err
-    doc, gs = json.loads(out["json"].read_text()), json.loads(out["gs"].read_text())
+    return out, err if process else stdout, stdout if process else None
+
+
+def parsed(out: dict, table: str, doc_text: str | None) -> dict:
+    """Every format, parsed, by notebook name (Gradescope: one results.json per notebook)."""
+    doc = json.loads(doc_text if doc_text is not None else out["json"].read_text())
+    gs = {"tests": []}
+    for results in sorted(out["gs"].rglob("results.json")):
+        gs["tests"] += json.loads(results.read_text())["tests"]
     csv_rows = list(csv.DictReader(io.StringIO(out["csv"].read_text())))
     names = sorted({Path(r["notebook"]).stem for r in doc["rows"]})
     by = {}
@@ -203,24 +310,46 @@ def _table(text: str, name: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def grades(tmp_path_factory):
+    import labkit.learn.grade.formats as target
+
     tmp = tmp_path_factory.mktemp("forgery")
     (tmp / "hidden.py").write_text(HIDDEN)
-    plain, hidden = tmp / "plain", tmp / "hidden"
-    plain.mkdir(), hidden.mkdir()
-    for folder in (plain, hidden):
+    plain, hidden, boxed = tmp / "plain", tmp / "hidden", tmp / "sandbox"
+    for folder, forgeries in ((plain, FORGERIES), (hidden, FORGERIES), (boxed, SANDBOX_FORGERIES)):
+        folder.mkdir()
         write(folder, "honest")
-        for name, block in FORGERIES.items():
+        for name, block in forgeries.items():
             write(folder, f"forged_{name}", block)
     for name, block in NEVER_PASS.items():
         write(hidden, f"forged_{name}", block)
+    for name, (block, _) in TARGETED.items():
+        write(hidden, f"forged_{name}", block)
+    mine = Path(target.__file__)
+    try:
+        done = {  # forgeries in the kernel: without the sandbox, in this process (warm kernels)
+            "plain": grade(tmp, plain, "--sandbox", "none"),
+            "hidden": grade(tmp, hidden, "--sandbox", "none", "--hidden", str(tmp / "hidden.py")),
+            "sandbox": grade(tmp, boxed, "--hidden", str(tmp / "hidden.py"), process=True),
+        }
+        time.sleep(4)  # what a daemon left behind would do after the grader ended, done
+    finally:
+        text = mine.read_text()
+        edited = "# forged" in text
+        if edited:  # never left edited, even if a sandbox let the write through
+            mine.write_text("".join(x for x in text.splitlines(True) if "# forged" not in x))
     return {
-        "plain": graded(tmp, plain),
-        "hidden": graded(tmp, hidden, "--hidden", str(tmp / "hidden.py")),
+        "edited": edited,
+        **{run: parsed(*out) for run, out in done.items()},
     }
 
 
+def test_labkits_own_files_were_not_edited(grades):
+    assert not grades["edited"]
+
+
 def test_the_honest_twin_passes_fails_and_waits_where_it_should(grades):
-    for run, hidden in (("plain", []), ("hidden", ["ex_a_hidden_groups", "ex_a_hidden_steps"])):
+    secret = ["ex_a_hidden_groups", "ex_a_hidden_steps"]
+    for run, hidden in (("plain", []), ("hidden", secret), ("sandbox", secret)):
         rows = grades[run]["honest"]["json"]
         assert [(r[0], r[1]) for r in rows] == [
             ("ex_a_predict", "passed"),
@@ -232,8 +361,11 @@ def test_the_honest_twin_passes_fails_and_waits_where_it_should(grades):
         ]
 
 
-@pytest.mark.parametrize("forgery", sorted(FORGERIES))
-@pytest.mark.parametrize("run", ["plain", "hidden"])
+@pytest.mark.parametrize(
+    "run, forgery",
+    [(run, f) for run in ("plain", "hidden") for f in sorted(FORGERIES)]
+    + [("sandbox", f) for f in sorted(SANDBOX_FORGERIES)],
+)
 def test_a_forged_notebook_is_graded_as_its_honest_twin(grades, run, forgery):
     honest, forged = grades[run]["honest"], grades[run][f"forged_{forgery}"]
     for form in ("json", "csv", "gradescope"):
@@ -247,10 +379,18 @@ def test_a_forged_hand_over_changes_answers_never_verdicts(grades, forgery):
     assert len(rows) == 7 and not [r for r in rows if r[1] == "passed"], rows
     if forgery == "dropped":
         assert all(r[2].startswith("no answer was handed over: ") for r in rows), rows
-    if forgery == "garbage":
-        assert all(
-            r[2].startswith(
-                f"the answer to {r[0]} could not be read: it holds an object tagged 'pickle'"
-            )
-            for r in rows
-        ), rows
+
+
+@pytest.mark.parametrize("forgery", sorted(TARGETED))
+def test_a_forged_answer_fails_its_row_and_leaves_the_others_as_the_twins(grades, forgery):
+    honest, forged = (
+        grades["hidden"]["honest"]["json"],
+        grades["hidden"][f"forged_{forgery}"]["json"],
+    )
+    says = TARGETED[forgery][1]
+    assert [r[0] for r in forged] == [r[0] for r in honest]
+    for mine, twin in zip(forged, honest):
+        if mine[0] in says:
+            assert mine[1] == "failed" and mine[2].startswith(says[mine[0]]), mine
+        else:
+            assert mine == twin

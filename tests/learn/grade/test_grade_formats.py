@@ -85,6 +85,43 @@ def test_csv_has_one_row_per_check_with_a_relative_path_and_the_learner(tmp_path
     assert {r["learner"] for r in given} == {"grace"}
 
 
+def test_a_class_gets_one_gradebook_row_one_table_line_and_one_results_json_per_learner(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    books = {}
+    for who, folder in (("ada", "a"), ("", "b")):  # b: no learner id in its metadata
+        for name in ("ex_a.ipynb", "ex_b.ipynb"):
+            nb = tmp_path / folder / name
+            nb.parent.mkdir(exist_ok=True)
+            doc = nbformat.v4.new_notebook()
+            if who:
+                doc.metadata["labkit_learner"] = who
+            nbformat.write(doc, nb)
+            books[folder, name] = str(nb)
+    rows = [
+        row("ex_a_predict", "passed", books["a", "ex_a.ipynb"]),
+        row("ex_a_transfer", "failed", books["a", "ex_a.ipynb"]),
+        row("ex_b_growth", "passed", books["a", "ex_b.ipynb"]),
+        row("ex_a_predict", "not yet answered", books["b", "ex_a.ipynb"]),
+    ]
+    book = list(csv.reader(io.StringIO(formats.gradebook_text(rows))))
+    assert book == [
+        list(formats.GRADEBOOK_COLUMNS),
+        ["ada", "2", "4", "2", "3", "a/ex_a.ipynb a/ex_b.ipynb"],
+        ["b/ex_a.ipynb", "0", "1", "0", "1", "b/ex_a.ipynb"],
+    ]
+    table = formats.format_table(rows).splitlines()
+    assert table[-2:] == [
+        "2/4 points, 2/3 checks passed: ada",
+        "0/1 points, 0/1 checks passed: b/ex_a.ipynb",
+    ]
+    assert {k: len(v) for k, v in formats.submissions(rows).items()} == {
+        "ada": 3,
+        "b/ex_a.ipynb": 1,
+    }
+
+
 def test_hidden_files_are_read_with_their_points_and_refused_with_a_sentence(tmp_path):
     from labkit.learn.grade.hidden import read_hidden
 

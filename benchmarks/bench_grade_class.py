@@ -1,0 +1,143 @@
+"""A class graded at once: `labkit grade FOLDER` over N small Exercise A notebooks, with
+``--jobs 1`` and ``--jobs 2`` (and any other counts given), one after the other in one run,
+and the cost of the sandbox on one notebook.
+
+Run with ``python benchmarks/bench_grade_class.py`` (``--learners 30``). The class cycles
+through five kinds of learner: right (every check passed), wrong (a wrong mechanism and
+transfer), unanswered (placeholders), raising (a ZeroDivisionError before two checks) and
+never-ending (a cell that sleeps forever, stopped by ``--notebook-timeout``). Printed:
+
+    jobs N          wall seconds for the class, and its ratio to --jobs 1 (bar: <= 0.6 for 2)
+    never-ending    that notebook's own seconds against its --notebook-timeout (bar: + 10 s)
+    sandbox         one notebook's seconds with --sandbox bwrap and none, median of
+                    --repeats, alternating (bar: <= 1 s more), and the sandbox's peak memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+MECHANISM = (
+    '"detach() cuts the graph, so no gradient reaches the backbone: its grad_norm is None '
+    'and its update_norm is 0, while the head after the detach still learns"'
+)
+BASE = [
+    "import time\nimport labkit\nfrom labkit import check\n",
+    (
+        'prediction = {"null_groups": ["backbone.0", "backbone.2"], "head_learns": True,\n'
+        '              "why": "detach() cuts the graph, so no gradient reaches the backbone"}\n'
+        "print(check.ex_a_predict(prediction))"
+    ),
+    (
+        "def run_of(null):\n"
+        '    cols = {"step": [0, 1, 2], "loss_raw": [2.3, 1.9, 1.5]}\n'
+        '    for g in ("backbone.0", "backbone.2", "head"):\n'
+        '        cols[f"grad_norm/{g}"] = [None if g in null else 0.5] * 3\n'
+        '        cols[f"update_norm/{g}"] = [0.0 if g in null else 0.1] * 3\n'
+        "    return labkit.Run.from_log(cols, seed=0, started_at=time.time())\n"
+        'healthy, detached = run_of(()), run_of(("backbone.0", "backbone.2"))\n'
+        'deeper = run_of(("backbone.0",))'
+    ),
+    "print(check.ex_a_review(prediction, healthy, detached))",
+    "MECHANISM\nprint(check.ex_a_mechanism(mechanism))",
+    "GROUPS\nprint(check.ex_a_transfer(groups, 'the layers before the detach lose it', deeper))",
+]
+KINDS = {
+    "right": {"MECHANISM": f"mechanism = {MECHANISM}", "GROUPS": 'groups = ["backbone.0"]'},
+    "wrong": {"MECHANISM": 'mechanism = "the loss falls"', "GROUPS": 'groups = ["backbone.2"]'},
+    "unanswered": {
+        "MECHANISM": "mechanism = ...  # your answer",
+        "GROUPS": 'raise NotImplementedError("your answer")',
+    },
+    "raising": {"MECHANISM": "mechanism = 1 / 0", "GROUPS": "groups = first_gap"},
+    "never": {"MECHANISM": "while True:\n    time.sleep(0.5)", "GROUPS": "groups = []"},
+}
+
+
+def write_class(folder: Path, learners: int) -> None:
+    kinds = list(KINDS)
+    for i in range(learners):
+        kind = kinds[i % len(kinds)]
+        nb = nbformat.v4.new_notebook(metadata={"labkit_learner": f"{kind}-{i:02d}"})
+        cells = []
+        for source in BASE:
+            for key, text in KINDS[kind].items():
+                source = source.replace(key, text)
+            cells.append(nbformat.v4.new_code_cell(source))
+        nb.cells = cells
+        nbformat.write(nb, folder / f"ex_a_{i:02d}_{kind}.ipynb")
+
+
+def grade(folder: Path, *args, home: Path) -> tuple[float, str, str]:
+    env = {**os.environ, "LABKIT_HOME": str(home), "OMP_NUM_THREADS": "1"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "grade", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return time.perf_counter() - started, done.stdout, done.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--learners", type=int, default=30)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--notebook-timeout", type=float, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-class", action="store_true")
+    a = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-grade-"))
+    folder = tmp / "class"
+    folder.mkdir()
+    write_class(folder, a.learners)
+    print(f"labkit grade, {a.learners} learners, on {os.cpu_count()} cores")
+    if not a.skip_class:
+        first = None
+        for jobs in a.jobs:
+            limit = ["--notebook-timeout", str(a.notebook_timeout), "--jobs", str(jobs)]
+            out = tmp / f"g{jobs}.json"
+            seconds, _, err = grade(folder, *limit, "--json", str(out), home=tmp / f"h{jobs}")
+            first = first or seconds
+            rows = json.loads(out.read_text())["rows"]
+            passed = sum(r["status"] == "passed" for r in rows)
+            print(
+                f"jobs {jobs:<3d}  {seconds:7.1f} s wall  x{seconds / first:.2f} of --jobs "
+                f"{a.jobs[0]}  ({len(rows)} rows, {passed} passed)"
+            )
+            never = [
+                float(m.group(1))
+                for m in re.finditer(r"graded ex_a_\d+_never\.ipynb: .* in ([\d.]+) s", err)
+            ]
+            if never:
+                print(
+                    f"  never-ending: {max(never):.1f} s each at most, for a "
+                    f"--notebook-timeout of {a.notebook_timeout:g} s"
+                )
+    one = tmp / "one"
+    one.mkdir()
+    (one / "ex_a_00_right.ipynb").write_text((folder / "ex_a_00_right.ipynb").read_text())
+    times: dict = {"bwrap": [], "none": []}
+    for _ in range(a.repeats):
+        for mode in times:
+            seconds, _, _ = grade(one, "--sandbox", mode, home=tmp / "h1")
+            times[mode].append(seconds)
+    bw, no = statistics.median(times["bwrap"]), statistics.median(times["none"])
+    print(f"sandbox: {bw:.2f} s with bwrap, {no:.2f} s without ({bw - no:+.2f} s per notebook)")
+    print(f"  (each: bwrap {times['bwrap']}, none {times['none']})")
+
+
+if __name__ == "__main__":
+    main()
