@@ -10,13 +10,19 @@ one-change run, and is signed by that run (the arm "own" or "init").
 
 Before a loop is blamed, what can be measured about it is named: several optimizers built
 during one run (an optimizer rebuilt inside the loop: its state, the momentum or Adam's
-moments, starts from zero each time).
+moments, starts from zero each time); gradients summed over several backward() calls per step
+and never divided (`summed_backwards`: data parallel by hand with all_reduce(SUM), or
+micro-batches accumulated), read as the step's gradient over a one-process step's on the same
+data.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
+
 from ...finding import OwnFinding
-from ..margins import above
+from ..margins import above, below
 
 INIT_MARGIN = 0.1  # the default init's loop below the learner's init's by this share of the start
 
@@ -110,4 +116,57 @@ def references(evs, plain: list[float]) -> str:
     return (
         f"your run ends at {own[0]:.3g} / {own[1]:.3g} (last fifth, seeds {ev0.seed} / "
         f"{ev1.seed}) where " + ", ".join(parts)
+    )
+
+
+SUM_SAME = 0.05  # the factor within this share of the number of backward() calls: a plain sum
+
+
+def summed_backwards(ev) -> tuple[float, int] | None:
+    """(factor, k): the median over the steps with k >= 2 backward() calls of the step's
+    gradient over the gradient of the loss you log (a one-process step on the step's data):
+    (the gradient the step uses / what the k calls added) x (the sum of the k values
+    backpropagated / the logged raw loss). k for k means summed and never divided; 1 for the
+    mean, or for each loss divided by k before its backward()."""
+    raw = ev.run.table["loss_raw"]
+    steps = ev.replay.steps
+    if len(raw) != len(steps):
+        return None
+    values: dict[int, list[float]] = {}
+    for b in ev.replay.backwards:
+        values.setdefault(b["step"], []).append(b["value"])
+    factors, ks = [], []
+    for t, st in enumerate(steps):
+        vals, ratio, loss = values.get(t, []), st.get("over_produced"), raw[t]
+        if len(vals) < 2 or ratio is None or not loss or not all(map(math.isfinite, vals)):
+            continue
+        factors.append(ratio * sum(vals) / float(loss))
+        ks.append(len(vals))
+    if len(factors) < 3:
+        return None
+    return statistics.median(factors), round(statistics.median(ks))
+
+
+def summed_rule(evs, finding: OwnFinding | None) -> OwnFinding | None:
+    """H1: each step's gradient is k times a one-process step's on the same data, on every seed,
+    where the run fails (`finding`, a divergence or a loop gap, is what it explains)."""
+    got = [summed_backwards(ev) for ev in evs]
+    if any(g is None for g in got) or not all(
+        g[1] >= 2 and below("gap.summed", abs(g[0] / g[1] - 1), SUM_SAME, seed=ev.seed)
+        for g, ev in zip(got, evs)
+    ):
+        return finding
+    factor, k = got[0]
+    also = f" (also measured: {finding.mechanism})" if finding is not None else ""
+    return OwnFinding(
+        "H1",
+        "grad_summed",
+        f"gradients summed over the {k} backward() calls of each step and never divided by {k}: "
+        f"each step's gradient is {factor:.3g}x the gradient of the loss you log on the same "
+        f"data (a one-process step on the whole batch), as an all_reduce(SUM) across {k} ranks "
+        f"by hand, or {k} accumulated micro-batches, leaves it; divide by the world size (the "
+        f"number of micro-batches), as DDP's averaging does, or the LR is {k} times what you "
+        f"tuned{also}",
+        arm=finding.arm if finding is not None else None,
+        variable=finding.variable if finding is not None else None,
     )

@@ -64,7 +64,7 @@ from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
-from ..step4_h1.gaps import init_gap, loop_gap, references, spread_margin
+from ..step4_h1.gaps import init_gap, loop_gap, references, spread_margin, summed_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import recount
@@ -297,6 +297,8 @@ def _h1(evs) -> OwnFinding | None:
         rule = settings_rule
         found = [rule(ev) for ev in evs]
     finding = settle(evs, found, rule, "H1", "the replay finds a mechanism")
+    if finding is not None and finding.system == "H1":
+        finding = summed_rule(evs, finding)  # a gradient summed by hand is closer to the cause
     if (
         finding is not None
         and finding.system == "H1"
@@ -325,7 +327,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
         if found is not None and found.system == "H1":
             return found
     if behind:  # a measured gap decides: the data each call re-makes, else the loop
-        return _re_made(evs, ("inputs", "labels")) or loop_gap(evs, own, plain)
+        return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
     found = init_gap(evs, plain)
     if found is not None:
         return found
