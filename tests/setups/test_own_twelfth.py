@@ -163,7 +163,7 @@ WORDS = {
     ],
     "twelfth_h1_all_reduce_sum_not_divided": ["never divided by 4", "4x the gradient of the loss"],
     "twelfth_h1_constant_init": ["re-initialised as PyTorch's layers draw themselves"],
-    "twelfth_h1_tied_head_frozen": ["out is tied to a frozen input layer"],
+    "twelfth_h1_tied_head_frozen": ["out holds the same tensor as a frozen input layer"],
     "twelfth_h2_vocab_rebuilt_per_batch": ["the token ids change between two calls of batches()"],
     "twelfth_h2_label_encoder_per_batch": ["the class ids change between two calls of batches()"],
     "twelfth_h3_loss_in_bits": ["the loss in bits (divided by ln 2): x1.443"],

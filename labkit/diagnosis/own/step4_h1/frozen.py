@@ -157,8 +157,9 @@ def _shape_of_mistake(evs, frozen: list[dict]) -> str | None:
             f"the frozen {', '.join(after[:4])} {'runs' if len(after) == 1 else 'run'} after a trainable layer "
             "(a frozen head on a trained body), where a deliberate freeze keeps the first layers"
             + (
-                f"; {', '.join(tied[:4])} {'is' if len(tied) == 1 else 'are'} tied to a frozen "
-                "input layer (the same tensor), so freezing the embedding froze the head"
+                f"; {', '.join(tied[:4])} {'holds' if len(tied) == 1 else 'hold'} the same "
+                "tensor as a frozen input layer (tied weights), so the freeze holds the output "
+                "layer too"
                 if tied
                 else ""
             )
