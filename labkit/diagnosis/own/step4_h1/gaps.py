@@ -129,11 +129,14 @@ def summed_backwards(ev) -> tuple[float, int] | None:
     backpropagated / the logged raw loss). k for k means summed and never divided; 1 for the
     mean, or for each loss divided by k before its backward()."""
     raw = ev.run.table["loss_raw"]
-    steps = ev.replay.steps
+    try:
+        steps, backwards = ev.replay.steps, ev.replay.backwards
+    except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
+        return None
     if len(raw) != len(steps):
         return None
     values: dict[int, list[float]] = {}
-    for b in ev.replay.backwards:
+    for b in backwards:
         values.setdefault(b["step"], []).append(b["value"])
     factors, ks = [], []
     for t, st in enumerate(steps):
