@@ -149,8 +149,10 @@ def scaled(raw, rep, rows, per_epoch: int) -> tuple[str, str] | None:
     return None
 
 
-def explain(run, per_epoch: int) -> tuple[str, str] | None:
-    """(key, mechanism) naming the candidate(s) that reproduce the reports, or None."""
+def explain(run, per_epoch: int, named: str | None = None) -> tuple[str, str] | None:
+    """(key, mechanism) naming the candidate(s) that reproduce the reports, or None. A constant
+    scale (`scaled`) is read only where the logger check named nothing sharper (`named`, its
+    mechanism, is "other_tensor", "stale" or None): a divisor or a sum keeps its own words."""
     raw = [float(v) for v in run.table["loss_raw"]]
     rep_col = run.table.get("loss_reported") or []
     rows = [t for t, v in enumerate(rep_col) if v is not None]
@@ -159,7 +161,9 @@ def explain(run, per_epoch: int) -> tuple[str, str] | None:
     rep = [float(v) if v is not None else math.nan for v in rep_col]
     found = reproducing(raw, rep, rows, per_epoch)
     if not found:
-        return scaled(raw, rep, rows, per_epoch)
+        return (
+            scaled(raw, rep, rows, per_epoch) if named in (None, "other_tensor", "stale") else None
+        )
     if len(found) == 1:
         return found[
             0

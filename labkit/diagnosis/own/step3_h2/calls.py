@@ -113,8 +113,9 @@ def describe(evs, part: str, shares: list[float]) -> str:
         else "labels encoded per batch (class ids given in order of appearance, so an id names "
         "another class in every batch); fit the label encoding once, on the whole data set"
         if part == "labels"
-        else "a random transform of the inputs on every call (an augmentation); check that it "
-        "keeps what each label means"
+        else "a random transform of the inputs on every call (an augmentation), after which "
+        "real and shuffled labels train alike: check that the transform keeps what each label "
+        "means (a flip or a rotation that turns one class into another)"
     )
     held = (
         "of the examples both calls hold carry another label"

@@ -103,7 +103,7 @@ def _h3_one(ev: SeedEvidence) -> OwnFinding | None:
     if check.details["agree"]:
         return None
     key, text = check.details["mechanism"], check.verdict.removeprefix("disagree: ")
-    rebuilt = explain(ev.run, ev.rows_per_epoch)  # the candidate loggers that reproduce the reports
+    rebuilt = explain(ev.run, ev.rows_per_epoch, key)  # the loggers that reproduce the reports
     if rebuilt is not None:
         key, text = rebuilt
     return OwnFinding(
@@ -234,7 +234,7 @@ def _h2_signal(evs) -> OwnFinding | None:
                 variable=("labels", "as given", "permuted across the epoch"),
                 expect="same",
             )
-        found = _re_made(evs, ("labels", "inputs"))
+        found = _re_made(evs, ("labels", "inputs"), transform=True)
         if found is not None:
             return found
         return OwnFinding(
@@ -272,13 +272,15 @@ def _h2_signal(evs) -> OwnFinding | None:
     return None
 
 
-def _re_made(evs, parts) -> OwnFinding | None:
+def _re_made(evs, parts, transform: bool = False) -> OwnFinding | None:
     """H2: the data that `batches` re-makes on every call (ids, class ids), the first of
     `parts` that differs between two calls on every seed. A random transform of float inputs
-    alone convicts nothing here: an augmentation is meant to differ."""
+    (an augmentation, meant to differ) is named only where the labels carry no signal on the
+    inputs as they come (`transform`)."""
     for part in parts:
         shares = calls.re_made(evs, part)
-        if shares is None or (part == "inputs" and not calls.drift(evs[0])["integer"]):
+        floats = part == "inputs" and not calls.drift(evs[0])["integer"]
+        if shares is None or (floats and not transform):
             continue
         return OwnFinding(
             "H2",
