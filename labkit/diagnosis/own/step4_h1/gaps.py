@@ -128,9 +128,8 @@ def summed_backwards(ev) -> tuple[float, int] | None:
     (the gradient the step uses / what the k calls added) x (the sum of the k values
     backpropagated / the logged raw loss). k for k means summed and never divided; 1 for the
     mean, or for each loss divided by k before its backward()."""
-    raw = ev.run.table["loss_raw"]
     try:
-        steps, backwards = ev.replay.steps, ev.replay.backwards
+        raw, steps, backwards = ev.run.table["loss_raw"], ev.replay.steps, ev.replay.backwards
     except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
         return None
     if len(raw) != len(steps):
