@@ -55,7 +55,8 @@ def _log(raw, shown, seed, started):
 
 class _Plain:
     """The plain loop: zero_grad, loss, backward, `self.before_step`, step; the progress value
-    is the running epoch mean. `self.model` keeps the last trained model (for `verify`)."""
+    is `self.shown` (the running epoch mean). `self.model` keeps the last trained model (for
+    `verify`); `self.batch_optimizer` gives the optimizer each batch uses (the one built)."""
 
     def before_step(self, model, opt):
         pass
@@ -66,6 +67,12 @@ class _Plain:
     def end_epoch(self, opt, mean):
         pass
 
+    def batch_optimizer(self, model, opt):
+        return opt
+
+    def shown(self, running, epoch_raw):
+        return running / len(epoch_raw)
+
     def train(self, seed, epochs):
         started = time.time()
         model = self.make_model(seed)
@@ -73,8 +80,9 @@ class _Plain:
         raw, shown = [], []
         for epoch in range(epochs):
             self.start_epoch(model, epoch)
-            running = 0.0
-            for i, batch in enumerate(self.batches(seed * 10 + epoch)):
+            running, epoch_raw = 0.0, []
+            for batch in self.batches(seed * 10 + epoch):
+                opt = self.batch_optimizer(model, opt)
                 opt.zero_grad()
                 loss = self.loss_fn(model, batch)
                 loss.backward()
@@ -82,8 +90,9 @@ class _Plain:
                 opt.step()
                 running += loss.item()
                 raw.append(loss.item())
-                shown.append(running / (i + 1))
-            self.end_epoch(opt, running / (i + 1))
+                epoch_raw.append(loss.item())
+                shown.append(self.shown(running, epoch_raw))
+            self.end_epoch(opt, running / len(epoch_raw))
         self.model = model
         return _log(raw, shown, seed, started)
 

@@ -11,6 +11,7 @@ terms written down with the setup. `verdict` says whether the record grants the 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import warnings
@@ -58,10 +59,27 @@ def triage(name: str, keep: bool | None = None) -> dict:
         granted = False
     expected, terms = EXPECTED[name]
     right = system == expected
+    if expected == "NONE":  # an acquittal is right only beside its references, with their numbers
+        right_words = right and names_references(mechanism)
+    else:
+        right_words = right and mechanism_right(mechanism, terms)
     return {"name": name, "expected": expected, "system": system, "mechanism": mechanism,
             "key": record.finding_key, "margins": record.margins,
-            "right_system": right, "right_mechanism": right and mechanism_right(mechanism, terms),
+            "right_system": right, "right_mechanism": right_words,
             "granted": granted, "seconds": time.perf_counter() - started}
+
+
+_NUMBERS = r"-?[\d.]+(?:e[+-]?\d+)? / -?[\d.]+(?:e[+-]?\d+)?"
+REFERENCES = (  # what every acquittal must name, each with its two seeds' numbers (issue 55)
+    re.compile(r"your run ends at " + _NUMBERS),
+    re.compile(r"a plain loop with your model, data, loss and optimizer reaches " + _NUMBERS),
+    re.compile(r"re-initialised by PyTorch's defaults reaches " + _NUMBERS),
+)
+
+
+def names_references(line: str) -> bool:
+    """Whether an acquittal names the learner's level and each reference with its numbers."""
+    return line.startswith("no defect found") and all(r.search(line) for r in REFERENCES)
 
 
 def rates(rows: list[dict]) -> dict:

@@ -6,7 +6,7 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 (batch, setup, system, mechanism, ...): `tools/portability.py` compares them across CPU paths.
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
-ninth, tenth and eleventh (issue 46),
+ninth, tenth and eleventh (issue 46) and the twelfth (issue 55),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -19,7 +19,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from . import ALL_EXPECTED, ALL_SETUPS
+from . import ALL_EXPECTED, ALL_SETUPS, report
 from .blind import BLIND, BLIND_EXPECTED
 from .eighth import EIGHTH, EIGHTH_EXPECTED
 from .eleventh import ELEVENTH, ELEVENTH_EXPECTED
@@ -29,6 +29,7 @@ from .ninth import NINTH, NINTH_EXPECTED
 from .seventh import SEVENTH, SEVENTH_EXPECTED
 from .sixth import SIXTH, SIXTH_EXPECTED
 from .tenth import TENTH, TENTH_EXPECTED
+from .twelfth import TWELFTH, TWELFTH_EXPECTED
 
 BATCHES = {
     "first-third": (ALL_SETUPS, ALL_EXPECTED),
@@ -41,6 +42,7 @@ BATCHES = {
     "ninth": (NINTH, NINTH_EXPECTED),
     "tenth": (TENTH, TENTH_EXPECTED),
     "eleventh": (ELEVENTH, ELEVENTH_EXPECTED),
+    "twelfth": (TWELFTH, TWELFTH_EXPECTED),
 }
 
 
@@ -78,7 +80,8 @@ def main(argv: list[str]) -> int:
     if "--json" in argv:
         with open(argv[argv.index("--json") + 1], "w") as out:
             json.dump([{"batch": b, **r} for b, r in done], out, indent=1)
-    total = {"buggy": 0, "system": 0, "mechanism": 0, "healthy": 0, "convicted": 0, "signed": 0}
+    total = {"buggy": 0, "system": 0, "mechanism": 0, "healthy": 0, "convicted": 0, "unknown": 0}
+    total.update(signed=0, acquitted=0, named=0)
     for batch in BATCHES:
         rows = [r for b, r in done if b == batch]
         buggy = [r for r in rows if r["expected"] != "NONE"]
@@ -90,6 +93,11 @@ def main(argv: list[str]) -> int:
             "mechanism": sum(r["right_mechanism"] for r in buggy),
             "healthy": len(healthy),
             "convicted": sum(r["system"] not in ("NONE", "UNKNOWN") for r in healthy),
+            "unknown": sum(r["system"] == "UNKNOWN" for r in healthy),
+            "acquitted": sum(r["system"] == "NONE" for r in rows),
+            "named": sum(
+                r["system"] == "NONE" and report.names_references(r["mechanism"]) for r in rows
+            ),
             "signed": sum(r["granted"] for r in right),
         }
         for k in total:
@@ -98,7 +106,8 @@ def main(argv: list[str]) -> int:
         print(
             f"{batch:12s} buggy {got['buggy']:3d}: system {got['system']}, mechanism "
             f"{got['mechanism']}, signed {got['signed']} of {got['system']}; healthy "
-            f"{got['healthy']}: convicted {got['convicted']}; slowest {slowest['name']} "
+            f"{got['healthy']}: convicted {got['convicted']}, UNKNOWN {got['unknown']}; slowest "
+            f"{slowest['name']} "
             f"{slowest['seconds']:.1f} s"
         )
         for r in buggy:
@@ -108,8 +117,10 @@ def main(argv: list[str]) -> int:
     print(
         f"all batches: {total['system']}/{total['buggy']} right system ({total['system'] / b:.0%}), "
         f"{total['mechanism']}/{total['buggy']} right mechanism ({total['mechanism'] / b:.0%}), "
-        f"{total['convicted']} of {total['healthy']} healthy convicted, {total['signed']} of "
-        f"{total['system']} right convictions signed by labkit alone"
+        f"{total['convicted']} of {total['healthy']} healthy convicted, {total['unknown']} "
+        f"UNKNOWN, {total['signed']} of "
+        f"{total['system']} right convictions signed by labkit alone; {total['named']} of "
+        f"{total['acquitted']} acquittals name their references with their numbers"
     )
     return 0
 

@@ -103,8 +103,21 @@ class GPT(nn.Module):
         return logits, loss
 
 
+def nanogpt_init(model: nn.Module) -> None:
+    """nanoGPT's `_init_weights`: every Linear and Embedding weight drawn from N(0, 0.02), every
+    Linear bias zero (the tied lm_head/wte weight is drawn once more, by whichever comes last)."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+
 class GPTSetup:
-    """nanoGPT's train.py, cut down: get_batch, AdamW, the loop; ``bug="unshifted"``: y = x."""
+    """nanoGPT's train.py, cut down: get_batch, AdamW, the loop; ``bug="unshifted"``: y = x.
+    ``bug="nanogpt_init"``: nanoGPT's own init (healthy); ``bug="frozen_tied_head"``: the same
+    init, then ``lm_head.weight.requires_grad_(False)`` ("keep the output layer fixed"), which
+    freezes the tied token embedding with it at its random init."""
 
     block_size, batch_size, n_batches = 16, 16, 8
 
@@ -113,7 +126,12 @@ class GPTSetup:
 
     def make_model(self, seed):
         torch.manual_seed(seed)
-        return GPT(block_size=self.block_size, **self.size)
+        model = GPT(block_size=self.block_size, **self.size)
+        if self.bug in ("nanogpt_init", "frozen_tied_head"):
+            nanogpt_init(model)
+        if self.bug == "frozen_tied_head":
+            model.lm_head.weight.requires_grad_(False)
+        return model
 
     def make_optimizer(self, model):
         return torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)

@@ -73,6 +73,7 @@ def test_the_acquittal_lists_the_one_process_checks_run_and_those_not_run(record
     assert "the label-shuffle control, held tensors that never move): every rank's report" in said
     assert "the labels carry signal" in said
     assert "frozen parameters, tensors the loss depends on that no optimizer steps" in said
+    assert "the same loop on your model re-initialised by PyTorch's defaults reaches" in said
     assert said.endswith(
         "; not checked at world_size > 1: the overfit-64 gate (labkit's Adam on 64 of your examples)"
     )

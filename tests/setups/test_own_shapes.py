@@ -163,3 +163,15 @@ def test_diagnose_convicts_unshifted_targets_on_real_shapes(make):
 def test_diagnose_acquits_the_healthy_word_language_model_with_its_carried_state_and_own_update():
     found = _diagnose(WordLMSetup())
     assert found["system"] == "NONE", found["mechanism"]
+
+
+@pytest.mark.slow
+def test_diagnose_convicts_nanogpts_tied_head_frozen_at_its_init_and_acquits_its_twin():
+    """nanoGPT's init (N(0, 0.02)) with ``lm_head.weight.requires_grad_(False)``: the tied
+    token embedding freezes with it, at a random init (issue 55); the twin trains everything."""
+    found = _diagnose(GPTSetup("frozen_tied_head"))
+    assert found["system"] == "H1" and "frozen parameters" in found["mechanism"], found["mechanism"]
+    assert "lm_head holds the same tensor as a frozen input layer" in found["mechanism"]
+    healthy = _diagnose(GPTSetup("nanogpt_init"))
+    assert healthy["system"] == "NONE", healthy["mechanism"]
+    assert "re-initialised by PyTorch's defaults reaches" in healthy["mechanism"]

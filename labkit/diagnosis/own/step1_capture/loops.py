@@ -12,7 +12,9 @@ One variable differs between arms:
 - ``lr/10`` (or ``lr/100``): the learner's optimizer with every learning rate divided by 10;
 - ``unfrozen``: the reference optimizer after ``requires_grad_(True)`` on every parameter;
 - ``default:<setting>``: the learner's optimizer with that one setting (weight_decay,
-  momentum, ...) reset to its constructor default in every group (see `settings`).
+  momentum, ...) reset to its constructor default in every group (see `settings`);
+- ``init``: the learner's optimizer on the learner's model re-initialised as PyTorch's layers
+  draw themselves (``reset_parameters()`` on every module that has one), the one change.
 
 Labels can be swapped for a permutation (the label-shuffle control) and a held-out set
 can be scored every few steps.
@@ -33,7 +35,7 @@ from . import setup as proto
 from .replay import total_norm
 
 REFERENCE_LR = 1e-3
-ARMS = ("own", "ref", "rebuilt", "lr/10", "lr/100", "unfrozen")
+ARMS = ("own", "ref", "rebuilt", "lr/10", "lr/100", "unfrozen", "init")
 
 
 @dataclass
@@ -77,7 +79,7 @@ def known_arm(arm: str) -> bool:
 
 def _optimizer(arm: str, setup, model):
     learner = proto.make_optimizer(setup, model)
-    if arm == "own":
+    if arm in ("own", "init"):
         return learner
     if arm.startswith("default:"):  # one setting back to its constructor default
         from ..step4_h1.settings import reset_setting
@@ -103,6 +105,20 @@ def _optimizer(arm: str, setup, model):
         }
         return type(learner)(params, **settings)
     return torch.optim.Adam(params, lr=REFERENCE_LR)
+
+
+@torch.no_grad()
+def default_init(model) -> int:
+    """Re-draw every layer of `model` as PyTorch's own init draws it (each module's
+    ``reset_parameters()``); the number of modules re-drawn. A tied weight is re-drawn by each
+    module that holds it, the last one winning."""
+    done = 0
+    for module in model.modules():
+        reset = getattr(module, "reset_parameters", None)
+        if callable(reset) and any(True for _ in module.parameters(recurse=False)):
+            reset()
+            done += 1
+    return done
 
 
 def _perm(n: int, gen) -> torch.Tensor:
@@ -154,6 +170,8 @@ def plain_loop(
     started = time.time()
     torch.manual_seed(seed)
     model = proto.make_model(setup, seed)
+    if arm == "init":
+        default_init(model)
     opt = _optimizer(arm, setup, model)
     data = batches if batches is not None else proto.batches(setup, seed)
     params = [p for g in opt.param_groups for p in g["params"]]

@@ -2,6 +2,9 @@
 between ``backward()`` and ``step()`` and between two steps (the loop audit).
 
 The loop audit, for every optimizer step (`before_step`, `after_step`):
+- ``over_produced``: with several ``backward()`` calls before a step, the norm of the gradient
+  the step uses over the norm of what those calls added, summed: 1 for gradients summed and
+  used as they are, 1/k for the mean of k (one process's step on the whole batch);
 - ``edit``: the gradients' norm at step time over their norm when the last ``backward()`` left
   them (1 when nothing touches them; a clip, a division, an accumulation mistake changes it);
 - ``outside``: how far the parameters moved since the previous step ended, by something other
@@ -78,10 +81,20 @@ def _norms(tensors) -> list[float]:
     return [float(n) for n in torch._foreach_norm(kept)] if kept else []
 
 
+def before_backward(rp, params) -> None:
+    """The gradients as they stand before a backward(), for what it adds (`after_backward_norms`)."""
+    rp._grad_before = {id(p): p.grad.detach().clone() for p in params if p.grad is not None}
+
+
 def after_backward_norms(rp, params) -> None:
-    """Each parameter's gradient norm as backward() left it, for `before_step`'s ``edit``."""
+    """Each parameter's gradient norm as backward() left it, for `before_step`'s ``edit``; and
+    what the backward() calls since the last step added, summed (``produced``)."""
     with_grad = [p for p in params if p.grad is not None]
     rp._grad_after = dict(zip(map(id, with_grad), _norms([p.grad for p in with_grad])))
+    before, produced = getattr(rp, "_grad_before", {}), rp.__dict__.setdefault("_produced", {})
+    for p in with_grad:
+        added = p.grad.detach() - before[id(p)] if id(p) in before else p.grad.detach()
+        produced[id(p)] = produced[id(p)] + added if id(p) in produced else added.clone()
 
 
 def before_step(rp, optimizer, params, grads) -> None:
@@ -92,6 +105,15 @@ def before_step(rp, optimizer, params, grads) -> None:
         now = _norms([g for _, g in pairs])
         then = math.sqrt(sum(a * a for a, _ in pairs))
         step["edit"] = math.sqrt(sum(n * n for n in now)) / then if then else None
+    produced = getattr(rp, "_produced", {})
+    made = [
+        (produced[id(p)], g) for p, g in zip(params, grads) if g is not None and id(p) in produced
+    ]
+    if made and rp._since_step >= 2:  # several backward() calls: the step's gradient over their sum
+        total = math.sqrt(sum(n * n for n in _norms([m for m, _ in made])))
+        used = math.sqrt(sum(n * n for n in _norms([g for _, g in made])))
+        step["over_produced"] = used / total if total else None
+    rp._produced = {}
     kept = getattr(rp, "_after_step", None)
     if kept is not None and kept[0] == id(optimizer) and len(kept[1]) == len(params):
         moved = _norms([p.detach() - a for p, a in zip(params, kept[1])])

@@ -197,6 +197,7 @@ class Replay:
         checked = self._stepped and self._since_step == 0  # the first backward after a step
         self.graph.walk(tensor, self.setup)
         stale = total_norm([p.grad for p in self.watched()]) if checked else None
+        own_manual.before_backward(self, self.watched())
         self.backwards.append(
             {
                 "value": value,

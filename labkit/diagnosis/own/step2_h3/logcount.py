@@ -45,15 +45,25 @@ def _counts(rep, rows, win: Windows):
     return None
 
 
-def _sliding(raw, rep, rows) -> int | None:
-    """The k for which every report is the mean of the last k raw losses (a sliding window,
-    as a deque(maxlen=k) or a smoothed progress bar keeps), if one is."""
+def _sliding(raw, rep, rows, per_epoch: int = 0) -> tuple[int, bool] | None:
+    """(k, within the epoch) for which every report is the mean of the last k raw losses (a
+    sliding window, as a deque(maxlen=k) or a smoothed progress bar keeps), over the run or
+    emptied at each epoch's start (a window made inside the epoch loop), if one is."""
     cum = cumsum(raw)
+
+    def first(t, k, epoch):  # the window's first step
+        lo = max(0, t + 1 - k)
+        return max(lo, t - t % per_epoch) if epoch else lo
+
     for k in range(2, MAX_WINDOW + 1):
-        if all(
-            same_value(rep[t], (cum[t + 1] - cum[max(0, t + 1 - k)]) / min(k, t + 1)) for t in rows
-        ):
-            return k
+        for epoch in (False, True) if per_epoch > 0 else (False,):
+            if all(
+                same_value(
+                    rep[t], (cum[t + 1] - cum[first(t, k, epoch)]) / (t + 1 - first(t, k, epoch))
+                )
+                for t in rows
+            ):
+                return k, epoch
     return None
 
 
@@ -67,12 +77,14 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
     if len(rows) < 2:
         return result
     rep = [float(v) if v is not None else math.nan for v in rep_col]
-    k = _sliding(raw, rep, rows)
-    if k is not None:
+    found = _sliding(raw, rep, rows, per_epoch)
+    if found is not None:
+        k, epoch = found
         return ProbeResult(
             result.probe,
             f"agree: the logger shows the mean of the last {k} raw losses (a "
-            f"sliding window; {len(rows)} reports compared)",
+            f"sliding window{', emptied at each epoch' if epoch else ''}; {len(rows)} reports "
+            "compared)",
             {**result.details, "agree": True, "mechanism": None, "matches": f"last {k} mean"},
         )
     sizes = [1.0] * len(raw)

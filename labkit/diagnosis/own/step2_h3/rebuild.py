@@ -7,7 +7,8 @@ named, with the run that would tell them apart. Candidates:
 - the first raw loss, never refreshed (of the run, or of each epoch): a snapshot;
 - the highest or lowest raw loss so far (of the run, or of the epoch): a running max or min;
 - an epoch total kept in an integer (truncated at every add), divided by the count;
-- the previous epoch's mean, shown all through the next epoch: a stale copy.
+- the previous epoch's mean, shown all through the next epoch: a stale copy;
+- an honest mean times one constant (`scaled`): a loss in bits, or another unit.
 """
 
 from __future__ import annotations
@@ -117,8 +118,41 @@ def reproducing(raw, rep, rows, per_epoch: int) -> list[str]:
     return out
 
 
-def explain(run, per_epoch: int) -> tuple[str, str] | None:
-    """(key, mechanism) naming the candidate(s) that reproduce the reports, or None."""
+SCALES = {  # a constant factor on an honest mean, and what it reads as
+    1 / math.log(2): "the loss in bits (divided by ln 2)",
+    1 / math.log(10): "the loss in decimal digits (divided by ln 10)",
+    math.log(2): "the loss multiplied by ln 2 (a loss in bits converted the wrong way)",
+}
+
+
+def scaled(raw, rep, rows, per_epoch: int) -> tuple[str, str] | None:
+    """(key, mechanism) when every report is one constant times an honest mean (of the epoch
+    so far, or of the run so far): a loss shown in other units, or a constant left in the
+    report. The factor is read off the first report and must hold at every other."""
+    for window in ("epoch", "run"):
+        start = _starts(len(raw), per_epoch, window)
+        honest = [sum(raw[start[t] : t + 1]) / (t + 1 - start[t]) for t in range(len(raw))]
+        t0 = rows[0]
+        if not honest[t0] or not math.isfinite(rep[t0]):
+            continue
+        c = rep[t0] / honest[t0]
+        if _same(c, 1.0) or not all(_same(rep[t], c * honest[t]) for t in rows):
+            continue
+        name = next((v for k, v in SCALES.items() if abs(c / k - 1) < 1e-4), None)
+        what = f"{name}: x{c:.4g}" if name else f"x{c:.4g}"
+        return "constant_scale", (
+            f"the reported value is the honest mean of the {window} so far times one constant "
+            f"scale, {what} at every one of the {len(rows)} reports: the numbers are right but "
+            "in other units than the loss passed to backward(); report the loss itself, or "
+            "label the unit"
+        )
+    return None
+
+
+def explain(run, per_epoch: int, named: str | None = None) -> tuple[str, str] | None:
+    """(key, mechanism) naming the candidate(s) that reproduce the reports, or None. A constant
+    scale (`scaled`) is read only where the logger check named nothing sharper (`named`, its
+    mechanism, is "other_tensor", "stale" or None): a divisor or a sum keeps its own words."""
     raw = [float(v) for v in run.table["loss_raw"]]
     rep_col = run.table.get("loss_reported") or []
     rows = [t for t, v in enumerate(rep_col) if v is not None]
@@ -127,7 +161,9 @@ def explain(run, per_epoch: int) -> tuple[str, str] | None:
     rep = [float(v) if v is not None else math.nan for v in rep_col]
     found = reproducing(raw, rep, rows, per_epoch)
     if not found:
-        return None
+        return (
+            scaled(raw, rep, rows, per_epoch) if named in (None, "other_tensor", "stale") else None
+        )
     if len(found) == 1:
         return found[
             0

@@ -103,13 +103,63 @@ def measure(setup, seed: int, batch) -> dict | None:
     return best
 
 
+def alignment(setup, seed: int, batch) -> dict | None:
+    """{same, transposed}: the share of scored positions whose target is the label at the same
+    position of the label grid, and the share where it is the label grid read transposed
+    (flattened batch first where the outputs are flattened time first, or the other way);
+    None when the targets are not the labels' own values (an offset, a shift inside)."""
+    torch.manual_seed(seed)
+    model = copy.deepcopy(proto.make_model(setup, seed))
+    tgt, y = targets_scored(setup, model, batch), proto.labels_of(batch)
+    if tgt is None or not torch.is_tensor(y) or y.numel() != tgt.numel() or tgt.dim() != 2:
+        return None
+    scored = tgt >= 0
+    if int(scored.sum()) < 16:
+        return None
+    same = float((tgt[scored] == y.reshape(tgt.shape)[scored]).float().mean())
+    transposed = 0.0
+    if y.dim() == 2:  # the label grid flattened in the other order, laid on the outputs' grid
+        moved = y.t().reshape(tgt.shape)
+        transposed = float((tgt[scored] == moved[scored]).float().mean())
+    return {"same": same, "transposed": transposed, "scored": int(scored.sum())}
+
+
+def alignment_rule(evs) -> OwnFinding | None:
+    """H2 when, on both seeds, the loss scores each output against the label of another
+    position: the label grid flattened in another order than the outputs (a transpose)."""
+    found = []
+    for ev in evs:
+        m = ev.once("alignment", lambda ev=ev: alignment(ev.setup, ev.seed, ev.batches[0]))
+        if m is None or not above("offset.transposed", m["transposed"], MATCH, seed=ev.seed):
+            return None
+        if above("offset.same", m["same"], 0.5, seed=ev.seed):
+            return None
+        found.append(m)
+    m = found[0]
+    return OwnFinding(
+        "H2",
+        "targets_transposed",
+        f"the targets are not aligned with the outputs: measured through your loss call, only "
+        f"{m['same']:.0%} of the {m['scored']} scored positions of the first batch are scored "
+        f"against the label at their own position, and {m['transposed']:.0%} against the label "
+        "grid read transposed: the labels are flattened in another order than the logits "
+        "(batch first against time first, a .t() or a view of the other layout), so each "
+        "output is scored against another sequence's token; flatten labels and logits in the "
+        "same order",
+        arm="shuffled",  # signed as labels that carry no signal: permuted, they train alike
+        variable=("labels", "as given", "permuted across the epoch"),
+        expect="same",
+    )
+
+
 def offset_rule(evs) -> OwnFinding | None:
-    """H2 when both seeds measure the same offset and it is not the one a causal LM needs."""
+    """H2 when both seeds measure the same offset and it is not the one a causal LM needs;
+    else when the labels are scored transposed (`alignment_rule`)."""
     found = []
     for ev in evs:
         m = ev.once("offset", lambda ev=ev: measure(ev.setup, ev.seed, ev.batches[0]))
         if m is None or not above("offset.match", m["share"], MATCH, seed=ev.seed):
-            return None
+            return alignment_rule(evs)
         found.append(m)
     if len({(m["axis"], m["offset"]) for m in found}) != 1 or found[0]["offset"] == 1:
         return None

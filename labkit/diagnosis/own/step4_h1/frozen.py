@@ -119,6 +119,18 @@ def _random_init(evs, frozen: list[dict]) -> list[str]:
     ]
 
 
+def _tied_owners(ev, frozen: list[dict]) -> set[str]:
+    """The modules that hold a frozen parameter under another name too (a tied weight: an
+    output layer that shares the embedding is frozen with it)."""
+    ids = {id(p) for n, p in _by_name(ev).items() if n in {f["name"] for f in frozen}}
+    return {
+        _owner(name)
+        for model in ev.replay.models.values()
+        for name, p in model.named_parameters(remove_duplicate=False)
+        if id(p) in ids
+    }
+
+
 def _shape_of_mistake(evs, frozen: list[dict]) -> str | None:
     ev = evs[0]
     rp = ev.replay
@@ -127,7 +139,7 @@ def _shape_of_mistake(evs, frozen: list[dict]) -> str | None:
         for i, (n, _m) in param_names(rp.models.values()).items()
         if any(id(p) == i and p.requires_grad for p in rp.watched())
     ]
-    owners = {_owner(f["name"]) for f in frozen}
+    owners = {_owner(f["name"]) for f in frozen} | _tied_owners(ev, frozen)
     partial = sorted(o for o in owners if any(_owner(n) == o for n in trainable))
     if partial:
         return (
@@ -140,9 +152,17 @@ def _shape_of_mistake(evs, frozen: list[dict]) -> str | None:
         name for i, name in enumerate(order) if name in owners and trained_at and i > trained_at[0]
     ]
     if after:
+        tied = [a for a in after if a not in {_owner(f["name"]) for f in frozen}]
         return (
             f"the frozen {', '.join(after[:4])} {'runs' if len(after) == 1 else 'run'} after a trainable layer "
             "(a frozen head on a trained body), where a deliberate freeze keeps the first layers"
+            + (
+                f"; {', '.join(tied[:4])} {'holds' if len(tied) == 1 else 'hold'} the same "
+                "tensor as a frozen input layer (tied weights), so the freeze holds the output "
+                "layer too"
+                if tied
+                else ""
+            )
         )
     random = _random_init(evs, frozen)
     if random:

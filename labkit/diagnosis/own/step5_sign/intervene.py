@@ -5,7 +5,7 @@ on a seed (after the forecast is sealed). The threshold is read off the seed-0 e
 gathered before the conviction (the learner's run and the plain arm it is compared
 with); seed 1 is the confirmation. Arms:
 
-- a plain-loop arm ("own", "rebuilt", "ref", "lr/10", "lr/100", "unfrozen"): the loss
+- a plain-loop arm ("own", "rebuilt", "ref", "lr/10", "lr/100", "unfrozen", "init"): the loss
   lands at least halfway from the curve it replaces to the arm's curve;
 - "logger": the learner's own loop re-run, reported as the honest running mean of its
   raw losses: the reported curve moves at least halfway to the honest one, at the step where
@@ -36,6 +36,7 @@ BASES = {
     "lr/10": "own",
     "lr/100": "own",
     "unfrozen": "ref",
+    "init": "run",
 }
 
 

@@ -90,6 +90,10 @@ class SeedEvidence(OncePerSeed):
             own_skips.measured(self.steps, time.perf_counter() - started)
         return self._arms[name]
 
+    def ran(self, name: str) -> bool:
+        """Whether the plain arm `name` has run on this seed (a reference named only if so)."""
+        return name in self._arms
+
     def val(self) -> list | None:
         if not callable(getattr(self.setup, "val_batches", None)):
             return None

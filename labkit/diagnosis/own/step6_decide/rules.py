@@ -29,8 +29,12 @@ H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then 
 H1  a loop that ends far above a plain loop, or does not learn: the loop audit (`audit`:
     parameters changed outside step(), gradients edited between backward() and step(), updates
     that climb the loss)
---  otherwise: NONE if the loop learns like a plain loop, UNKNOWN if it does not and
-    no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
+H1  a measured gap decides (`gaps`): a loop that ends beyond the seed spread above the plain
+    loop convicts the loop (naming an optimizer rebuilt inside it where the replay saw one);
+    a plain loop on the model re-initialised by PyTorch's defaults far below the same loop on
+    the learner's init convicts the init
+--  otherwise: NONE, naming the references the run reached and their numbers; UNKNOWN if the
+    run does not learn and no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
     but not on the mechanism get a third seed (`seeds`).
 """
 
@@ -55,10 +59,12 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
+from ..step3_h2 import calls
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
+from ..step4_h1.gaps import init_gap, loop_gap, references, spread_margin, summed_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import recount
@@ -97,7 +103,7 @@ def _h3_one(ev: SeedEvidence) -> OwnFinding | None:
     if check.details["agree"]:
         return None
     key, text = check.details["mechanism"], check.verdict.removeprefix("disagree: ")
-    rebuilt = explain(ev.run, ev.rows_per_epoch)  # the candidate loggers that reproduce the reports
+    rebuilt = explain(ev.run, ev.rows_per_epoch, key)  # the loggers that reproduce the reports
     if rebuilt is not None:
         key, text = rebuilt
     return OwnFinding(
@@ -188,7 +194,12 @@ def _label_signal(evs) -> dict:
         if sig["verdict"] == "signal":
             return sig
     arm = evs[0].best_arm()
-    return sig if sig is not None and arm == "own" else on(arm)
+    sig = sig if sig is not None and arm == "own" else on(arm)
+    if sig["verdict"] == "unclear" and arm == "own":  # too noisy on your optimizer: the
+        ref = on("ref")  # reference optimizer is a second, independent reference
+        if ref["verdict"] != "unclear":
+            return ref
+    return sig
 
 
 def _h2_signal(evs) -> OwnFinding | None:
@@ -223,6 +234,9 @@ def _h2_signal(evs) -> OwnFinding | None:
                 variable=("labels", "as given", "permuted across the epoch"),
                 expect="same",
             )
+        found = _re_made(evs, ("labels", "inputs"), transform=True)
+        if found is not None:
+            return found
         return OwnFinding(
             "H2",
             "labels_decorrelated",
@@ -258,6 +272,26 @@ def _h2_signal(evs) -> OwnFinding | None:
     return None
 
 
+def _re_made(evs, parts, transform: bool = False) -> OwnFinding | None:
+    """H2: the data that `batches` re-makes on every call (ids, class ids), the first of
+    `parts` that differs between two calls on every seed. A random transform of float inputs
+    (an augmentation, meant to differ) is named only where the labels carry no signal on the
+    inputs as they come (`transform`)."""
+    for part in parts:
+        shares = calls.re_made(evs, part)
+        floats = part == "inputs" and not calls.drift(evs[0])["integer"]
+        if shares is None or (floats and not transform):
+            continue
+        return OwnFinding(
+            "H2",
+            f"re_made_{part}",
+            calls.describe(evs, part, shares),
+            arm="own",
+            variable=("batches()", "re-made at every call", "one call's epoch, repeated"),
+        )
+    return None
+
+
 def _h1(evs) -> OwnFinding | None:
     rule = h1_rules
     found = [rule(ev) for ev in evs]
@@ -265,6 +299,8 @@ def _h1(evs) -> OwnFinding | None:
         rule = settings_rule
         found = [rule(ev) for ev in evs]
     finding = settle(evs, found, rule, "H1", "the replay finds a mechanism")
+    if finding is not None and finding.system == "H1":
+        finding = summed_rule(evs, finding)  # a gradient summed by hand is closer to the cause
     if (
         finding is not None
         and finding.system == "H1"
@@ -278,7 +314,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     own = [ev.facts["own_level"] for ev in evs]
     plain = [ev.arm("own").level() for ev in evs]
     start = evs[0].run.table["loss_raw"][0]
-    margin = max(0.05 * abs(start), 3 * abs(plain[0] - plain[1]))
+    margin = spread_margin(plain, start)
     behind = all(
         above("healthy.own_above_plain", o, p + margin, seed=ev.seed)
         for o, p, ev in zip(own, plain, evs)
@@ -292,13 +328,11 @@ def _healthy_or_unknown(evs) -> OwnFinding:
         )
         if found is not None and found.system == "H1":
             return found
-    if behind:
-        return _unknown(
-            f"your loop ends at a loss of {own[0]:.3g} / {own[1]:.3g} where a plain loop with "
-            f"the same model, data, loss and optimizer reaches {plain[0]:.3g} / {plain[1]:.3g}, "
-            "but the replay measured no mechanism; compare your loop with the plain one line "
-            "by line"
-        )
+    if behind:  # a measured gap decides: the data each call re-makes, else the loop
+        return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
+    found = init_gap(evs, plain)
+    if found is not None:
+        return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
     if stuck and all(
         below("healthy.ref_learns", r, 0.8 * abs(start), seed=ev.seed) for r, ev in zip(refs, evs)
@@ -314,7 +348,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
         return _unknown(
             f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}"
         )
-    return OwnFinding("NONE", "healthy", checked(evs, plain[0]))
+    return OwnFinding("NONE", "healthy", checked(evs, plain[0]) + "; " + references(evs, plain))
 
 
 def decide(evs: list[SeedEvidence]) -> OwnFinding:

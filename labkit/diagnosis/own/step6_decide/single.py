@@ -255,6 +255,11 @@ def acquittal(evs, done: list[str], missing: list[str]) -> str:
         f"your loop ends at {own:.3g} (mean over the ranks) where a plain loop with the same "
         f"model, data, loss and optimizer reaches {plain:.3g}"
     )
+    if all(ev.ran("init") for ev in evs):  # the reference `rules` trained before acquitting
+        init = " / ".join(f"{ev.arm('init').level():.3g}" for ev in evs)
+        parts.append(
+            f"the same loop on your model re-initialised by PyTorch's defaults reaches {init}"
+        )
     line = ", ".join(parts)
     unchecked = [*missing, *([unsaid] if unsaid else []), NOT_RUN]
     if unchecked:

@@ -1,0 +1,174 @@
+"""A measured gap decides (issue 55): the learner's run against runs labkit made with one part
+replaced.
+
+When the learner's loop ends beyond the seed spread above a plain loop with the same model,
+data, loss and optimizer, the difference lies in the loop (`loop_gap`), even where no finer
+mechanism was measured; when a plain loop on the learner's model re-initialised as PyTorch's
+layers draw themselves ends far below the same loop on the learner's init, the difference lies
+in the init (`init_gap`). Each conviction names the gap, the part that differs and the
+one-change run, and is signed by that run (the arm "own" or "init").
+
+Before a loop is blamed, what can be measured about it is named: several optimizers built
+during one run (an optimizer rebuilt inside the loop: its state, the momentum or Adam's
+moments, starts from zero each time); gradients summed over several backward() calls per step
+and never divided (`summed_backwards`: data parallel by hand with all_reduce(SUM), or
+micro-batches accumulated), read as the step's gradient over a one-process step's on the same
+data.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from ...finding import OwnFinding
+from ..margins import above, below
+
+INIT_MARGIN = 0.1  # the default init's loop below the learner's init's by this share of the start
+
+
+def spread_margin(values: list[float], start: float, share: float = 0.05) -> float:
+    """The gap a difference must exceed: `share` of the start loss or three times the
+    seed-to-seed spread of `values`, whichever is larger."""
+    return max(share * abs(start), 3 * abs(values[0] - values[-1]))
+
+
+def _optimizers_built(ev) -> tuple[int, int]:
+    """(optimizers that stepped one after another in the learner's run, each taking over from
+    the last and never stepping again, steps taken). Two optimizers stepped side by side (a GAN,
+    one per group) count once."""
+    ids = [st.get("optimizer") for st in ev.replay.steps]
+    first, last = {}, {}
+    for t, i in enumerate(ids):
+        first.setdefault(i, t)
+        last[i] = t
+    order = sorted(first, key=first.get)
+    handoffs = sum(1 for a, b in zip(order, order[1:]) if last[a] < first[b])
+    return handoffs + 1, len(ids)
+
+
+def loop_gap(evs, own: list[float], plain: list[float]) -> OwnFinding:
+    """H1, the loop: the learner's run ends beyond the seed spread above the plain loop."""
+    built, steps = _optimizers_built(evs[0])
+    rebuilt = built >= 3
+    said = (
+        f"your run built {built} optimizers one after another over its {steps} steps (a new one "
+        + ("at every step" if built >= steps else f"every {steps / built:.3g} steps on average")
+        + "): the optimizer is rebuilt inside the loop, so its state (momentum, Adam's moments) "
+        "starts from zero each time; build it once, before the loop"
+        if rebuilt
+        else "the difference is in train(): what it does beside zero_grad, the loss, backward() "
+        "and step() (an optimizer or its state rebuilt, gradients or the loss changed by hand, "
+        "the batches it asks for); compare it with the plain loop line by line"
+    )
+    return OwnFinding(
+        "H1",
+        "optimizer_rebuilt" if rebuilt else "loop_gap",
+        f"your loop, not its parts: a plain loop with your model, data, loss and optimizer "
+        f"reaches {plain[0]:.3g} / {plain[1]:.3g} where your loop ends at {own[0]:.3g} / "
+        f"{own[1]:.3g} (seeds {evs[0].seed} / {evs[1].seed}); {said}",
+        arm="own",
+        variable=("training loop", "your train()", "a plain loop: zero_grad, loss, backward, step"),
+    )
+
+
+def init_gap(evs, plain: list[float]) -> OwnFinding | None:
+    """H1, the init: a plain loop on the model as PyTorch's layers draw it ends below the same
+    loop on the learner's init by more than INIT_MARGIN of the start (and the seed spread)."""
+    init = [ev.arm("init").level() for ev in evs]
+    start = abs(evs[0].arm("own").losses[0])
+    margin = max(spread_margin(plain, start, INIT_MARGIN), spread_margin(init, start, INIT_MARGIN))
+    if not all(
+        above("gap.init", p - i, margin, seed=ev.seed) for p, i, ev in zip(plain, init, evs)
+    ):
+        return None
+    return OwnFinding(
+        "H1",
+        "init",
+        f"your model's init, not the loop: the same plain loop (your data, loss and optimizer) "
+        f"reaches {init[0]:.3g} / {init[1]:.3g} on your model re-initialised as PyTorch's layers "
+        f"draw themselves (reset_parameters()), where on your init it ends at {plain[0]:.3g} / "
+        f"{plain[1]:.3g} (seeds {evs[0].seed} / {evs[1].seed}); the init in make_model "
+        "(a constant, a scale, a copy) keeps the model from learning",
+        arm="init",
+        variable=("init", "your make_model's init", "each layer's reset_parameters()"),
+    )
+
+
+def _pair(values: list[float]) -> str:
+    return " / ".join(f"{v:.3g}" for v in values)
+
+
+def references(evs, plain: list[float]) -> str:
+    """The references an acquittal stands beside, each with its numbers."""
+    ev0, ev1 = evs[0], evs[1]
+    init = [ev0.arm("init").level(), ev1.arm("init").level()]
+    parts = [
+        f"a plain loop with your model, data, loss and optimizer reaches {_pair(plain)}",
+        f"the same loop on your model re-initialised by PyTorch's defaults reaches {_pair(init)}",
+    ]
+    if ev0.ran("ref") and ev1.ran("ref"):
+        parts.append(
+            f"labkit's reference optimizer, Adam(lr=1e-3), reaches {ev0.arm('ref').level():.3g} "
+            f"/ {ev1.arm('ref').level():.3g}"
+        )
+    own = [ev.facts["own_level"] for ev in evs]
+    return (
+        f"your run ends at {own[0]:.3g} / {own[1]:.3g} (last fifth, seeds {ev0.seed} / "
+        f"{ev1.seed}) where " + ", ".join(parts)
+    )
+
+
+SUM_SAME = 0.05  # the factor within this share of the number of backward() calls: a plain sum
+
+
+def summed_backwards(ev) -> tuple[float, int] | None:
+    """(factor, k): the median over the steps with k >= 2 backward() calls of the step's
+    gradient over the gradient of the loss you log (a one-process step on the step's data):
+    (the gradient the step uses / what the k calls added) x (the sum of the k values
+    backpropagated / the logged raw loss). k for k means summed and never divided; 1 for the
+    mean, or for each loss divided by k before its backward()."""
+    try:
+        raw, steps, backwards = ev.run.table["loss_raw"], ev.replay.steps, ev.replay.backwards
+    except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
+        return None
+    if len(raw) != len(steps):
+        return None
+    values: dict[int, list[float]] = {}
+    for b in backwards:
+        values.setdefault(b["step"], []).append(b["value"])
+    factors, ks = [], []
+    for t, st in enumerate(steps):
+        vals, ratio, loss = values.get(t, []), st.get("over_produced"), raw[t]
+        if len(vals) < 2 or ratio is None or not loss or not all(map(math.isfinite, vals)):
+            continue
+        factors.append(ratio * sum(vals) / float(loss))
+        ks.append(len(vals))
+    if len(factors) < 3:
+        return None
+    return statistics.median(factors), round(statistics.median(ks))
+
+
+def summed_rule(evs, finding: OwnFinding | None) -> OwnFinding | None:
+    """H1: each step's gradient is k times a one-process step's on the same data, on every seed,
+    where the run fails (`finding`, a divergence or a loop gap, is what it explains)."""
+    got = [summed_backwards(ev) for ev in evs]
+    if any(g is None for g in got) or not all(
+        g[1] >= 2 and below("gap.summed", abs(g[0] / g[1] - 1), SUM_SAME, seed=ev.seed)
+        for g, ev in zip(got, evs)
+    ):
+        return finding
+    factor, k = got[0]
+    also = f" (also measured: {finding.mechanism})" if finding is not None else ""
+    return OwnFinding(
+        "H1",
+        "grad_summed",
+        f"gradients summed over the {k} backward() calls of each step and never divided by {k}: "
+        f"each step's gradient is {factor:.3g}x the gradient of the loss you log on the same "
+        f"data (a one-process step on the whole batch), as an all_reduce(SUM) across {k} ranks "
+        f"by hand, or {k} accumulated micro-batches, leaves it; divide by the world size (the "
+        f"number of micro-batches), as DDP's averaging does, or the LR is {k} times what you "
+        f"tuned{also}",
+        arm=finding.arm if finding is not None else None,
+        variable=finding.variable if finding is not None else None,
+    )
