@@ -35,7 +35,7 @@ from labkit.diagnosis.own.step1_capture.replay import Replay
 from labkit.diagnosis.own.step2_h3.logcount import _sliding
 from labkit.diagnosis.own.step2_h3.rebuild import scaled
 from labkit.diagnosis.own.step3_h2.calls import drift
-from labkit.diagnosis.own.step4_h1.gaps import _optimizers_built, summed_backwards
+from labkit.diagnosis.own.step6_decide.gaps import _optimizers_built, summed_backwards
 from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 
 

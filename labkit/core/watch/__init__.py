@@ -36,7 +36,8 @@ from . import (
 from .guard import guarded, safely
 from .table import lr_value as _lr
 from .budget import default_budget, dense_values, nbytes
-from .updates import DTYPES, norms as tensor_norms
+from .norms import norms as tensor_norms
+from .updates import DTYPES
 from ..record import group_name
 from .checks import check_arguments as _check
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import torch
 
 from .budget import Plan
-from .updates import DTYPES, FUSED_MAX
+from .norms import FUSED_MAX
+from .updates import DTYPES
 from .checks import findings
 
 

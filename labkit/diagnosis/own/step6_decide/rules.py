@@ -64,11 +64,11 @@ from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
-from ..step4_h1.gaps import init_gap, loop_gap, references, spread_margin, summed_rule
+from .gaps import init_gap, loop_gap, noted as _noted, references, spread_margin, summed_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import recount
-from ..step4_h1.norms import describe as describe_layers, norms_rule
+from ..step4_h1.norms import norms_rule
 from ..step4_h1.padding import padding_rule
 from ..step2_h3.rebuild import explain
 from .seeds import settle
@@ -378,16 +378,3 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         if found is not None:
             return _noted(found, evs)
     return _noted(_healthy_or_unknown(evs), evs)
-
-
-def _noted(found: OwnFinding, evs) -> OwnFinding:
-    """The frozen parameters (a deliberate freeze convicts nothing) and the per-layer relative
-    updates, reported whatever the verdict."""
-    for note in (
-        evs[0].results.get("frozen_note"),
-        *evs[0].results.get("advice", ()),
-        describe_layers(evs[0]) if "own" in evs[0].results else None,
-    ):
-        if note and note not in found.notes:
-            found.notes.append(note)
-    return found

@@ -23,6 +23,7 @@ import statistics
 
 from ...finding import OwnFinding
 from ..margins import above, below
+from ..step4_h1.norms import describe as describe_layers
 
 INIT_MARGIN = 0.1  # the default init's loop below the learner's init's by this share of the start
 
@@ -172,3 +173,16 @@ def summed_rule(evs, finding: OwnFinding | None) -> OwnFinding | None:
         arm=finding.arm if finding is not None else None,
         variable=finding.variable if finding is not None else None,
     )
+
+
+def noted(found: OwnFinding, evs) -> OwnFinding:
+    """The frozen parameters (a deliberate freeze convicts nothing) and the per-layer relative
+    updates, reported whatever the verdict."""
+    for note in (
+        evs[0].results.get("frozen_note"),
+        *evs[0].results.get("advice", ()),
+        describe_layers(evs[0]) if "own" in evs[0].results else None,
+    ):
+        if note and note not in found.notes:
+            found.notes.append(note)
+    return found
