@@ -53,6 +53,9 @@ def changed_share(xa: list, ya: list, xb: list, yb: list) -> dict | None:
     """{"inputs": share, "pairs": share}: the share of the epoch's examples (inputs alone, and
     inputs with their labels) that one call holds and the other does not, along the axis on
     which the inputs change least (the examples' axis, whatever the layout)."""
+    shapes = [tuple(getattr(t, "shape", ())) for t in xa + xb]
+    if len({s[1:] for s in shapes}) > 1 and len({s[:1] + s[2:] for s in shapes}) > 1:
+        return None  # padded per batch whatever the layout: equal examples would read unequal
     best = None
     for dim in (0, 1):
         ra, rb = _rows(xa, dim), _rows(xb, dim)
@@ -103,7 +106,25 @@ def re_made(evs, part: str) -> list[float] | None:
     return None
 
 
+def _class_ids(ev) -> bool:
+    """Whether each example carries one label (class ids), as opposed to a sequence of them."""
+    try:
+        return proto.labels_of(ev.batches[0]).dim() == 1
+    except Exception:  # labels this check cannot read: say nothing about their kind
+        return False
+
+
 def describe(evs, part: str, shares: list[float]) -> str:
+    if part == "labels" and not _class_ids(evs[0]):  # sequences of labels: not re-encoded ids
+        return (
+            f"the labels change between two calls of batches() for the same inputs: "
+            f"{shares[0]:.0%} / {shares[1]:.0%} of the examples both calls hold carry another "
+            f"label sequence on seeds {evs[0].seed} / {evs[1].seed}, so each example's labels "
+            "depend on which rows share its batch: the labels are decorrelated from their "
+            "inputs (built from the rows in another order than the inputs, e.g. sorted or "
+            "shuffled after the inputs were made); build inputs and labels from the same rows "
+            "in the same order"
+        )
     ids = part == "inputs" and drift(evs[0])["integer"]
     what = "the token ids" if ids else "the class ids" if part == "labels" else "the input values"
     cause = (
