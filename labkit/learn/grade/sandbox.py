@@ -95,9 +95,11 @@ def bwrap_command(command: list, *, work: str, env: dict, memory: int = MEMORY) 
     for name in ETC:
         if os.path.exists(f"/etc/{name}"):
             line += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    # the private /tmp first: a checkout or an environment under /tmp (a CI clone) is bound
+    # over it afterwards, read-only, instead of being hidden by it
+    line += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
     for p in readable():
         line += ["--ro-bind", p, p]
-    line += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
     line += ["--bind", work, work, "--chdir", work]
     line += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     line += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
