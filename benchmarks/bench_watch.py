@@ -4,14 +4,17 @@ Run with ``make bench`` (or ``python benchmarks/bench_watch.py``). One process, 
 For each model (MLPs of about 10k to 10M parameters trained with SGD, GPT-2-shaped
 decoders of about 2M to 100M parameters trained with AdamW, random init, nothing
 downloaded) and each thread setting (1 thread, then torch's default), it alternates a
-block of plain steps with a block of watched steps (a fresh `labkit.watch` per block,
-`columns()` at its end included) and reports medians:
+block of plain steps with a block of at least 20 watched steps (a fresh `labkit.watch`
+per block) and reports medians:
 
     plain, watched  seconds per step: zero_grad, forward, loss, backward, step, loss.item()
     ratio           median over the pairs of (watched block / the plain block before it)
                     (bar: <= 1.10); pairing keeps a busy machine's drift out of it
     best            fastest watched block / fastest plain block: on a shared machine other
                     jobs only ever add time, so this is the cost of the work itself
+    once            what a run pays once, whatever its length: building the watch and
+                    reading its table back (`columns()`), in ms; outside the ratio, which
+                    is the cost of a step
     cpu             the same ratio of process CPU seconds: a cross-check when other jobs
                     share the cores (wall time then swings far more than CPU time)
     kept            bytes the watch keeps beside the parameters, % of parameter bytes
@@ -137,6 +140,7 @@ def sync(device):
         torch.cuda.synchronize()
 
 
+MIN_STEPS = 20  # steps per timed block, at least (models under 20M parameters)
 CPU_S = [0.0]  # process CPU seconds of the last timed block (a cross-check on a busy machine)
 
 
@@ -156,14 +160,25 @@ def steps(model, opt, loss_fn, n, device) -> float:
     return time.perf_counter() - t0
 
 
+ONCE_S = [0.0]  # seconds of the last watched block spent once per run: watch() and columns()
+
+
 def watched(model, opt, loss_fn, n, device) -> tuple[float, labkit.Watch]:
+    """Seconds for n watched steps; the watch's once-per-run costs (building it, reading its
+    table back) are timed apart, in ONCE_S: a run of any length pays them once."""
+    sync(device)
+    t_once = time.perf_counter()
     watch = labkit.watch(model, opt)
+    built = time.perf_counter() - t_once
     c0, t0 = time.process_time(), time.perf_counter()
     steps(model, opt, loss_fn, n, device)
-    watch.columns()  # reading the norms back is part of the cost
     sync(device)
     seconds = time.perf_counter() - t0
     CPU_S[0] = time.process_time() - c0
+    t_read = time.perf_counter()
+    watch.columns()  # reading the norms back: once per run
+    sync(device)
+    ONCE_S[0] = built + time.perf_counter() - t_read
     watch.close()
     return seconds, watch
 
@@ -254,14 +269,18 @@ def measure(spec: Spec, device: str, repeats: int, target_s: float) -> dict:
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     first = steps(model, opt, loss_fn, 1, device)  # warm-up: optimizer state, first calls
     per = steps(model, opt, loss_fn, 1, device) or first
-    n = max(2, min(200, int(target_s / per)))
+    # a per-step cost needs blocks long enough that the first step after a fresh watch (its
+    # layouts made once) weighs little: at least MIN_STEPS, but 2 for the biggest models
+    floor = MIN_STEPS if spec.params_hint < 20e6 else 2
+    n = max(floor, min(200, int(target_s / per)))
     watched(model, opt, loss_fn, 1, device)  # warm-up of the watched path
-    plain_s, watch_s, cpu_ratios, watch = [], [], [], None
+    plain_s, watch_s, cpu_ratios, once_s, watch = [], [], [], [], None
     for _ in range(repeats):  # interleaved: machine noise hits both alike
         plain_s.append(steps(model, opt, loss_fn, n, device) / n)
         plain_cpu = CPU_S[0]
         seconds, watch = watched(model, opt, loss_fn, n, device)
         watch_s.append(seconds / n)
+        once_s.append(ONCE_S[0])
         cpu_ratios.append(CPU_S[0] / plain_cpu if plain_cpu else float("nan"))
     p, w = statistics.median(plain_s), statistics.median(watch_s)
     ratios = [b / a for a, b in zip(plain_s, watch_s)]  # each watched block vs the plain before it
@@ -278,6 +297,7 @@ def measure(spec: Spec, device: str, repeats: int, target_s: float) -> dict:
         "ratio": statistics.median(ratios),
         "ratios": ratios,
         "best": min(watch_s) / min(plain_s),
+        "once_s": statistics.median(once_s),
         "cpu_ratio": statistics.median(cpu_ratios) if device == "cpu" else None,
         "kept_bytes": watch.plan.kept_bytes,
         "exact": (
@@ -312,7 +332,7 @@ def fmt_bytes(n) -> str:
 def table(rows: list[dict]) -> str:
     head = (
         f"{'model':11s} {'params':>7s} {'where':>6s} {'plain':>9s} {'watched':>9s} "
-        f"{'ratio':>6s} {'best':>6s} {'cpu':>6s}  {'kept':>16s}  {'peak+':>16s}  norms"
+        f"{'ratio':>6s} {'best':>6s} {'once':>8s} {'cpu':>6s}  {'kept':>16s}  {'peak+':>16s}  norms"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -322,7 +342,7 @@ def table(rows: list[dict]) -> str:
         params = f"{r['params'] / 1e6:.1f}M" if r["params"] >= 1e6 else f"{r['params'] / 1e3:.0f}k"
         lines.append(
             f"{r['model']:11s} {params:>7s} {where:>6s} {r['plain_s'] * 1e3:7.2f}ms "
-            f"{r['watched_s'] * 1e3:7.2f}ms {r['ratio']:6.3f} {r['best']:6.3f} {cpu:>6s}  {pct(r['kept_bytes']):>16s}  "
+            f"{r['watched_s'] * 1e3:7.2f}ms {r['ratio']:6.3f} {r['best']:6.3f} {r['once_s'] * 1e3:6.1f}ms {cpu:>6s}  {pct(r['kept_bytes']):>16s}  "
             f"{pct(r.get('peak_added_bytes')):>16s}  {r['exact']}"
         )
     return "\n".join(lines)

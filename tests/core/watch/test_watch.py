@@ -235,7 +235,7 @@ def test_sparse_embedding_rows_touched_by_a_step_are_not_missed(kind):
     for got, want in zip(run.table["update_norm"], exact):
         assert got == pytest.approx(want, rel=1e-5)
     if kind == "my_adagrad":
-        assert "largest gradient exactly" in run.meta["watch"]["estimated"]["weight"]
+        assert "largest predicted update" in run.meta["watch"]["estimated"]["weight"]
     else:
         name = {"sgd": "SGD", "sparse_adam": "SparseAdam", "adagrad": "Adagrad"}[kind]
         assert name in run.meta["watch"]["from_optimizer"]["weight"]
