@@ -21,10 +21,10 @@ IMPORT = "from labkit import check"
 
 
 def mechanism() -> str:
-    """Exercise A's solved mechanism text: a check call that passes."""
+    """Exercise A's solved mechanism claim and explanation: a check call that passes."""
     nb = nbformat.read(ROOT / "solutions" / "ex_a_break_the_graph.ipynb", as_version=4)
-    source = next(c.source for c in nb.cells if "mechanism = (" in c.source)
-    return source[source.index("mechanism = (") :].split("\n)")[0] + "\n)"
+    source = next(c.source for c in nb.cells if "mechanism = {" in c.source)
+    return source[source.index("mechanism = {") :]
 
 
 def notebook(path: Path, *cells: str) -> Path:
@@ -71,7 +71,7 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("limits")
     folder = tmp / "work"
     folder.mkdir()
-    good = "check.ex_a_mechanism(mechanism)"
+    good = "check.ex_a_mechanism(mechanism, explanation)"
     notebook(folder / "a_crash.ipynb", IMPORT, mechanism(), "answer = 1 / 0\n" + good, good)
     # endless, but asleep: the 20 s it waits for the time-out leave the CPU to the other tests
     notebook(
@@ -208,7 +208,10 @@ def test_a_signal_stops_grading_says_what_was_kept_and_leaves_nothing(tmp_path, 
     store has it, no report half-written, no process and no folder of the run left."""
     token = f"{os.getpid()}{int(sig)}"
     quick = notebook(
-        tmp_path / "a_quick.ipynb", IMPORT, mechanism(), "check.ex_a_mechanism(mechanism)"
+        tmp_path / "a_quick.ipynb",
+        IMPORT,
+        mechanism(),
+        "check.ex_a_mechanism(mechanism, explanation)",
     )
     slow = notebook(
         tmp_path / "b_slow.ipynb", IMPORT, STAYS.format(token=token), "check.ex_a_mechanism('x')"
