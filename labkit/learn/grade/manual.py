@@ -32,20 +32,29 @@ def prose_of(check, text: str | None) -> dict:
     """{part: prose} of one handed-over answer of `check`; {} where it holds none."""
     from .answers import AnswerUnreadable, read_answer
 
-    if not text:
-        return {}
+    if not text or getattr(check, "__name__", "").endswith("_review"):
+        return {}  # a review re-reads the sealed prediction: its `why` is the predict's
     try:
         args, kwargs = read_answer(text)
         bound = inspect.signature(check).bind_partial(*args, **kwargs).arguments
     except (AnswerUnreadable, TypeError, ValueError):
         return {}
+    try:
+        return _prose(bound)
+    except (AttributeError, KeyError, TypeError):  # an answer of another shape: no prose
+        return {}
+
+
+def _prose(bound: dict) -> dict:
+    from ...diagnosis.record.triage import TriageRecord
+
     out = {}
     for name, value in bound.items():
         if name in PROSE_PARAMS and isinstance(value, str) and value.strip():
             out[name] = value
         elif isinstance(value, dict) and isinstance(value.get("why"), str):
             out["why"] = value["why"]
-        elif hasattr(value, "rows"):  # a TriageRecord: its conviction's mechanism line
+        elif isinstance(value, TriageRecord):  # its conviction's mechanism line
             line = (value.rows.get("conviction", {}).get("data") or {}).get("mechanism")
             if isinstance(line, str) and line.strip():
                 out["mechanism line"] = line

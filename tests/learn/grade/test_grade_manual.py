@@ -15,9 +15,10 @@ from labkit.learn.grade import Row, formats, manual
 
 
 def _enc(v):
-    return (
-        {"$": "dict", "items": [[k, _enc(x)] for k, x in v.items()]} if isinstance(v, dict) else v
-    )
+    """`v` as the kernel's hand-over writes it: dicts tagged, lists as lists."""
+    if isinstance(v, dict):
+        return {"$": "dict", "items": [[k, _enc(x)] for k, x in v.items()]}
+    return [_enc(x) for x in v] if isinstance(v, (list, tuple)) else v
 
 
 def test_the_prose_of_an_answer_is_read_from_what_the_kernel_handed_over():
@@ -125,3 +126,15 @@ def test_the_cli_refuses_a_file_it_did_not_write_with_exit_2_and_no_traceback(
     err = capsys.readouterr().err
     assert "has no column 'learner'" in err and "Traceback" not in err
     assert other.read_text() == "name,grade\nada,A\n"  # read, never written
+
+
+def test_a_run_or_a_record_among_the_arguments_is_read_for_prose_only_where_it_has_some():
+    import labkit
+
+    rec = labkit.TriageRecord("x")
+    rec.convict("H3", "the logger divides by a fixed 500")
+    record = {"$": "triage_record", "record": _enc(rec.to_dict())}
+    text = json.dumps({"args": ["A", record, "stale log"], "kwargs": _enc({})})
+    assert manual.prose_of(check.lab15_conviction, text) == {
+        "mechanism line": "the logger divides by a fixed 500"
+    }
