@@ -122,9 +122,11 @@ def answers(arg: Arg, strategy: str, blocks, rng, ctx):
             }[k]
         ]
     if k == "claim":  # a mechanism's form: one choice per part (labkit.learn.check._claim)
+        own = random.Random(repr(sorted(arg.forms.fields)))  # its own draws: a part added to
+        # a claim does not reshuffle the other questions' random answers
         pick = {
             "first": lambda f: f.choices[0],
-            "random": lambda f: rng.choice(f.choices),
+            "random": lambda f: own.choice(f.choices),
             "copy": lambda f: next((c for c in f.choices if c in text_all), f.choices[0]),
         }[strategy]
         return [{name: pick(f) for name, f in arg.forms.fields.items()}]

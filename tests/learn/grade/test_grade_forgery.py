@@ -217,7 +217,7 @@ def __labkit_answer__(cell, name, k, check):
     call = real_answer(cell, name, k, check)
     return (lambda *a, **kw: call(a[0], forged)) if name == "ex_a_mechanism" else call
 """,
-        {"ex_a_mechanism": "Answer with a dict of the keys"},  # the judge's
+        {"ex_a_mechanism": "the answer to ex_a_mechanism could not be read"},  # the judge's
     ),
     "classname": (  # a class of the learner's named as labkit's Run, with forged data
         """class Run:

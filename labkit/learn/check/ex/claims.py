@@ -65,6 +65,12 @@ CLAIMS = {
     ),
     "ex_c": Claim(
         {
+            "first_order_term_grows_like": Field(
+                ("lr squared", "lr"),
+                "lr",
+                "write the second-order Taylor step: the first-order term is the gradient "
+                "times the step, and the step is lr times the gradient.",
+            ),
             "curvature_term_grows_like": Field(
                 ("lr", "lr squared"),
                 "lr squared",
@@ -160,6 +166,11 @@ CLAIMS = {
                 ("the overall accuracy", "a per-class number", "the loss"),
                 "a per-class number",
                 "read the confusion matrix and the minority recall.",
+            ),
+            "minority_recall_at_the_end": Field(
+                ("about the majority's", "one", "zero"),
+                "zero",
+                "read the confusion matrix's row of class 1 at the end.",
             ),
         }
     ),
