@@ -87,3 +87,48 @@ def test_run_all_waits_for_the_seal_stops_at_a_stub_and_the_kernel_reads_idle(fr
         expect(widget.locator(".labkit-redraw")).to_be_disabled()
         expect(widget.locator(".labkit-seal")).to_be_disabled()
     assert not [e for e in errors if NOT_OURS not in e], errors
+
+
+def test_a_page_reloaded_after_a_restart_shows_the_sealed_views_and_what_to_re_run(
+    front_end, tmp_path
+):
+    """Saved, restarted, reloaded (issue 54): the sketch comes back from the notebook's saved
+    widget state, sealed, saying to re-run its cell, where the page read "Error displaying
+    widget: model not found"."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os\n"
+            f"os.environ['LABKIT_HOME'] = {str(tmp_path / 'home')!r}\n"
+            "import labkit\n"
+            "from labkit.widgets import SketchForecast\n"
+            "sketch = SketchForecast(config=labkit.Config(steps=40), key='reload', "
+            "points=[[0, 2.3], [39, 1.0]])\n"
+            "sketch"
+        ),
+        nbformat.v4.new_code_cell("sketch.require()\nprint('SKETCH SEALED')"),
+    ]
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nbformat.write(nb, front_end["dir"] / "reload.ipynb")
+    errors = []
+    with lab_page(front_end, "reload.ipynb", errors, height=900) as page:
+        page.locator(".jp-OutputArea-output", has_text="SKETCH SEALED").wait_for(timeout=90_000)
+        sketch = page.locator(".labkit-sketch").first
+        expect(sketch.locator(".labkit-seal")).to_have_text(re.compile("Sealed"), timeout=30_000)
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(2000)
+        page.locator(".jp-Cell").first.click(position={"x": 2, "y": 2})
+        page.keyboard.press("Escape")
+        page.keyboard.press("0")
+        page.keyboard.press("0")
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=15_000)
+        page.wait_for_timeout(2000)
+        page.reload()
+        page.locator(INDICATOR + "[data-status=idle]").first.wait_for(timeout=60_000)
+        sketch = page.locator(".labkit-sketch").first
+        expect(sketch).to_be_visible(timeout=30_000)
+        expect(sketch.locator(".labkit-seal")).to_have_text(re.compile("Sealed"))
+        expect(sketch.locator(".status")).to_contain_text("re-run this cell")
+        expect(sketch.locator(".labkit-seal")).to_be_disabled()
+        assert page.get_by_text("model not found").count() == 0
+    assert not [e for e in errors if NOT_OURS not in e], errors
