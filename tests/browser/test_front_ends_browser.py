@@ -92,9 +92,9 @@ def test_run_all_waits_for_the_seal_stops_at_a_stub_and_the_kernel_reads_idle(fr
 def test_a_page_reloaded_after_a_restart_shows_the_sealed_views_and_what_to_re_run(
     front_end, tmp_path
 ):
-    """Saved, restarted, reloaded (issue 54): the sketch comes back from the notebook's saved
-    widget state, sealed, saying to re-run its cell, where the page read "Error displaying
-    widget: model not found"."""
+    """Saved, restarted, reloaded (issue 54): the sketch and the prediction form come back
+    from the notebook's saved widget state, sealed, each saying to re-run its cell and with
+    its buttons disabled, where the page read "Error displaying widget: model not found"."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
@@ -107,12 +107,20 @@ def test_a_page_reloaded_after_a_restart_shows_the_sealed_views_and_what_to_re_r
             "sketch"
         ),
         nbformat.v4.new_code_cell("sketch.require()\nprint('SKETCH SEALED')"),
+        nbformat.v4.new_code_cell(  # a prediction sealed once: its form comes back sealed
+            "from labkit.check.ex_a import ex_a_predict\n"
+            "from labkit.widgets import ask_prediction\n"
+            "ex_a_predict({'null_groups': ['backbone.0', 'backbone.2'], 'head_learns': True,\n"
+            "              'why': 'backward stops at the detach; the head after it learns'})\n"
+            "form = ask_prediction('ex_a')"
+        ),
+        nbformat.v4.new_code_cell("print('FORM', form.sealed)"),
     ]
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nbformat.write(nb, front_end["dir"] / "reload.ipynb")
     errors = []
     with lab_page(front_end, "reload.ipynb", errors, height=900) as page:
-        page.locator(".jp-OutputArea-output", has_text="SKETCH SEALED").wait_for(timeout=90_000)
+        page.locator(".jp-OutputArea-output", has_text="FORM True").wait_for(timeout=90_000)
         sketch = page.locator(".labkit-sketch").first
         expect(sketch.locator(".labkit-seal")).to_have_text(re.compile("Sealed"), timeout=30_000)
         page.keyboard.press("Control+s")
@@ -130,5 +138,8 @@ def test_a_page_reloaded_after_a_restart_shows_the_sealed_views_and_what_to_re_r
         expect(sketch.locator(".labkit-seal")).to_have_text(re.compile("Sealed"))
         expect(sketch.locator(".status")).to_contain_text("re-run this cell")
         expect(sketch.locator(".labkit-seal")).to_be_disabled()
+        form = page.locator(".labkit-prediction").first
+        expect(form.locator(".status")).to_contain_text("re-run this cell")
+        expect(form.locator(".labkit-again")).to_be_disabled()
         assert page.get_by_text("model not found").count() == 0
     assert not [e for e in errors if NOT_OURS not in e], errors
