@@ -85,7 +85,17 @@ def graded(tmp_path_factory):
     notebook(folder / "scratch.ipynb", "print('not an exercise')")  # skipped: no check
     (folder / "notes.txt").write_text("not a notebook")
     started = time.monotonic()
-    out = labkit(tmp, "grade", str(folder), "--timeout", "20", "--json", str(tmp / "g.json"))
+    out = labkit(
+        tmp,
+        "grade",
+        str(folder),
+        "--timeout",
+        "20",
+        "--json",
+        str(tmp / "g.json"),
+        "--manual",  # the prose for a person, from the same grading (issue 54)
+        str(tmp / "prose.csv"),
+    )
     elapsed = time.monotonic() - started
     rows = json.loads((tmp / "g.json").read_text())["rows"]
     return (
@@ -104,6 +114,17 @@ def test_a_folder_grades_its_exercise_notebooks(graded):
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr + out.stdout
     assert all(rows.values()) and "scratch.ipynb" not in out.stdout
+
+
+def test_the_prose_of_each_graded_check_is_exported_for_a_person(graded):
+    import csv
+
+    _, _, tmp, _ = graded
+    lines = list(csv.DictReader(open(tmp / "prose.csv", encoding="utf-8")))
+    assert {(r["notebook"].rsplit("/", 1)[-1], r["check"], r["part"]) for r in lines} == {
+        (name, "ex_a_mechanism", "explanation") for name in ("a_crash.ipynb", "b_endless.ipynb")
+    }
+    assert all(r["prose"].startswith("detach() returns") and r["score"] == "" for r in lines)
 
 
 def test_a_crash_before_a_check_never_grades_as_passed(graded):
