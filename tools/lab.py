@@ -35,7 +35,10 @@ LEARNER_VIEW = (
 )  # docs: the README links there
 SOLUTIONS = "solutions"
 QUIET_NEWS = {
-    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+    # a saved notebook keeps its widgets' state, so a page reloaded after a kernel restart shows
+    # the sealed sketch and form (and their "re-run this cell"), not "model not found"
+    "@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True},
 }
 
 
@@ -89,7 +92,8 @@ def lab_command(
 
 
 def quiet_news(prefix: str = sys.prefix) -> Path:
-    """Answer the news question with 'no' in this environment's settings overrides."""
+    """Answer the news question with 'no', and save widget state with each notebook, in this
+    environment's settings overrides (JupyterLab's and Notebook 7's)."""
     path = Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     current = json.loads(path.read_text()) if path.exists() else {}
     for plugin, values in QUIET_NEWS.items():

@@ -6,6 +6,8 @@ instructors keep grades in (`labkit.learn.grade.formats`).
     labkit grade exercises/*.ipynb --gradescope results.json --csv grades.csv --learner ada
     labkit grade class/ --jobs 4 --notebook-timeout 600 --gradebook totals.csv \
         --gradescope results/                      # one results.json per learner
+    labkit grade class/ --manual prose.csv          # the prose, for a person to score
+    labkit grade class/ --manual prose.csv --gradebook totals.csv   # (filled in) their scores
 
 Each notebook's kernel runs in a bubblewrap sandbox (``--sandbox auto``, the default, refuses
 to grade where bwrap does not work, and says how to install it; ``--sandbox none`` grades
@@ -15,6 +17,7 @@ every kernel ends, nothing half-written is left, and one line says what was kept
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 
 from .output import add_json, human, write_json
@@ -90,6 +93,15 @@ def add_grade(sub):
         "after each notebook of the same exercise (see labkit.learn.grade.hidden)",
     )
     p.add_argument(
+        "--manual",
+        default=None,
+        metavar="PATH",
+        help="prose for a person to grade: where PATH does not exist, write it (one CSV line "
+        "per explanation or reason, an empty score column); where it does, read the scores "
+        "filled in there, keep them, and add them to --csv, --gradebook and --json as manual "
+        "points (PATH itself is never written then)",
+    )
+    p.add_argument(
         "--learner",
         default=None,
         help="the learner id for --csv (default: the notebook's labkit_learner metadata)",
@@ -122,19 +134,43 @@ def cmd_grade(args) -> int:
     from ..store.outputs import check_command
 
     notebooks = notebooks_in(args.notebooks)  # a folder stands for its exercise notebooks
-    check_command(outputs, {"NOTEBOOK": notebooks, "--hidden": hidden.files if hidden else None})
+    scores = manual_scores(args.manual)  # read, and refused with a sentence, before grading
+    inputs = {"NOTEBOOK": notebooks, "--hidden": hidden.files if hidden else None}
+    if scores is None and args.manual is not None:
+        outputs["--manual"] = args.manual
+    elif scores is not None:
+        inputs["--manual"] = [args.manual]
+    check_command(outputs, inputs)
+    if scores is not None:  # kept before grading: a score the store contradicts stops here
+        from ..learn.grade.manual import keep_scores
+
+        keep_scores(scores)
 
     mode = sandbox.mode(args.sandbox)  # refused, with how to install bwrap, before any kernel
 
     def write(rows):
+        if scores is not None:
+            from ..learn.grade import manual
+
+            print(manual.apply_scores(rows, scores), file=sys.stderr)
+        elif args.manual is not None:
+            from ..learn.grade import manual
+            from ..store.outputs import write_output
+
+            write_output(args.manual, manual.export_text(rows), parameter="--manual")
         if args.json is not None:
             doc = formats.grades_document(rows, summary(rows), hidden, sandbox=mode)
             write_json(doc, args.json)
         if args.gradescope is not None:
             _gradescope(rows, args, hidden, mode)
         for given, text in (
-            (args.csv, lambda: formats.csv_text(rows, learner=args.learner, hidden=hidden)),
-            (args.gradebook, lambda: formats.gradebook_text(rows, hidden)),
+            (
+                args.csv,
+                lambda: formats.csv_text(
+                    rows, learner=args.learner, hidden=hidden, manual=scores is not None
+                ),
+            ),
+            (args.gradebook, lambda: formats.gradebook_text(rows, hidden, scores is not None)),
         ):
             if given == "-":
                 print(text(), end="")
@@ -153,6 +189,17 @@ def cmd_grade(args) -> int:
             jobs=args.jobs,
             notebook_timeout=args.notebook_timeout,
         )
+
+
+def manual_scores(path) -> list | None:
+    """The scores filled in an existing --manual file; None where there is none to read."""
+    import os
+
+    if path is None or path == "-" or not os.path.isfile(os.path.expanduser(path)):
+        return None
+    from ..learn.grade.manual import read_scores
+
+    return read_scores(os.path.expanduser(path))
 
 
 def _gradescope(rows, args, hidden, mode) -> None:

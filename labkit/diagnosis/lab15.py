@@ -255,6 +255,13 @@ def system_matches(mystery: str, system: str) -> bool:
     return _digest(variant, str(system)) == _SYSTEM[variant]
 
 
+def defect_matches(mystery: str, defect: str) -> bool:
+    """Whether `defect` (a zoo bug's name, or "amp") is the mystery's, or its bug's variant."""
+    variant = _variant(mystery)
+    names = (defect, *(f"{defect}:{v}" for v in getattr(BUGS.get(defect), "variants", ())))
+    return any(_digest(variant, str(n)) == _DEFECT[variant] for n in names)
+
+
 def mechanism_terms(mystery: str, mechanism: str) -> tuple[int, int]:
     """(groups of key terms the mechanism line names, groups it must name)."""
     variant = _variant(mystery)

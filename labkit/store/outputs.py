@@ -31,8 +31,8 @@ from .guard import refuse_store
 FIFO_WAIT_S = 30  # how long a FIFO may stay without a reader before the write is given up
 _OURS = re.compile(
     rb'"format"\s*:\s*"labkit\.[a-z_-]+/\d+"|"output"\s*:\s*"labkit grade:'
-    rb"|^learner,notebook,exercise,check,status,points,max_points,message\r?\n"
-    rb"|^learner,points,max_points,checks_passed,checks,notebooks\r?\n"
+    rb"|^learner,notebook,exercise,check,status,points,max_points,message(,manual_\w+)*\r?\n"
+    rb"|^learner,points,max_points,checks_passed,checks,notebooks(,manual_\w+)*\r?\n"
 )
 _SNIFF = 1 << 20  # the first MiB tells whether labkit wrote a file
 

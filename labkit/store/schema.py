@@ -23,6 +23,7 @@ KINDS = [
     "grade",
     "prediction",
     "prediction_seal",
+    "manual_grade",
 ]  # a new feature appends its kind
 MAX_DEPTH = 32  # lists and objects inside each other; labkit's own records stay under 10
 NUMBER, TEXT, FLAG, WHOLE, NONE = (int, float), (str,), (bool,), (int,), (type(None),)
@@ -43,6 +44,16 @@ FIELDS: dict[str, dict[str, tuple]] = {
     "flashcard": {"box": WHOLE, "seen": WHOLE, "known": WHOLE, "due": TEXT},
     "grade": {"notebook": TEXT, "graded_at": NUMBER, "rows": LIST, "summary": OBJECT},
     "prediction": {"exercise": TEXT, "hits": WHOLE, "total": WHOLE, "sealed_at": NUMBER},
+    "manual_grade": {
+        "learner": TEXT,
+        "notebook": TEXT,
+        "check": TEXT,
+        "part": TEXT,
+        "score": NUMBER,
+        "max_score": NUMBER,
+        "prose_sha256": TEXT,
+        "comment": TEXT,
+    },
     "prediction_seal": {
         "exercise": TEXT,
         "prediction": OBJECT + LIST + TEXT + NUMBER + FLAG + NONE,

@@ -1,5 +1,8 @@
 // The prediction form: one control per question, Seal, and Answer again once sealed.
 // Python checks and seals (seal_requested); this file only draws and reports answers.
+const DEAD = "The kernel behind this form has restarted or stopped, so it can no longer seal " +
+  "or answer again: re-run this cell for a live form (a sealed prediction comes back from " +
+  "your learner store).";
 function control(q, answers, onChange) {
   const row = document.createElement("div");
   row.className = "question";
@@ -100,14 +103,34 @@ function render({ model, el }) {
     status.className = "status";
     status.textContent = model.get("message");
     root.appendChild(status);
+    if (dead()) {  // no kernel behind this view: nothing here can seal or unseal any more
+      for (const c of root.querySelectorAll("input, select, textarea, button")) c.disabled = true;
+      status.textContent = DEAD;
+      root.classList.add("is-dead");
+    }
   };
+  // A view whose kernel restarted or died holds a model with no kernel behind it: the
+  // kernel's own status says so, and ipywidgets marks a view whose comm it closed.
+  let gone = false;
+  const kernel = model.widget_manager && model.widget_manager.kernel;
+  const onStatus = (_, state) => {
+    if (["restarting", "autorestarting", "dead"].includes(state)) {
+      gone = true;
+      draw();
+    }
+  };
+  if (kernel && kernel.statusChanged) kernel.statusChanged.connect(onStatus);
+  const dead = () => gone || !!el.closest(".jupyter-widgets-disconnected");
   const events = ["change:sealed", "change:message", "change:spec"];
   events.forEach((e) => model.on(e, draw));
   draw();
   // Tell the kernel a front end shows this form: the cell may then wait for the Seal.
   model.set("rendered", model.get("rendered") + 1);
   model.save_changes();
-  return () => events.forEach((e) => model.off(e, draw));
+  return () => {
+    events.forEach((e) => model.off(e, draw));
+    if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
+  };
 }
 
 export default { render };

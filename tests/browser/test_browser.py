@@ -71,6 +71,10 @@ def serve(tmp_path, front_end: str = "lab"):
     notebook = tmp_path / "lab-settings" / "@jupyterlab" / "notebook-extension"
     notebook.mkdir(parents=True)
     (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    # as `make lab` sets it (tools/lab.py): a saved notebook keeps its widgets' state
+    manager = tmp_path / "lab-settings" / "@jupyter-widgets" / "jupyterlab-manager"
+    manager.mkdir(parents=True)
+    (manager / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
     port, token = free_port(), secrets.token_hex(16)
     # `python -m jupyterlab ...`, its kernels forked from the worker's zygote (tests/warm_kernels.py):
     # real ipykernels, with torch imported before the fork

@@ -2,8 +2,9 @@
 waits at the run cell, the learner draws and seals, the run goes on by itself and stops at an
 exercise's `NotImplementedError` stub, and then the kernel indicator reads idle (it stayed
 "Busy" when the cells that Run All had queued behind the wait were aborted without their
-idle status). After a kernel restart the old sketch says so ("re-run this cell") and its
-buttons are disabled (Draw again did nothing there). One server per front end for the module. Notebook 7's own page logs "Cannot
+idle status). After a kernel restart the old sketch and prediction form say so ("re-run this
+cell") and their buttons are disabled (Draw again did nothing there); saved and reloaded, the
+page shows both again from the saved widget state, not "model not found". One server per front end for the module. Notebook 7's own page logs "Cannot
 read properties of undefined (reading 'schema')" on every load, before any labkit code: that
 line is left out of the console errors checked here. Needs Chromium; without it the tests
 are skipped."""
@@ -39,6 +40,15 @@ def stub_notebook(folder, history) -> str:
         ),
         nbformat.v4.new_code_cell(
             "sketch.require()\nscores = sketch.score(labkit.train(cfg))\nprint('SCORED')"
+        ),
+        nbformat.v4.new_code_cell(  # a prediction sealed once, in a store of this test's own:
+            "import os\n"  # its form comes back sealed, and Run All goes on
+            f"os.environ['LABKIT_HOME'] = {str(history.parent / 'home')!r}\n"
+            "from labkit.check.ex_a import ex_a_predict\n"
+            "from labkit.widgets import ask_prediction\n"
+            "ex_a_predict({'null_groups': ['backbone.0', 'backbone.2'], 'head_learns': True,\n"
+            "              'why': 'backward stops at the detach; the head after it learns'})\n"
+            "form = ask_prediction('ex_a')"
         ),
         nbformat.v4.new_code_cell(
             "def your_fix():\n    raise NotImplementedError('your fix goes here')\n\n\nyour_fix()"
@@ -76,6 +86,8 @@ def test_run_all_waits_for_the_seal_stops_at_a_stub_and_the_kernel_reads_idle(fr
         expect(indicator).to_have_attribute("data-status", "idle", timeout=15_000)
         assert outputs.filter(has_text="NOT RUN").count() == 0  # Run All stopped at the stub
         assert state(front_end) == "idle"
+        page.keyboard.press("Control+s")  # with the widgets' state, as `make lab` saves it
+        page.wait_for_timeout(2000)
         # a restart (0, 0 in command mode, as a learner does it) leaves the old view without
         # a kernel: it says so, and nothing on it stays live
         page.locator(".jp-Cell").first.click(position={"x": 2, "y": 2})
@@ -86,4 +98,17 @@ def test_run_all_waits_for_the_seal_stops_at_a_stub_and_the_kernel_reads_idle(fr
         expect(widget.locator(".status")).to_contain_text("re-run this cell", timeout=30_000)
         expect(widget.locator(".labkit-redraw")).to_be_disabled()
         expect(widget.locator(".labkit-seal")).to_be_disabled()
+        form = page.locator(".labkit-prediction").first
+        expect(form.locator(".status")).to_contain_text("re-run this cell")
+        # reloaded after the restart: both views come back from the saved state, sealed,
+        # saying the same, where the page read "Error displaying widget: model not found"
+        page.reload()
+        page.locator(INDICATOR + "[data-status=idle]").first.wait_for(timeout=60_000)
+        expect(page.locator(".labkit-sketch .labkit-seal").first).to_have_text(
+            re.compile("Sealed"), timeout=30_000
+        )
+        for view in (page.locator(".labkit-sketch").first, form):
+            expect(view.locator(".status")).to_contain_text("re-run this cell")
+        expect(form.locator(".labkit-again")).to_be_disabled()
+        assert page.get_by_text("model not found").count() == 0
     assert not [e for e in errors if NOT_OURS not in e], errors

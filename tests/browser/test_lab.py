@@ -54,6 +54,8 @@ def test_lab_requires_the_token():
         overrides = Path(sys.prefix, "share", "jupyter", "lab", "settings", "overrides.json")
         news = json.loads(overrides.read_text())["@jupyterlab/apputils-extension:notification"]
         assert news["fetchNews"] == "false"
+        widgets = json.loads(overrides.read_text())["@jupyter-widgets/jupyterlab-manager:plugin"]
+        assert widgets["saveState"] is True  # a reload after a restart shows the saved views
         assert _get(f"{base}/api/contents/notebooks") == 403
         assert _get(f"{base}/api/contents/notebooks?token=wrong-token") == 403
         assert _get(f"{base}/api/contents/notebooks?token={token}") == 200

@@ -41,11 +41,11 @@ def test_forecast_must_be_checkable():
 def test_the_conviction_needs_a_strict_filled_record():
     rec = TriageRecord("x", strict=True)
     with pytest.raises(check.NotYetAnswered, match="no conviction yet"):
-        check.lab15_conviction("A", rec)
+        check.lab15_conviction("A", rec, "stale log")
     plain = TriageRecord("x")
     plain.convict("H3", "a guess with no rows behind it")
     with pytest.raises(check.CheckFailed, match="needs its strict record"):
-        check.lab15_conviction("A", plain)
+        check.lab15_conviction("A", plain, "stale log")
 
 
 SOLVED = (

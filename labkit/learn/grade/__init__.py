@@ -23,7 +23,7 @@ forecast history. A notebook with no answer check is not an exercise: `GradeErro
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .missing import missing
@@ -36,6 +36,7 @@ from . import batch
 from .batch import Interrupted, check_jobs, preload  # noqa: F401
 from .verdict import verdict
 from .hidden import exercise_of
+from .manual import prose_of
 
 OWN_ERRORS = ("CheckFailed", "NotYetAnswered", "CellTimeoutError")  # not the learner's code
 VERDICTS = threading.Lock()  # one notebook's checks at a time: `replaying` is process-wide
@@ -51,6 +52,8 @@ class Row:
     status: str  # one of STATUSES
     message: str  # the teaching sentence, or what stopped the cell
     cell: int  # index of the cell that calls the check
+    prose: dict = field(default_factory=dict)  # part -> the learner's prose, for a person
+    manual: dict | None = None  # {"points", "max_points"} a person gave (`grade.manual`)
 
 
 def grade_notebook(
@@ -140,6 +143,7 @@ def _rows(path, plan, run, names, hidden, sandbox="none") -> list[Row]:
             text = run.answers.get((i, name, occurrence(plan, at)))
             got = verdict(check, name, text, sandbox)
             rows.append(_row(path, i, name, names, got, run, unsealed))
+            rows[-1].prose = prose_of(check, text)
     return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)
 
 

@@ -30,6 +30,7 @@ CSV_COLUMNS = (
     "max_points",
     "message",
 )
+MANUAL_COLUMNS = ("manual_points", "manual_max_points")  # a person's scores (--manual)
 LEARNER_KEY = "labkit_learner"  # notebook metadata: {"labkit_learner": "ada"}
 
 
@@ -130,17 +131,28 @@ def gradescope(
 GRADEBOOK_COLUMNS = ("learner", "points", "max_points", "checks_passed", "checks", "notebooks")
 
 
-def gradebook_text(rows, hidden=None) -> str:
+def gradebook_text(rows, hidden=None, manual: bool = False) -> str:
     """One CSV line per learner, the columns an LMS gradebook import reads (an id, points,
-    points possible), then the checks passed and the notebooks graded."""
+    points possible), then the checks passed and the notebooks graded; `manual`: then the
+    points a person gave the prose (blank while any of it is unscored), and their maximum."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(GRADEBOOK_COLUMNS)
+    writer.writerow(GRADEBOOK_COLUMNS + (MANUAL_COLUMNS if manual else ()))
+    ids = {nb: learner_id(nb) for nb in dict.fromkeys(r.notebook for r in rows)} if manual else {}
     for who, g in totals(rows, hidden).items():
-        writer.writerow(
-            [who, g["points"], g["max_points"], g["passed"], g["checks"], " ".join(g["notebooks"])]
-        )
+        line = [who, g["points"], g["max_points"], g["passed"], g["checks"]]
+        line.append(" ".join(g["notebooks"]))
+        if manual:
+            scored = [r.manual for r in rows if r.manual and ids[r.notebook] == who]
+            done = scored and all(m["points"] is not None for m in scored)
+            line += [_n(sum(m["points"] for m in scored)) if done else ""]
+            line += [_n(sum(m["max_points"] for m in scored))]
+        writer.writerow(line)
     return buf.getvalue()
+
+
+def _n(x: float):
+    return int(x) if float(x).is_integer() else round(x, 3)
 
 
 def learner_id(notebook) -> str:
@@ -178,16 +190,23 @@ def learner_of(notebook, given: str | None) -> str:
         return ""
 
 
-def csv_text(rows, *, learner: str | None = None, hidden=None) -> str:
-    """One line per notebook and check: learner, notebook, exercise, check, status, points."""
+def csv_text(rows, *, learner: str | None = None, hidden=None, manual: bool = False) -> str:
+    """One line per notebook and check: learner, notebook, exercise, check, status, points;
+    `manual`: then the points a person gave its prose (blank where none or not yet)."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    columns = CSV_COLUMNS + (MANUAL_COLUMNS if manual else ())
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     ids = {}
     for r, d in zip(rows, scored(rows, hidden)):
         if r.notebook not in ids:
             ids[r.notebook] = learner_of(r.notebook, learner)
-        writer.writerow({"learner": ids[r.notebook], **{k: d[k] for k in CSV_COLUMNS[1:]}})
+        line = {"learner": ids[r.notebook], **{k: d[k] for k in CSV_COLUMNS[1:]}}
+        if manual:
+            m = r.manual or {"points": None, "max_points": None}
+            line["manual_points"] = "" if m["points"] is None else _n(m["points"])
+            line["manual_max_points"] = "" if m["max_points"] is None else _n(m["max_points"])
+        writer.writerow(line)
     return buf.getvalue()
 
 

@@ -45,10 +45,10 @@ FOR_A_PERSON = "a person grades the reason"  # labkit.learn.check._words.read_re
 
 @dataclass
 class Arg:
-    kind: str  # choice, bool, groups, text, int, number, intdict, numdict, prediction
+    kind: str  # choice, bool, groups, text, int, number, intdict, numdict, prediction, claim
     choices: tuple = ()
     truth: Callable | None = None  # for number kinds: the right value (the oracle copier's target)
-    forms: dict = field(default_factory=dict)  # for prediction
+    forms: object = field(default_factory=dict)  # for prediction: its FORMS; for claim: a Claim
 
 
 @dataclass
@@ -118,8 +118,18 @@ def answers(arg: Arg, strategy: str, blocks, rng, ctx):
                 "number": None,
                 "intdict": {},
                 "numdict": {},
+                "claim": {},
             }[k]
         ]
+    if k == "claim":  # a mechanism's form: one choice per part (labkit.learn.check._claim)
+        own = random.Random(repr(sorted(arg.forms.fields)))  # its own draws: a part added to
+        # a claim does not reshuffle the other questions' random answers
+        pick = {
+            "first": lambda f: f.choices[0],
+            "random": lambda f: own.choice(f.choices),
+            "copy": lambda f: next((c for c in f.choices if c in text_all), f.choices[0]),
+        }[strategy]
+        return [{name: pick(f) for name, f in arg.forms.fields.items()}]
     if k == "choice":
         named = [c for c in arg.choices if str(c) in text_all]
         return [
@@ -230,7 +240,11 @@ def ex_a():
     questions = [
         Question("ex_a_predict", [pred], lambda x, p: c.ex_a_predict(p)),
         Question("ex_a_review", [pred], lambda x, p: c.ex_a_review(p, x["healthy"], x["detached"])),
-        Question("ex_a_mechanism", [Arg("text")], lambda x, t: c.ex_a_mechanism(t)),
+        Question(
+            "ex_a_mechanism",
+            [Arg("claim", forms=c.CLAIM), Arg("text")],
+            lambda x, m, t: c.ex_a_mechanism(m, t),
+        ),
         Question(
             "ex_a_steps_to",
             [
@@ -270,7 +284,11 @@ def ex_b():
     questions = [
         Question("ex_b_predict", [pred], lambda x, p: c.ex_b_predict(p)),
         Question("ex_b_review", [pred], lambda x, p: c.ex_b_review(p, x["runs"])),
-        Question("ex_b_mechanism", [Arg("text")], lambda x, t: c.ex_b_mechanism(t)),
+        Question(
+            "ex_b_mechanism",
+            [Arg("claim", forms=c.CLAIM), Arg("text")],
+            lambda x, m, t: c.ex_b_mechanism(m, t),
+        ),
         Question(
             "ex_b_growth",
             [Arg("number", truth=lambda x: c.growth(x["runs"]["backbone_only"]))],
@@ -328,7 +346,11 @@ def ex_c():
             [Arg("number", truth=lambda x: 2 * x["g_sq"] / x["g_h_g"])],
             lambda x, v: c.ex_c_uphill_lr(v, x["g_sq"], x["g_h_g"]),
         ),
-        Question("ex_c_mechanism", [Arg("text")], lambda x, t: c.ex_c_mechanism(t)),
+        Question(
+            "ex_c_mechanism",
+            [Arg("claim", forms=c.CLAIM), Arg("text")],
+            lambda x, m, t: c.ex_c_mechanism(m, t),
+        ),
         Question(
             "ex_c_transfer",
             [Arg("choice", c.X10), Arg("text")],
@@ -379,7 +401,11 @@ def ex_d():
         Question(
             "ex_d_review", [pred], lambda x, p: c.ex_d_review(p, x["run"], x["control"], x["seen"])
         ),
-        Question("ex_d_mechanism", [Arg("text")], lambda x, t: c.ex_d_mechanism(t)),
+        Question(
+            "ex_d_mechanism",
+            [Arg("claim", forms=c.CLAIM), Arg("text")],
+            lambda x, m, t: c.ex_d_mechanism(m, t),
+        ),
         Question(
             "ex_d_first_gap",
             [Arg("number", truth=gap)],
@@ -433,7 +459,11 @@ def ex_e():
     questions = [
         Question("ex_e_predict", [pred], lambda x, p: c.ex_e_predict(p)),
         Question("ex_e_review", [pred], lambda x, p: c.ex_e_review(p, x["runs"], x["batches"])),
-        Question("ex_e_mechanism", [Arg("text")], lambda x, t: c.ex_e_mechanism(t)),
+        Question(
+            "ex_e_mechanism",
+            [Arg("claim", forms=c.CLAIM), Arg("text")],
+            lambda x, m, t: c.ex_e_mechanism(m, t),
+        ),
         Question(
             "ex_e_two_ahead_floor",
             [Arg("number", truth=lambda x: floor(x["val"], x["succ"], ahead=2))],
@@ -492,7 +522,11 @@ def ex_f():
             [Arg("number", truth=lambda x: c.constant_loss(x["y"]))],
             lambda x, v: c.ex_f_constant_loss(v, x["y"]),
         ),
-        Question("ex_f_mechanism", [Arg("text")], lambda x, t: c.ex_f_mechanism(t)),
+        Question(
+            "ex_f_mechanism",
+            [Arg("claim", forms=c.CLAIM), Arg("text")],
+            lambda x, m, t: c.ex_f_mechanism(m, t),
+        ),
         Question(
             "ex_f_exact_match",
             [Arg("number", truth=lambda x: 0.95**10)],

@@ -15,7 +15,10 @@ pytestmark = pytest.mark.slow  # one grading starts a Jupyter kernel
 
 def test_an_unreadable_notebook_is_a_row_and_an_unwritable_store_loses_no_report(tmp_path):
     good = notebook(
-        tmp_path / "ex_a_mine.ipynb", IMPORT, mechanism(), "check.ex_a_mechanism(mechanism)"
+        tmp_path / "ex_a_mine.ipynb",
+        IMPORT,
+        mechanism(),
+        "check.ex_a_mechanism(mechanism, explanation)",
     )
     broken = tmp_path / "ex_b_broken.ipynb"
     broken.write_text("{ not json")

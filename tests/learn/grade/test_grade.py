@@ -167,7 +167,9 @@ def test_a_failed_check_shows_its_sentence_once_in_a_box_not_a_traceback(tmp_pat
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "from labkit.check import ex_a_mechanism\nex_a_mechanism('the detach blocks the backbone')"
+            "from labkit.check import ex_a_mechanism\n"
+            "ex_a_mechanism({'backward_stops': 'at the detach', 'backbone_grad': 'zero', "
+            "'head': 'learns', 'backbone_weights': 'move slowly'}, 'the detach blocks it')"
         )
     ]
     NotebookClient(nb, kernel_name="python3", allow_errors=True).execute()
@@ -176,8 +178,8 @@ def test_a_failed_check_shows_its_sentence_once_in_a_box_not_a_traceback(tmp_pat
     html = [o for o in outputs if o.output_type == "display_data"]
     assert error and error[0].ename == "CheckFailed"
     assert len(error[0].traceback) == 1 and "File" not in error[0].traceback[0]
-    assert "of the 4 ideas of the rubric" not in error[0].traceback[0]  # said once: in the box
-    assert html and "of the 4 ideas of the rubric" in html[0].data["text/html"]
+    assert "parts of your claim" not in error[0].traceback[0]  # said once: in the box
+    assert html and "2 of the 4 parts of your claim" in html[0].data["text/html"]
 
 
 def test_a_placeholder_or_missing_work_is_not_yet_answered_not_failed():
@@ -189,9 +191,9 @@ def test_a_placeholder_or_missing_work_is_not_yet_answered_not_failed():
     with pytest.raises(NotYetAnswered, match="Replace the ... placeholder"):
         ex_a_mechanism(...)
     with pytest.raises(NotYetAnswered, match="no conviction yet"):
-        lab15_conviction("A", labkit.TriageRecord("blank"))
+        lab15_conviction("A", labkit.TriageRecord("blank"), "stale log")
     with pytest.raises(_base.CheckFailed) as wrong:
-        ex_a_mechanism("the loss falls")
+        ex_a_mechanism("the loss falls", "the loss falls as the head learns")
     assert not isinstance(wrong.value, NotYetAnswered)
     assert [o["status"] for o in _base.OUTCOMES[before:]] == [
         "not yet answered",

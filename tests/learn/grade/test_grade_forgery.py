@@ -49,7 +49,7 @@ CELLS = [
         'run_of(("backbone.0",))'
     ),
     "print(ex_a_review(prediction, healthy, detached))",
-    'print(check.ex_a_mechanism("the loss falls"))',
+    'print(check.ex_a_mechanism({"head": "learns"}, "the loss falls"))',
     "print(ex_a_steps_to(..., healthy, detached))",
     (
         'deeper_groups = ["backbone.2"]\n'
@@ -215,9 +215,9 @@ TARGETED = {  # forged answers to one check: that row never passes, the others a
 real_answer = __labkit_answer__
 def __labkit_answer__(cell, name, k, check):
     call = real_answer(cell, name, k, check)
-    return (lambda *a, **kw: call(forged)) if name == "ex_a_mechanism" else call
+    return (lambda *a, **kw: call(a[0], forged)) if name == "ex_a_mechanism" else call
 """,
-        {"ex_a_mechanism": "Write your explanation as a string; got function."},  # the judge's
+        {"ex_a_mechanism": "the answer to ex_a_mechanism could not be read"},  # the judge's
     ),
     "classname": (  # a class of the learner's named as labkit's Run, with forged data
         """class Run:

@@ -237,3 +237,18 @@ def test_csv_and_json_rows_match_the_checks(graded):
     assert {r["notebook"] for r in rows} == {NB}  # relative to the submission
     assert grades["format"] == "labkit.grades/2"
     assert (grades["score"], grades["max_score"]) == (5, 9)
+
+
+@pytest.mark.slow
+@pytest.mark.ex_a
+def test_the_json_rows_carry_the_prose_for_a_person(graded):
+    """The prose each check was handed (issue 54), read from the same grading: what
+    `labkit grade --manual` exports for a person to score."""
+    _, _, _, grades = graded["solved"]
+    prose = {r["check"]: sorted(r["prose"]) for r in grades["rows"] if r["prose"]}
+    assert prose == {
+        "ex_a_predict": ["why"],
+        "ex_a_mechanism": ["explanation"],
+        "ex_a_transfer": ["reason"],
+    }
+    assert all(r["manual"] is None for r in grades["rows"])  # no person has scored yet

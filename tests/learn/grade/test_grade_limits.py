@@ -21,10 +21,10 @@ IMPORT = "from labkit import check"
 
 
 def mechanism() -> str:
-    """Exercise A's solved mechanism text: a check call that passes."""
+    """Exercise A's solved mechanism claim and explanation: a check call that passes."""
     nb = nbformat.read(ROOT / "solutions" / "ex_a_break_the_graph.ipynb", as_version=4)
-    source = next(c.source for c in nb.cells if "mechanism = (" in c.source)
-    return source[source.index("mechanism = (") :].split("\n)")[0] + "\n)"
+    source = next(c.source for c in nb.cells if "mechanism = {" in c.source)
+    return source[source.index("mechanism = {") :]
 
 
 def notebook(path: Path, *cells: str) -> Path:
@@ -71,7 +71,7 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("limits")
     folder = tmp / "work"
     folder.mkdir()
-    good = "check.ex_a_mechanism(mechanism)"
+    good = "check.ex_a_mechanism(mechanism, explanation)"
     notebook(folder / "a_crash.ipynb", IMPORT, mechanism(), "answer = 1 / 0\n" + good, good)
     # endless, but asleep: the 20 s it waits for the time-out leave the CPU to the other tests
     notebook(
@@ -85,7 +85,17 @@ def graded(tmp_path_factory):
     notebook(folder / "scratch.ipynb", "print('not an exercise')")  # skipped: no check
     (folder / "notes.txt").write_text("not a notebook")
     started = time.monotonic()
-    out = labkit(tmp, "grade", str(folder), "--timeout", "20", "--json", str(tmp / "g.json"))
+    out = labkit(
+        tmp,
+        "grade",
+        str(folder),
+        "--timeout",
+        "20",
+        "--json",
+        str(tmp / "g.json"),
+        "--manual",  # the prose for a person, from the same grading (issue 54)
+        str(tmp / "prose.csv"),
+    )
     elapsed = time.monotonic() - started
     rows = json.loads((tmp / "g.json").read_text())["rows"]
     return (
@@ -104,6 +114,17 @@ def test_a_folder_grades_its_exercise_notebooks(graded):
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr + out.stdout
     assert all(rows.values()) and "scratch.ipynb" not in out.stdout
+
+
+def test_the_prose_of_each_graded_check_is_exported_for_a_person(graded):
+    import csv
+
+    _, _, tmp, _ = graded
+    lines = list(csv.DictReader(open(tmp / "prose.csv", encoding="utf-8")))
+    assert {(r["notebook"].rsplit("/", 1)[-1], r["check"], r["part"]) for r in lines} == {
+        (name, "ex_a_mechanism", "explanation") for name in ("a_crash.ipynb", "b_endless.ipynb")
+    }
+    assert all(r["prose"].startswith("detach() returns") and r["score"] == "" for r in lines)
 
 
 def test_a_crash_before_a_check_never_grades_as_passed(graded):
@@ -208,7 +229,10 @@ def test_a_signal_stops_grading_says_what_was_kept_and_leaves_nothing(tmp_path, 
     store has it, no report half-written, no process and no folder of the run left."""
     token = f"{os.getpid()}{int(sig)}"
     quick = notebook(
-        tmp_path / "a_quick.ipynb", IMPORT, mechanism(), "check.ex_a_mechanism(mechanism)"
+        tmp_path / "a_quick.ipynb",
+        IMPORT,
+        mechanism(),
+        "check.ex_a_mechanism(mechanism, explanation)",
     )
     slow = notebook(
         tmp_path / "b_slow.ipynb", IMPORT, STAYS.format(token=token), "check.ex_a_mechanism('x')"

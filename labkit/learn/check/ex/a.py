@@ -2,7 +2,7 @@
 
 Before the runs: `ex_a_predict` seals which groups lose their gradient and whether the head
 learns, with a reason. After them: `ex_a_review` shows the prediction against the runs (a
-miss is the lesson, not a failure); `ex_a_mechanism` reads the explanation by `MECHANISM`;
+miss is the lesson, not a failure); `ex_a_mechanism` judges the claim (`CLAIM`) exactly and keeps the explanation for a person;
 `ex_a_steps_to` asks for a number computed from the runs; `ex_a_transfer` asks about a
 detach one layer deeper before that run exists.
 """
@@ -13,8 +13,12 @@ import math
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, layer_groups
-from .._words import noted, read_reason, score_rubric
+from .._claim import judge_mechanism
+from .._words import noted, read_reason
+from .claims import CLAIMS, MODEL_ANSWERS
 from .rubrics.a import MECHANISM, TRANSFER_REASON
+
+CLAIM = CLAIMS["ex_a"]  # the mechanism's form: print(CLAIM)
 
 GROUPS = ("backbone.0", "backbone.2", "head")
 FORMS = {"null_groups": ("groups", GROUPS), "head_learns": ("bool",), "why": ("text",)}
@@ -45,9 +49,10 @@ def ex_a_review(prediction, healthy, detached) -> str:
 
 
 @answer_check
-def ex_a_mechanism(text) -> str:
-    """The mechanism in your words, read by the MECHANISM rubric."""
-    return score_rubric(text, MECHANISM, "your explanation")
+def ex_a_mechanism(claim, explanation) -> str:
+    """The mechanism as a claim (`CLAIM`, judged exactly) and your explanation (kept
+    for a person; the `MECHANISM` rubric's reading comes back as a hint only)."""
+    return judge_mechanism(claim, explanation, CLAIM, MECHANISM, MODEL_ANSWERS["ex_a"])
 
 
 def first_below(run, level: float = LEVEL):

@@ -3,7 +3,7 @@
 Before the runs: `ex_b_predict` seals, for both broken runs, which groups never move, the
 state of a left-out gradient, whether zero_grad() clears it, and which omission costs
 more, with a reason. After them: `ex_b_review` (misses are shown, not failed);
-`ex_b_mechanism` (the `MECHANISM` rubric); `ex_b_growth`, a number computed from the
+`ex_b_mechanism` (a claim from `CLAIM`, judged exactly; the explanation kept for a person); `ex_b_growth`, a number computed from the
 run; `ex_b_transfer`, an optimizer built from another subset, before that run.
 """
 
@@ -13,8 +13,12 @@ import math
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, layer_groups, need_bool
-from .._words import noted, read_reason, score_rubric
+from .._claim import judge_mechanism
+from .._words import noted, read_reason
+from .claims import CLAIMS, MODEL_ANSWERS
 from .rubrics.b import MECHANISM, TRANSFER_REASON
+
+CLAIM = CLAIMS["ex_b"]  # the mechanism's form: print(CLAIM)
 
 GROUPS = ("backbone.0", "backbone.2", "head")
 GRAD_STATES = ("finite", "none", "zero")  # "finite": a nonzero number
@@ -69,9 +73,10 @@ def ex_b_review(prediction, runs: dict) -> str:
 
 
 @answer_check
-def ex_b_mechanism(text) -> str:
-    """The mechanism in your words, read by the MECHANISM rubric."""
-    return score_rubric(text, MECHANISM, "your explanation")
+def ex_b_mechanism(claim, explanation) -> str:
+    """The mechanism as a claim (`CLAIM`, judged exactly) and your explanation (kept
+    for a person; the `MECHANISM` rubric's reading comes back as a hint only)."""
+    return judge_mechanism(claim, explanation, CLAIM, MECHANISM, MODEL_ANSWERS["ex_b"])
 
 
 def growth(run, group: str = "head") -> float:

@@ -2,7 +2,7 @@
 
 Before the sweep: `ex_c_predict` seals a role for every LR, with a reason. After it:
 `ex_c_review` (misses are shown, not failed); `ex_c_update_ratio` and `ex_c_uphill_lr`,
-numbers computed from the runs; `ex_c_mechanism` (the `MECHANISM` rubric); and
+numbers computed from the runs; `ex_c_mechanism` (a claim from `CLAIM`, judged exactly; the explanation kept for a person); and
 `ex_c_transfer`, LR x10 from a later state of the best run, before that run.
 """
 
@@ -12,8 +12,12 @@ import math
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, need_one_of
-from .._words import noted, read_reason, score_rubric
+from .._claim import judge_mechanism
+from .._words import noted, read_reason
+from .claims import CLAIMS, MODEL_ANSWERS
 from .rubrics.c import MECHANISM, TRANSFER_REASON
+
+CLAIM = CLAIMS["ex_c"]  # the mechanism's form: print(CLAIM)
 
 ROLES = ("too small", "slow", "best", "too large")
 LRS = (1e-6, 1e-4, 1e-2, 1, 30)
@@ -104,9 +108,10 @@ def ex_c_uphill_lr(value, g_sq: float, g_h_g: float) -> str:
 
 
 @answer_check
-def ex_c_mechanism(text) -> str:
-    """The roles explained in your words, read by the MECHANISM rubric."""
-    return score_rubric(text, MECHANISM, "your explanation")
+def ex_c_mechanism(claim, explanation) -> str:
+    """The mechanism as a claim (`CLAIM`, judged exactly) and your explanation (kept
+    for a person; the `MECHANISM` rubric's reading comes back as a hint only)."""
+    return judge_mechanism(claim, explanation, CLAIM, MECHANISM, MODEL_ANSWERS["ex_c"])
 
 
 @answer_check

@@ -2,7 +2,7 @@
 
 Before the runs: `ex_d_predict` seals the order of the three losses in each run, the cause,
 and what eval() and no_grad() each switch, with a reason. After them: `ex_d_review` (misses
-are shown, not failed); `ex_d_mechanism` (the `MECHANISM` rubric); `ex_d_first_gap`, a
+are shown, not failed); `ex_d_mechanism` (a claim from `CLAIM`, judged exactly; the explanation kept for a person); `ex_d_first_gap`, a
 number from the control run; `ex_d_transfer`, another dropout rate, before that run.
 """
 
@@ -12,8 +12,12 @@ import re
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, need_one_of
-from .._words import noted, read_reason, score_rubric
+from .._claim import judge_mechanism
+from .._words import noted, read_reason
+from .claims import CLAIMS, MODEL_ANSWERS
 from .rubrics.d import MECHANISM, TRANSFER_REASON
+
+CLAIM = CLAIMS["ex_d"]  # the mechanism's form: print(CLAIM)
 
 NAMES = {"online": "online", "loss_reported": "online", "train_eval": "train_eval", "val": "val"}
 CLOSE = 0.2  # two losses within 20% of each other count as ≈
@@ -109,9 +113,10 @@ def ex_d_review(prediction, run, control, seen: dict) -> str:
 
 
 @answer_check
-def ex_d_mechanism(text) -> str:
-    """The gap explained in your words, read by the MECHANISM rubric."""
-    return score_rubric(text, MECHANISM, "your explanation")
+def ex_d_mechanism(claim, explanation) -> str:
+    """The mechanism as a claim (`CLAIM`, judged exactly) and your explanation (kept
+    for a person; the `MECHANISM` rubric's reading comes back as a hint only)."""
+    return judge_mechanism(claim, explanation, CLAIM, MECHANISM, MODEL_ANSWERS["ex_d"])
 
 
 @answer_check

@@ -14,8 +14,12 @@ import math
 from ...lm_floor import floor
 from .. import _predict
 from .._base import CheckFailed, answer_check, need_one_of
-from .._words import noted, read_reason, score_rubric
+from .._claim import judge_mechanism
+from .._words import noted, read_reason
+from .claims import CLAIMS, MODEL_ANSWERS
 from .rubrics.e import MECHANISM, TRANSFER_REASON
+
+CLAIM = CLAIMS["ex_e"]  # the mechanism's form: print(CLAIM)
 
 RUNS = ("correct", "double_shift", "padding_in_loss", "all_masked_labels", "prompt_in_loss")
 FORMS = {
@@ -65,9 +69,10 @@ def ex_e_review(prediction, runs: dict, batches: dict) -> str:
 
 
 @answer_check
-def ex_e_mechanism(text) -> str:
-    """The four broken curves explained in your words, read by the MECHANISM rubric."""
-    return score_rubric(text, MECHANISM, "your explanation")
+def ex_e_mechanism(claim, explanation) -> str:
+    """The mechanism as a claim (`CLAIM`, judged exactly) and your explanation (kept
+    for a person; the `MECHANISM` rubric's reading comes back as a hint only)."""
+    return judge_mechanism(claim, explanation, CLAIM, MECHANISM, MODEL_ANSWERS["ex_e"])
 
 
 @answer_check

@@ -4,7 +4,7 @@ The data has about 94% class 0 and 6% class 1 (seed 0: 0.938 and 0.062 of each s
 Before the run: `ex_f_predict` seals when the minority recall leaves 0 and which tracked
 number exposes the failure, with a reason. After it: `ex_f_review` (misses are shown, not
 failed); `ex_f_minority_precision` and `ex_f_constant_loss`, numbers from the run and the
-data; `ex_f_mechanism` (the `MECHANISM` rubric); `ex_f_exact_match`; and `ex_f_transfer`,
+data; `ex_f_mechanism` (a claim from `CLAIM`, judged exactly; the explanation kept for a person); `ex_f_exact_match`; and `ex_f_transfer`,
 another class balance, before that run.
 """
 
@@ -16,8 +16,12 @@ import torch
 
 from .. import _predict
 from .._base import CheckFailed, answer_check, need_one_of
-from .._words import noted, read_reason, score_rubric
+from .._claim import judge_mechanism
+from .._words import noted, read_reason
+from .claims import CLAIMS, MODEL_ANSWERS
 from .rubrics.f import MECHANISM, TRANSFER_REASON
+
+CLAIM = CLAIMS["ex_f"]  # the mechanism's form: print(CLAIM)
 
 METRICS = ("accuracy", "confusion_matrix", "cross_entropy", "minority_recall")
 RECALL_LEAVES_ZERO = ("never", "before step 50", "after step 50")
@@ -127,9 +131,10 @@ def ex_f_review(prediction, run, cm_early) -> str:
 
 
 @answer_check
-def ex_f_mechanism(text) -> str:
-    """The curves explained in your words, read by the MECHANISM rubric."""
-    return score_rubric(text, MECHANISM, "your explanation")
+def ex_f_mechanism(claim, explanation) -> str:
+    """The mechanism as a claim (`CLAIM`, judged exactly) and your explanation (kept
+    for a person; the `MECHANISM` rubric's reading comes back as a hint only)."""
+    return judge_mechanism(claim, explanation, CLAIM, MECHANISM, MODEL_ANSWERS["ex_f"])
 
 
 def constant_loss(y_true) -> float:
