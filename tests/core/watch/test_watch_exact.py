@@ -183,13 +183,19 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default="10k,1M,25M")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--estimate-steps", type=int, default=200)
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES)
+    )
     args = parser.parse_args(argv)
+    unknown = [c for c in args.cases.split(",") if c not in CASES]
+    if unknown:
+        parser.error(f"--cases: no case {', '.join(unknown)}; the cases: {', '.join(CASES)}")
     print(
         f"{'size':>4} {'case':18} {'params':>9} {'steps':>5} {'grad err':>9} "
         f"{'update err':>10} {'coverage':>9} {'band/norm':>9}  how"
     )
     for size in args.sizes.split(","):
-        for case in CASES:
+        for case in args.cases.split(","):
             t0 = time.perf_counter()
             steps = args.estimate_steps if case.startswith("my_") and size != "10k" else args.steps
             r = run_case(size, case, steps)
