@@ -63,6 +63,8 @@ $(LAB_STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --no-compile --progress-bar on $(PIP_EXTRA) -c constraints.txt -e '.[lab]'
 	@echo "labkit: compiling what the lab imports (torch, JupyterLab, a kernel, labkit), once: about 8 s."
 	@$(BIN)/python tools/warm_bytecode.py lab
+	@# widget state saved with each notebook, whichever way Jupyter is started from this venv
+	@$(BIN)/python -c "import sys; sys.path.insert(0, 'tools'); import lab; lab.quiet_news()"
 	@touch $(LAB_STAMP)
 	@echo "labkit: $(VENV) is ready for the lab."
 
