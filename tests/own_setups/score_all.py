@@ -6,7 +6,7 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 (batch, setup, system, mechanism, ...): `tools/portability.py` compares them across CPU paths.
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
-ninth, tenth and eleventh (issue 46) and the twelfth (issue 55),
+ninth, tenth and eleventh (issue 46), the twelfth (issue 55) and the fourteenth,
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -24,6 +24,7 @@ from .blind import BLIND, BLIND_EXPECTED
 from .eighth import EIGHTH, EIGHTH_EXPECTED
 from .eleventh import ELEVENTH, ELEVENTH_EXPECTED
 from .fifth import FIFTH, FIFTH_EXPECTED
+from .fourteenth import FOURTEENTH, FOURTEENTH_EXPECTED
 from .fourth import FOURTH, FOURTH_EXPECTED
 from .ninth import NINTH, NINTH_EXPECTED
 from .seventh import SEVENTH, SEVENTH_EXPECTED
@@ -43,6 +44,7 @@ BATCHES = {
     "tenth": (TENTH, TENTH_EXPECTED),
     "eleventh": (ELEVENTH, ELEVENTH_EXPECTED),
     "twelfth": (TWELFTH, TWELFTH_EXPECTED),
+    "fourteenth": (FOURTEENTH, FOURTEENTH_EXPECTED),
 }
 
 
