@@ -7,13 +7,14 @@ Nothing here uses labkit but `Run.from_log` (through `eleventh._Plain`).
 from __future__ import annotations
 
 import copy
+import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from .common import SmallCNN, bar_images, blob_mixture, split
-from .eleventh import _Blobs as _ElevenBlobs, _Plain, _gen
+from .eleventh import _Blobs as _ElevenBlobs, _Plain, _gen, _log
 from .fourth import mlp, shuffled, tabular_regression
 
 
@@ -140,8 +141,10 @@ class _AttnPool(nn.Module):
 
 class _MajorityTokens(_Plain):
     """Sequences of 5 to 11 tokens over 20, padded with id 20 to 16: is the majority of the
-    tokens below 10? A collate function builds the mask that the model passes to
-    `key_padding_mask` (True: not attended)."""
+    tokens below 10? A collate function builds a mask (under `self.MASK_KEY`) that the loss_fn
+    passes to the model's `key_padding_mask` (True: not attended)."""
+
+    MASK_KEY = "padding_mask"
 
     def __init__(self):
         g = _gen(5640)
@@ -164,12 +167,13 @@ class _MajorityTokens(_Plain):
 
     def batches(self, seed):
         return [
-            {"ids": self.ids[i], "mask": self.mask(self.ids[i]), "y": self.y[i]}
+            {"input_ids": self.ids[i], self.MASK_KEY: self.mask(self.ids[i]), "labels": self.y[i]}
             for i in shuffled(len(self.ids), 32, seed)
         ]
 
     def loss_fn(self, model, batch):
-        return F.cross_entropy(model(batch["ids"], batch["mask"]), batch["y"])
+        logits = model(batch["input_ids"], key_padding_mask=batch[self.MASK_KEY])
+        return F.cross_entropy(logits, batch["labels"])
 
     def clean_loss(self):
         with torch.no_grad():
@@ -177,16 +181,18 @@ class _MajorityTokens(_Plain):
 
 
 class AttentionMaskInverted(_MajorityTokens):
-    """Bug (H2): the collate builds `mask = ids != PAD`, Hugging Face's attention_mask (1 where
+    """Bug (H2): the collate builds `attention_mask = ids != PAD`, Hugging Face's mask (1 where
     there is a token), and passes it as PyTorch's key_padding_mask (True where NOT to attend):
     the query attends only to padding, whose embedding is zero."""
+
+    MASK_KEY = "attention_mask"
 
     def mask(self, ids):
         return ids != PAD
 
 
 class AttentionMaskPadding(_MajorityTokens):
-    """Healthy: `key_padding_mask = ids == PAD`."""
+    """Healthy: the collate builds `padding_mask = ids == PAD`, PyTorch's convention."""
 
 
 # ------------------------------------------------------------------ the report
@@ -202,7 +208,6 @@ class _Standardised(_Plain):
         self.y -= self.mu_raw  # standardised in place
         self.y /= self.sd_raw
         self.mu, self.sd = self.stats()  # kept to de-standardise predictions for the report
-        self.reports: list[float] = []
 
     def stats(self):
         return self.mu_raw, self.sd_raw
@@ -221,13 +226,28 @@ class _Standardised(_Plain):
         raise NotImplementedError
 
     def loss_fn(self, model, batch):
-        x, y, y_raw = batch
-        pred = model(x).squeeze(-1)
-        self.reports.append(self.report(pred.detach() * self.sd + self.mu, y_raw))
-        return F.mse_loss(pred, y)
+        x, y, _ = batch
+        return F.mse_loss(model(x).squeeze(-1), y)
 
-    def shown(self, running, epoch_raw):
-        return sum(self.reports[-len(epoch_raw) :]) / len(epoch_raw)
+    def train(self, seed, epochs):
+        """The plain loop, with the report computed in it from the same forward pass."""
+        started = time.time()
+        model = self.make_model(seed)
+        opt = self.make_optimizer(model)
+        raw, shown = [], []
+        for epoch in range(epochs):
+            reported = 0.0
+            for i, (x, y, y_raw) in enumerate(self.batches(seed * 10 + epoch)):
+                opt.zero_grad()
+                pred = model(x).squeeze(-1)
+                loss = F.mse_loss(pred, y)
+                loss.backward()
+                opt.step()
+                reported += self.report(pred.detach() * self.sd + self.mu, y_raw)
+                raw.append(loss.item())
+                shown.append(reported / (i + 1))
+        self.model = model
+        return _log(raw, shown, seed, started)
 
 
 class ReportDestandardisedWrongStats(_Standardised):
@@ -256,25 +276,28 @@ class _EmaReported(_Blobs):
 
     DECAY = 0.9
 
-    def make_optimizer(self, model):
-        self.ema = copy.deepcopy(model).requires_grad_(False)
-        self.ema_losses: list[float] = []
-        return super().make_optimizer(model)
-
-    def loss_fn(self, model, batch):
-        self.batch = batch
-        return super().loss_fn(model, batch)
-
-    def before_step(self, model, opt):
-        self.live = model
-
-    def shown(self, running, epoch_raw):
-        with torch.no_grad():
-            for e, p in zip(self.ema.parameters(), self.live.parameters(), strict=True):
-                e.mul_(self.DECAY).add_(p, alpha=1 - self.DECAY)
-            x, y = self.batch
-            self.ema_losses.append(F.cross_entropy(self.ema(x), y).item())
-        return sum(self.ema_losses[-len(epoch_raw) :]) / len(epoch_raw)
+    def train(self, seed, epochs):
+        """The plain loop, with the EMA copy updated after each step and its loss shown."""
+        started = time.time()
+        model = self.make_model(seed)
+        opt = self.make_optimizer(model)
+        ema = copy.deepcopy(model).requires_grad_(False)
+        raw, shown = [], []
+        for epoch in range(epochs):
+            running = 0.0
+            for i, (x, y) in enumerate(self.batches(seed * 10 + epoch)):
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                with torch.no_grad():
+                    for e, p in zip(ema.parameters(), model.parameters(), strict=True):
+                        e.mul_(self.DECAY).add_(p, alpha=1 - self.DECAY)
+                    running += F.cross_entropy(ema(x), y).item()
+                raw.append(loss.item())
+                shown.append(running / (i + 1))
+        self.model = model
+        return _log(raw, shown, seed, started)
 
 
 class EmaLossSlowDecay(_EmaReported):
@@ -294,7 +317,7 @@ class _ValDivisor(_Blobs):
     """A training loop that also keeps a validation loader of 8 batches; the progress bar shows
     the epoch's losses so far over a divisor."""
 
-    def val_batches(self):
+    def val_loader(self):
         return [(self.x_val[i], self.y_val[i]) for i in torch.arange(len(self.x_val)).split(32)]
 
 
@@ -303,7 +326,7 @@ class DividedByValLoaderLength(_ValDivisor):
     the sum of up to 32 batch losses over 8, four times the mean at each epoch's end."""
 
     def shown(self, running, epoch_raw):
-        return running / len(self.val_batches())
+        return running / len(self.val_loader())
 
 
 class PerSampleWeightedMean(_ValDivisor):
