@@ -27,6 +27,15 @@ The report (H3), in `fourteenth_b.py`:
 `python -m own_setups.fourteenth` (from tests/) trains each bug and its twin in plain PyTorch and
 prints the loss of each trained model on all its data, clean: the bug must hurt, the twin learn.
 
+First score (`python -m own_setups.score_fourteenth`, labkit/ as at 27762ee): 8 of 10 right
+system, 6 of 10 right mechanism, 2 of 10 healthy convicted (the hand warm-up's twin, whose SGD is
+built at lr=0.0 and set in the loop, read as "LR far too small"; the EMA copy at decay 0.9, read
+as "another tensor"), none UNKNOWN. Misses: class weights as frequencies acquitted; the uncapped
+warm-up read as an LR too small; the 0-255 stats read as labels without signal; the inverted
+mask read as the query's update being 0. Scored once before, three setups broke the setup
+protocol (batch keys labkit could not read, a helper named `val_batches`, a report made through
+side effects of loss_fn), fixed in the setups only before this score.
+
 Nothing here uses labkit but `Run.from_log`.
 """
 
