@@ -27,6 +27,10 @@ import math
 from ...finding import OwnFinding
 from ..margins import above, below
 
+IN_LOOP = {  # the one change that tests a loop finding: labkit's plain loop
+    "arm": "own",
+    "variable": ("training loop", "your train()", "a plain loop with your optimizer"),
+}
 OUTSIDE = 0.1  # parameters moved by this share of their norm with no step between: replaced
 EDIT = 1e-2  # gradients at step time below this share (or above its inverse) of backward's
 CLIMB = -0.2  # a median cosine between the update and minus the gradient below this: ascent
@@ -62,8 +66,7 @@ def _outside(ev) -> OwnFinding | None:
         f"{size:.0%} of the parameters' norm with no step between, as a re-initialisation "
         "does (reset_parameters(), apply(init), load_state_dict inside the loop); the model "
         f"never trains longer than {longest} steps in a row",
-        arm="own",
-        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+        **IN_LOOP,
     )
 
 
@@ -93,8 +96,7 @@ def _edited(ev) -> OwnFinding | None:
         f"optimizer.step(): at step time they are {ratio:.1e} times the size backward() left "
         f"(median over {len(ratios)} steps), by {_clip_named(rp)}, so every step is about "
         f"{factor:.3g} times {how} than the optimizer's LR intends",
-        arm="own",
-        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+        **IN_LOOP,
     )
 
 
@@ -145,8 +147,7 @@ def _negated(ev) -> OwnFinding | None:
         f"{ratio:+.2f} x the logged loss (median over {len(ratios)} steps), so the optimizer "
         "descends on minus the loss and every step climbs the loss you log; drop the minus "
         "sign in front of the loss you call backward() on",
-        arm="own",
-        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+        **IN_LOOP,
     )
 
 
@@ -168,8 +169,7 @@ def _eval_mode(ev) -> OwnFinding | None:
         f"gradients on, its {', '.join(kinds)} layers were in eval mode (model.eval() left on, "
         "and no model.train() before the loop): a BatchNorm then normalises with running "
         "statistics it never updates, and dropout is off; call model.train() before training",
-        arm="own",
-        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+        **IN_LOOP,
     )
 
 
@@ -186,8 +186,7 @@ def _stopped(ev) -> OwnFinding | None:
         f"{ev.n_batches} batches hold {ev.steps} steps; something ends the loop before the "
         "epochs asked (an early-stopping test, read which way its comparison goes, a break "
         "or a return inside the loop)",
-        arm="own",
-        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+        **IN_LOOP,
     )
 
 

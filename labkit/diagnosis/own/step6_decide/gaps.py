@@ -260,3 +260,48 @@ def noted(found: OwnFinding, evs) -> OwnFinding:
         if note and note not in found.notes:
             found.notes.append(note)
     return found
+
+
+def _clips_without_gradient(ev) -> tuple[str, float] | None:
+    """The clip asked for ((kind, limit)) when the learner's run called a clip three times or
+    more and not one call found a gradient to clip (called before backward(), or after
+    zero_grad()); else None."""
+    rp = ev.replay
+    found = getattr(rp, "clip_grads", [])
+    if len(found) < 3 or any(found) or not rp.clips:
+        return None
+    return rp.clips[-1]
+
+
+def clip_gap(evs, own: list[float]) -> OwnFinding | None:
+    """H1: every clip call of the run found no gradient, and a plain loop with that clip after
+    backward() ends beyond the seed spread below the learner's run, on every seed."""
+    asked = [_clips_without_gradient(ev) for ev in evs]
+    if any(a is None for a in asked):
+        return None
+    kind, limit = asked[0]
+    clipped = [
+        ev.once(
+            "clipped", lambda ev=ev: plain_loop(ev.setup, ev.seed, ev.steps, clip=(kind, limit))
+        )
+        for ev in evs
+    ]
+    levels = [c.level() for c in clipped]
+    margin = spread_margin(levels, abs(evs[0].arm("own").losses[0]))
+    if not all(
+        above("gap.clip", o - c, margin, seed=ev.seed) for o, c, ev in zip(own, levels, evs)
+    ):
+        return None
+    call = "clip_grad_value_" if kind == "clip_value" else "clip_grad_norm_"
+    calls_made = len(evs[0].replay.clip_grads)
+    return OwnFinding(
+        "H1",
+        "clip_before_backward",
+        f"your clip never clips: all {calls_made} calls of {call}(..., {kind}={limit:g}) found "
+        "no gradient (called before backward(), or after zero_grad()), so every step takes the "
+        f"unclipped gradient; a plain loop with your model, data, loss and optimizer and the same "
+        f"clip after backward() reaches {_pair(levels)} where your run ends at {_pair(own)}: "
+        "call the clip between backward() and step()",
+        arm=None,
+        variable=None,
+    )

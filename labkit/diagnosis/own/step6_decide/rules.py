@@ -19,7 +19,7 @@ H1  the loss path, read here because a broken loss fools the control below; a lo
 H2  a plain loop's model far worse on its whole epoch than the same loop's on rows shuffled
     across the epoch (`order`: batches sorted by label), read first: an unmixed order fools
     the label-shuffle control, as no signal; so does a model that mixes a batch's examples
-    (`batchmix`, H1)
+    (`examples`, H1)
 H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
     from noise, one feature's scale swamping the others); held-out batches whose loss
     never improves while the training loss falls
@@ -58,7 +58,8 @@ from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
-from .gaps import init_gap, loop_gap, noted as _noted, references, spread_margin, summed_rule
+from .gaps import clip_gap, init_gap, loop_gap, noted as _noted
+from .gaps import references, spread_margin, summed_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import recount
@@ -66,7 +67,7 @@ from ..step4_h1.norms import norms_rule
 from ..step4_h1.padding import padding_rule
 from ..step2_h3.rebuild import explain
 from .seeds import settle
-from .batchmix import mixing_rule
+from .examples import dropped_rule, mixing_rule, reach_rule
 from ..step4_h1.settings import settings_rule
 
 SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
@@ -325,7 +326,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
             return found
     if behind:  # a measured gap decides: the data each call re-makes, else the loop
         return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
-    found = init_gap(evs, plain)
+    found = clip_gap(evs, own) or init_gap(evs, plain)
     if found is not None:
         return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
@@ -363,7 +364,9 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         loss_path,
         offset_rule,
         range_rule,
+        reach_rule,
         padding_rule,
+        dropped_rule,
         order_rule,
         mixing_rule,
         _h2_signal,
