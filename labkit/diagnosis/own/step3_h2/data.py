@@ -155,7 +155,7 @@ def label_signal(real: list, shuffled: list) -> dict:
         for i, g in enumerate(gaps)
     ):
         out["verdict"] = "none"
-    else:  # between the two: the runs' ends, where the mean over the run blurs them
+    else:  # between the two: the runs' ends (an acquittal's reading only, see `rules`)
         levels_r, levels_s = [r.level() for r in real], [s.level() for s in shuffled]
         ends = [s - r for r, s in zip(levels_r, levels_s)]
         end_spread = max(abs(levels_r[0] - levels_r[1]), abs(levels_s[0] - levels_s[1]))
@@ -163,7 +163,7 @@ def label_signal(real: list, shuffled: list) -> dict:
             above("signal.end_over_spread", g, max(3 * end_spread, floor), seed=i)
             for i, g in enumerate(ends)
         ):
-            out.update(verdict="signal", ends=(levels_r, levels_s, ends, end_spread))
+            out["ends"] = (levels_r, levels_s, ends, end_spread)
     return out
 
 

@@ -8,9 +8,10 @@ without ``batch_first=True`` and fed (batch, time) tensors recurs along the batc
 a normalisation over dim 0 mixes the examples. Such a model cannot read what each label depends
 on, and a label-shuffle control on it reads as labels without signal: this check comes first.
 
-The measurement: a fresh ``make_model(seed)`` in eval mode, the learner's ``loss_fn`` on the
-first batch and on the same batch with its examples in reverse order (every tensor whose first
-axis is the batch's, one label per example), and the model's outputs compared row for row.
+The measurement: a fresh ``make_model(seed)`` in eval mode, the input the learner's ``loss_fn``
+gives it on the first batch, and the model called on that input and on the same input with its
+examples in reverse order (every tensor whose first axis is the batch's, one label per example):
+the outputs compared row for row.
 """
 
 from __future__ import annotations
@@ -59,10 +60,34 @@ def _reversed(batch, n: int):
     return type(batch)(flip(v) for v in batch)
 
 
+def _inputs(setup, model, batch) -> tuple | None:
+    """The arguments of the model's first call inside the learner's loss_fn on `batch`."""
+    got = []
+
+    def keep(module, args, kwargs):
+        got.append((args, kwargs))
+
+    handle = model.register_forward_pre_hook(keep, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            proto.loss(setup, model, batch)
+    finally:
+        handle.remove()
+    return got[0] if got else None
+
+
+def _out(model, args, kwargs):
+    with torch.no_grad():
+        out = model(*args, **kwargs)
+    out = getattr(out, "logits", out)
+    return out[0] if isinstance(out, tuple) else out
+
+
 def mixing(ev) -> float | None:
     """How far each example's output moves, relative to the outputs' size, when only the order
-    of the batch's examples changes (0 for a model that treats each example on its own); None
-    where it cannot be read (labels that are not one per example, an output not per example)."""
+    of the examples in the model's own input changes (0 for a model that treats each example on
+    its own); None where it cannot be read (labels that are not one per example, an output not
+    per example). The input is the one loss_fn gave the model (noise it adds stays put)."""
 
     def make():
         try:
@@ -73,11 +98,14 @@ def mixing(ev) -> float | None:
                 return None  # not one label per row of the inputs, or an ambiguous layout
             model = proto.make_model(ev.setup, ev.seed)
             model.eval()
-            a = _output(ev.setup, model, batch)
-            b = _output(ev.setup, model, _reversed(batch, n))
+            args, kwargs = _inputs(ev.setup, model, batch)
+            a = _out(model, args, kwargs)
+            b = _out(model, _reversed(tuple(args), n), _reversed(dict(kwargs), n))
         except Exception:  # a batch or model this check cannot replay: nothing read
             return None
-        if a is None or b is None or a.shape != b.shape or a.dim() == 0 or a.shape[0] != n:
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            return None
+        if a.shape != b.shape or a.dim() == 0 or a.shape[0] != n:
             return None
         a, b = a.float(), b.float().flip(0)
         return float((a - b).norm() / a.norm().clamp_min(1e-12))
