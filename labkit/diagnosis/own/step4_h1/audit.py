@@ -162,13 +162,21 @@ def _eval_mode(ev) -> OwnFinding | None:
     if not fwd or not above("audit.eval_share", len(off) / len(fwd), EVAL_SHARE, seed=ev.seed):
         return None
     kinds = sorted({k for f in off for k in f["eval_layers"]})
+    does = [
+        *(
+            ["a normalisation layer uses running statistics it never updates"]
+            if any("Norm" in k for k in kinds)
+            else []
+        ),
+        *(["dropout is off"] if any("Dropout" in k for k in kinds) else []),
+    ]
     return OwnFinding(
         "H1",
         "eval_mode",
         f"your model trains in eval mode: in {len(off)} of the {len(fwd)} forward passes with "
-        f"gradients on, its {', '.join(kinds)} layers were in eval mode (model.eval() left on, "
-        "and no model.train() before the loop): a BatchNorm then normalises with running "
-        "statistics it never updates, and dropout is off; call model.train() before training",
+        f"gradients on, its {', '.join(kinds)} layers were in eval mode (model.eval() left "
+        f"on, or called again inside the loop): {' and '.join(does) or 'they act as in eval'}; "
+        "call model.train() before training",
         **IN_LOOP,
     )
 
