@@ -266,11 +266,13 @@ def _clips_without_gradient(ev) -> tuple[str, float] | None:
     """The clip asked for ((kind, limit)) when the learner's run called a clip three times or
     more and not one call found a gradient to clip (called before backward(), or after
     zero_grad()); else None."""
-    rp = ev.replay
-    found = getattr(rp, "clip_grads", [])
-    if len(found) < 3 or any(found) or not rp.clips:
+    try:
+        found, clips = ev.replay.clip_grads, ev.replay.clips
+    except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
         return None
-    return rp.clips[-1]
+    if len(found) < 3 or any(found) or not clips:
+        return None
+    return clips[-1]
 
 
 def clip_gap(evs, own: list[float]) -> OwnFinding | None:
