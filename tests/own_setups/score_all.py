@@ -6,7 +6,8 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 (batch, setup, system, mechanism, ...): `tools/portability.py` compares them across CPU paths.
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
-ninth, tenth and eleventh (issue 46), the twelfth (issue 55) and the fourteenth,
+ninth, tenth and eleventh (issue 46), the twelfth and thirteenth (issue 55) and the
+fourteenth (held out: written blind, after the thirteenth's rules, never tuned on),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -30,6 +31,7 @@ from .ninth import NINTH, NINTH_EXPECTED
 from .seventh import SEVENTH, SEVENTH_EXPECTED
 from .sixth import SIXTH, SIXTH_EXPECTED
 from .tenth import TENTH, TENTH_EXPECTED
+from .thirteenth import THIRTEENTH, THIRTEENTH_EXPECTED
 from .twelfth import TWELFTH, TWELFTH_EXPECTED
 
 BATCHES = {
@@ -44,6 +46,7 @@ BATCHES = {
     "tenth": (TENTH, TENTH_EXPECTED),
     "eleventh": (ELEVENTH, ELEVENTH_EXPECTED),
     "twelfth": (TWELFTH, TWELFTH_EXPECTED),
+    "thirteenth": (THIRTEENTH, THIRTEENTH_EXPECTED),
     "fourteenth": (FOURTEENTH, FOURTEENTH_EXPECTED),
 }
 

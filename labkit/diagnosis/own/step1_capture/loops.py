@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+from torch.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_
 
 from ....core.run import Run
 from . import setup as proto
@@ -161,8 +162,10 @@ def plain_loop(
     batches: list | None = None,
     held_out: list | None = None,
     checkpoints: int = 5,
+    clip: tuple[str, float] | None = None,
 ) -> LoopResult:
-    """Train a fresh model for `steps` steps with the textbook loop; see the module docstring."""
+    """Train a fresh model for `steps` steps with the textbook loop; see the module docstring.
+    `clip`: ("max_norm" or "clip_value", limit), applied between backward() and step()."""
     if not known_arm(arm):
         raise ValueError(
             f"arm={arm!r} is not an arm; choose one of {', '.join(ARMS)}, or 'default:<setting>'."
@@ -197,6 +200,10 @@ def plain_loop(
             continue
         loss.backward()
         res.grad_norms.append(total_norm([p.grad for p in params]))
+        if clip is not None:
+            kind, limit = clip
+            clipper = clip_grad_value_ if kind == "clip_value" else clip_grad_norm_
+            clipper(params, limit)
         before = [p.detach().clone() for p in params]
         opt.step()
         res.update_norms.append(total_norm([p.detach() - b for p, b in zip(params, before)]) or 0.0)

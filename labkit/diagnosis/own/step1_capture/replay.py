@@ -8,7 +8,9 @@ While the context is open, PyTorch's global hooks and three temporary wrappers s
   whether gradients from an earlier step were still there (no ``zero_grad``);
 - every top-level module call (global forward hooks): grad mode, autocast, whether the
   output has a graph, and which submodules ran;
-- ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for;
+- ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for, and whether
+  the parameters held a gradient then;
+- which dropout and normalisation layers were in eval mode in each forward with grad on;
 - every LR scheduler's ``step()`` (``schedules``): its class, settings, the metric it was given
   and the optimizer step it came at;
 - what the loop does beside ``backward()`` and ``step()`` (`manual`): gradients edited between
@@ -45,6 +47,20 @@ def total_norm(tensors) -> float | None:
     return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(kept))))
 
 
+def _mode_layer(m) -> bool:
+    """A layer that trains otherwise than it evaluates: dropout with p > 0, a normalisation
+    that keeps running statistics."""
+    if isinstance(m, nn.modules.dropout._DropoutNd):
+        return m.p > 0
+    return isinstance(m, nn.modules.batchnorm._NormBase) and m.track_running_stats
+
+
+def _eval_layers(module) -> list[str]:
+    """The layers of `module` that train otherwise than they evaluate and are in eval mode,
+    named by class, once each."""
+    return sorted({type(m).__name__ for m in module.modules() if _mode_layer(m) and not m.training})
+
+
 class Replay:
     """Context manager recording what the loop inside it does; see the module docstring."""
 
@@ -56,6 +72,7 @@ class Replay:
         self.backwards: list[dict] = []
         self.steps: list[dict] = []
         self.clips: list[tuple[str, float]] = []
+        self.clip_grads: list[bool] = []  # per clip call: whether it found a non-zero gradient
         self.schedules: list[dict] = []  # one per scheduler.step() (see `audit.schedules`)
         self.called: set[int] = set()  # ids of modules that ran inside a forward with grad on
         self.per_param: dict[
@@ -94,11 +111,11 @@ class Replay:
 
         def clip_norm(parameters, max_norm, *args, **kwargs):
             self.clips.append(("max_norm", float(max_norm)))
-            return self._orig["norm"](parameters, max_norm, *args, **kwargs)
+            return self._orig["norm"](self._clipped(parameters), max_norm, *args, **kwargs)
 
         def clip_value(parameters, clip_value, *args, **kwargs):
             self.clips.append(("clip_value", float(clip_value)))
-            return self._orig["value"](parameters, clip_value, *args, **kwargs)
+            return self._orig["value"](self._clipped(parameters), clip_value, *args, **kwargs)
 
         torch.Tensor.backward = backward
         self._unpatch = own_manual.watch_schedulers(self)
@@ -125,6 +142,13 @@ class Replay:
                 self.setup.batches = self._batches_before
         self._before = []
         return False
+
+    def _clipped(self, parameters) -> list:
+        """The parameters a clip call was given, listed; whether any held a gradient then is
+        recorded in ``clip_grads`` (a clip called before backward() finds none)."""
+        params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+        self.clip_grads.append(bool(total_norm([p.grad for p in params])))
+        return params
 
     def _wrap_batches(self):
         before = vars(self.setup).get("batches")
@@ -179,6 +203,7 @@ class Replay:
                 "dtype": str(out.dtype) if out is not None else None,
                 "step": len(self.steps),
                 "param_dtypes": sorted({str(p.dtype) for p in module.parameters()}),
+                "eval_layers": _eval_layers(module) if grad_on else [],
             }
         )
 

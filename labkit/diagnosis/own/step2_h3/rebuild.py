@@ -8,7 +8,8 @@ named, with the run that would tell them apart. Candidates:
 - the highest or lowest raw loss so far (of the run, or of the epoch): a running max or min;
 - an epoch total kept in an integer (truncated at every add), divided by the count;
 - the previous epoch's mean, shown all through the next epoch: a stale copy;
-- an honest mean times one constant (`scaled`): a loss in bits, or another unit.
+- an honest mean times one constant (`scaled`): a loss in bits, or another unit;
+- a function of an honest mean (`scaled`): exp (the perplexity), the square root (an RMSE).
 """
 
 from __future__ import annotations
@@ -125,13 +126,58 @@ SCALES = {  # a constant factor on an honest mean, and what it reads as
 }
 
 
-def scaled(raw, rep, rows, per_epoch: int) -> tuple[str, str] | None:
+def _safe(f, v: float) -> float:
+    try:
+        return f(v)
+    except (OverflowError, ValueError):
+        return math.nan
+
+
+TRANSFORMS = {  # a function of an honest mean, and what it reads as
+    "exp": (math.exp, "exp of", "the perplexity, exp(loss), shown as the loss"),
+    "sqrt": (math.sqrt, "the square root of", "a root-mean-square, sqrt(loss), shown as the loss"),
+}
+
+
+def _transformed(honest, rep, rows, window: str) -> tuple[str, str] | None:
+    for key, (f, of, reads) in TRANSFORMS.items():
+        if all(_same(_safe(f, honest[t]), rep[t]) for t in rows) and not all(
+            _same(honest[t], rep[t]) for t in rows
+        ):
+            return f"transformed:{key}", (
+                f"the reported value is {of} the honest mean of the {window} so far at every one "
+                f"of the {len(rows)} reports ({reads}): the numbers are another quantity than "
+                "the loss passed to backward(); report the loss itself, or label what is shown"
+            )
+    return None
+
+
+def _weighted(raw, per_epoch: int, sizes) -> list[float] | None:
+    """The epoch's mean so far weighted by each batch's size (a short last batch counts less)."""
+    if not sizes or len(set(sizes)) < 2 or per_epoch != len(sizes):
+        return None
+    out, total, seen = [], 0.0, 0
+    for t, v in enumerate(raw):
+        n = sizes[t % per_epoch]
+        total, seen = (0.0, 0) if t % per_epoch == 0 else (total, seen)
+        total, seen = total + v * n, seen + n
+        out.append(total / seen)
+    return out
+
+
+def scaled(raw, rep, rows, per_epoch: int, sizes=None) -> tuple[str, str] | None:
     """(key, mechanism) when every report is one constant times an honest mean (of the epoch
     so far, or of the run so far): a loss shown in other units, or a constant left in the
-    report. The factor is read off the first report and must hold at every other."""
+    report. The factor is read off the first report and must hold at every other. Else, when
+    every report is one of `TRANSFORMS` of an honest mean (the perplexity, a root)."""
     for window in ("epoch", "run"):
         start = _starts(len(raw), per_epoch, window)
         honest = [sum(raw[start[t] : t + 1]) / (t + 1 - start[t]) for t in range(len(raw))]
+        weighted = _weighted(raw, per_epoch, sizes) if window == "epoch" else None
+        for mean in (honest, weighted) if weighted else (honest,):
+            found = _transformed(mean, rep, rows, window)
+            if found is not None:
+                return found
         t0 = rows[0]
         if not honest[t0] or not math.isfinite(rep[t0]):
             continue
@@ -149,10 +195,11 @@ def scaled(raw, rep, rows, per_epoch: int) -> tuple[str, str] | None:
     return None
 
 
-def explain(run, per_epoch: int, named: str | None = None) -> tuple[str, str] | None:
+def explain(run, per_epoch: int, named: str | None = None, sizes=None) -> tuple[str, str] | None:
     """(key, mechanism) naming the candidate(s) that reproduce the reports, or None. A constant
     scale (`scaled`) is read only where the logger check named nothing sharper (`named`, its
-    mechanism, is "other_tensor", "stale" or None): a divisor or a sum keeps its own words."""
+    mechanism, is "other_tensor", "stale" or None): a divisor or a sum keeps its own words.
+    `sizes`: each batch's size by its position in the epoch (for a mean weighted by them)."""
     raw = [float(v) for v in run.table["loss_raw"]]
     rep_col = run.table.get("loss_reported") or []
     rows = [t for t, v in enumerate(rep_col) if v is not None]
@@ -162,7 +209,9 @@ def explain(run, per_epoch: int, named: str | None = None) -> tuple[str, str] | 
     found = reproducing(raw, rep, rows, per_epoch)
     if not found:
         return (
-            scaled(raw, rep, rows, per_epoch) if named in (None, "other_tensor", "stale") else None
+            scaled(raw, rep, rows, per_epoch, sizes)
+            if named in (None, "other_tensor", "stale")
+            else None
         )
     if len(found) == 1:
         return found[

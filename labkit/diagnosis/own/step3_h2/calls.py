@@ -49,15 +49,24 @@ def _pairs(xs: list, ys: list, dim: int) -> list[bytes] | None:
     return out
 
 
+def _axes(xs: list, ys: list) -> tuple[int, ...]:
+    """The axes the examples may run along: 0, and 1 where the labels run along it too (a
+    sequence-first layout, (time, batch)); never the features' axis of a table."""
+    x, y = xs[0], ys[0] if ys else None
+    shared = hasattr(y, "dim") and y.dim() > 1 and x.dim() > 1 and y.shape[1] == x.shape[1]
+    return (0, 1) if shared else (0,)
+
+
 def changed_share(xa: list, ya: list, xb: list, yb: list) -> dict | None:
     """{"inputs": share, "pairs": share}: the share of the epoch's examples (inputs alone, and
     inputs with their labels) that one call holds and the other does not, along the axis on
-    which the inputs change least (the examples' axis, whatever the layout)."""
+    which the inputs change least among those the labels share (`_axes`: the examples' axis,
+    whatever the layout)."""
     shapes = [tuple(getattr(t, "shape", ())) for t in xa + xb]
     if len({s[1:] for s in shapes}) > 1 and len({s[:1] + s[2:] for s in shapes}) > 1:
         return None  # padded per batch whatever the layout: equal examples would read unequal
     best = None
-    for dim in (0, 1):
+    for dim in _axes(xa, ya):
         ra, rb = _rows(xa, dim), _rows(xb, dim)
         if ra is None or rb is None:
             continue

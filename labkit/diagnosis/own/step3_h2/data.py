@@ -155,6 +155,15 @@ def label_signal(real: list, shuffled: list) -> dict:
         for i, g in enumerate(gaps)
     ):
         out["verdict"] = "none"
+    else:  # between the two: the runs' ends (an acquittal's reading only, see `rules`)
+        levels_r, levels_s = [r.level() for r in real], [s.level() for s in shuffled]
+        ends = [s - r for r, s in zip(levels_r, levels_s)]
+        end_spread = max(abs(levels_r[0] - levels_r[1]), abs(levels_s[0] - levels_s[1]))
+        if all(map(math.isfinite, levels_r + levels_s)) and all(
+            above("signal.end_over_spread", g, max(3 * end_spread, floor), seed=i)
+            for i, g in enumerate(ends)
+        ):
+            out["ends"] = (levels_r, levels_s, ends, end_spread)
     return out
 
 
@@ -175,9 +184,17 @@ def describe_signal(sig: dict) -> str:
     if "gaps" not in sig:
         return f"label-shuffle control: unclear ({sig.get('why', 'no result')})"
     r, s = sig["real"], sig["shuffled"]
-    return (
+    line = (
         f"label-shuffle control (plain loop, mean training loss): real labels {r[0]:.3f} / "
         f"{r[1]:.3f}, shuffled {s[0]:.3f} / {s[1]:.3f} on seeds 0 / 1; gap "
         f"{sig['gaps'][0]:+.3f} / {sig['gaps'][1]:+.3f} against a seed-to-seed spread of "
         f"{sig['spread']:.3f}"
     )
+    if "ends" in sig:
+        (er, es, gaps, spread) = sig["ends"]
+        line += (
+            f" (under 3 times it); over the last fifth of each run: real {er[0]:.3f} / "
+            f"{er[1]:.3f}, shuffled {es[0]:.3f} / {es[1]:.3f}, gap {gaps[0]:+.3f} / "
+            f"{gaps[1]:+.3f}, over 3 times that spread ({spread:.3f})"
+        )
+    return line

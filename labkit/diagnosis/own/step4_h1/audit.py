@@ -9,7 +9,10 @@ and ``step()``; this module names the reading that explains the gap:
 - gradients shrunk or blown up between ``backward()`` and ``step()`` (``edit``): a clip far
   below the gradients' size, a division by the wrong count;
 - updates that climb the loss (``descent`` below 0): a sign flipped in a hand-written update;
-- ``backward()`` given minus the loss the loop logs: a sign flipped before the backward.
+- ``backward()`` given minus the loss the loop logs: a sign flipped before the backward;
+- dropout or normalisation layers in eval mode through the training forwards (``eval_layers``):
+  ``model.eval()`` left on;
+- fewer steps than the epochs asked hold: something ends the loop early.
 Each is convicted only where the run fails by the triage's own test (see `rules`), so a loop
 that edits its gradients and still learns like a plain loop is never convicted here.
 
@@ -24,6 +27,10 @@ import math
 from ...finding import OwnFinding
 from ..margins import above, below
 
+IN_LOOP = {  # the one change that tests a loop finding: labkit's plain loop
+    "arm": "own",
+    "variable": ("training loop", "your train()", "a plain loop with your optimizer"),
+}
 OUTSIDE = 0.1  # parameters moved by this share of their norm with no step between: replaced
 EDIT = 1e-2  # gradients at step time below this share (or above its inverse) of backward's
 CLIMB = -0.2  # a median cosine between the update and minus the gradient below this: ascent
@@ -59,8 +66,7 @@ def _outside(ev) -> OwnFinding | None:
         f"{size:.0%} of the parameters' norm with no step between, as a re-initialisation "
         "does (reset_parameters(), apply(init), load_state_dict inside the loop); the model "
         f"never trains longer than {longest} steps in a row",
-        arm="own",
-        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+        **IN_LOOP,
     )
 
 
@@ -90,8 +96,7 @@ def _edited(ev) -> OwnFinding | None:
         f"optimizer.step(): at step time they are {ratio:.1e} times the size backward() left "
         f"(median over {len(ratios)} steps), by {_clip_named(rp)}, so every step is about "
         f"{factor:.3g} times {how} than the optimizer's LR intends",
-        arm="own",
-        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+        **IN_LOOP,
     )
 
 
@@ -142,14 +147,60 @@ def _negated(ev) -> OwnFinding | None:
         f"{ratio:+.2f} x the logged loss (median over {len(ratios)} steps), so the optimizer "
         "descends on minus the loss and every step climbs the loss you log; drop the minus "
         "sign in front of the loss you call backward() on",
-        arm="own",
-        variable=("training loop", "your train()", "a plain loop with your optimizer"),
+        **IN_LOOP,
+    )
+
+
+EVAL_SHARE = 0.5  # this share of the training forwards in eval mode: model.eval() left on
+STOPPED = 0.5  # the run took under this share of the steps its epochs hold: it stopped early
+
+
+def _eval_mode(ev) -> OwnFinding | None:
+    """Dropout or normalisation layers in eval mode through the forwards with grad on."""
+    fwd = [f for f in ev.replay.forwards if f.get("grad_enabled")]
+    off = [f for f in fwd if f.get("eval_layers")]
+    if not fwd or not above("audit.eval_share", len(off) / len(fwd), EVAL_SHARE, seed=ev.seed):
+        return None
+    kinds = sorted({k for f in off for k in f["eval_layers"]})
+    does = [
+        *(
+            ["a normalisation layer uses running statistics it never updates"]
+            if any("Norm" in k for k in kinds)
+            else []
+        ),
+        *(["dropout is off"] if any("Dropout" in k for k in kinds) else []),
+    ]
+    return OwnFinding(
+        "H1",
+        "eval_mode",
+        f"your model trains in eval mode: in {len(off)} of the {len(fwd)} forward passes with "
+        f"gradients on, its {', '.join(kinds)} layers were in eval mode (model.eval() left "
+        f"on, or called again inside the loop): {' and '.join(does) or 'they act as in eval'}; "
+        "call model.train() before training",
+        **IN_LOOP,
+    )
+
+
+def _stopped(ev) -> OwnFinding | None:
+    """The run took far fewer steps than `epochs` epochs of `batches` hold."""
+    taken = max(len(ev.run), len(ev.replay.steps))
+    if not below("audit.steps_taken", taken / max(1, ev.steps), STOPPED, seed=ev.seed):
+        return None
+    return OwnFinding(
+        "H1",
+        "stopped_early",
+        f"your loop stops early: train(seed, epochs={ev.epochs}) took {len(ev.replay.steps)} "
+        f"optimizer steps and logged {len(ev.run)} rows, where {ev.epochs} epochs of "
+        f"{ev.n_batches} batches hold {ev.steps} steps; something ends the loop before the "
+        "epochs asked (an early-stopping test, read which way its comparison goes, a break "
+        "or a return inside the loop)",
+        **IN_LOOP,
     )
 
 
 def audit(ev) -> OwnFinding | None:
     """The first loop-audit reading that names a mechanism on this seed."""
-    for rule in (_negated, _outside, _edited, _climbs):
+    for rule in (_negated, _outside, _edited, _climbs, _eval_mode, _stopped):
         found = rule(ev)
         if found is not None:
             return found

@@ -5,7 +5,9 @@ When the learner's loop ends beyond the seed spread above a plain loop with the 
 data, loss and optimizer, the difference lies in the loop (`loop_gap`), even where no finer
 mechanism was measured; when a plain loop on the learner's model re-initialised as PyTorch's
 layers draw themselves ends far below the same loop on the learner's init, the difference lies
-in the init (`init_gap`). Each conviction names the gap, the part that differs and the
+in the init (`init_gap`); when a plain loop on a new call of batches() each epoch ends as far
+above the same loop on one call's epoch, it lies in the data each call re-makes (`data_gap`).
+Each conviction names the gap, the part that differs and the
 one-change run, and is signed by that run (the arm "own" or "init").
 
 Before a loop is blamed, what can be measured about it is named: several optimizers built
@@ -23,6 +25,9 @@ import statistics
 
 from ...finding import OwnFinding
 from ..margins import above, below
+from ..step1_capture import setup as proto
+from ..step1_capture.loops import plain_loop
+from ..step3_h2 import calls
 from ..step4_h1.norms import describe as describe_layers
 
 INIT_MARGIN = 0.1  # the default init's loop below the learner's init's by this share of the start
@@ -48,8 +53,77 @@ def _optimizers_built(ev) -> tuple[int, int]:
     return handoffs + 1, len(ids)
 
 
+def _fresh_calls(ev):
+    """A plain loop (the learner's optimizer) on a new call of batches() for each epoch, as a
+    loop that asks for every epoch does: the data part of the learner's run, without its loop."""
+
+    def make():
+        data = [b for k in range(ev.epochs) for b in proto.batches(ev.setup, ev.seed + 1 + k)]
+        return plain_loop(ev.setup, ev.seed, ev.steps, "own", batches=data)
+
+    return ev.once("fresh_calls", make)
+
+
+def _within_rows(ev) -> bool:
+    """Whether two calls hold the same values in each example, in another order (the features
+    permuted), as opposed to other values."""
+
+    def rows(batches) -> list[bytes]:
+        return [
+            r.reshape(-1).sort().values.numpy().tobytes()
+            for b in batches
+            for r in proto.inputs_of(b).detach()
+        ]
+
+    try:
+        a, b = rows(ev.batches), rows(proto.batches(ev.setup, ev.seed + 1))
+    except Exception:  # inputs this check cannot read row by row: say nothing
+        return False
+    return calls._changed(a, b) <= calls.DRIFT
+
+
+def data_gap(evs, own: list[float], plain: list[float]) -> OwnFinding | None:
+    """H2, the data each call re-makes: inputs that differ between two calls of batches() on
+    every seed, and a plain loop on a new call each epoch that ends beyond the seed spread above
+    the same loop repeating one call's epoch (the learner's loop is then not what differs)."""
+    shares = calls.re_made(evs, "inputs")
+    if shares is None:
+        return None
+    fresh = [_fresh_calls(ev).level() for ev in evs]
+    start = abs(evs[0].arm("own").losses[0])
+    margin = spread_margin(plain, start)
+    if not all(
+        above("gap.fresh_calls", f - p, margin, seed=ev.seed) for f, p, ev in zip(fresh, plain, evs)
+    ):
+        return None
+    how = (
+        "each example keeps its values in another order between calls: the features are "
+        "permuted on every call (a shuffle along the feature axis, where the rows were meant); "
+        "shuffle the rows, and keep the columns in one order"
+        if _within_rows(evs[0])
+        else "the values themselves change between calls (a random transform, an augmentation): "
+        "check that it keeps what each label means"
+    )
+    return OwnFinding(
+        "H2",
+        "re_made_inputs",
+        f"the input values change between two calls of batches(): {shares[0]:.0%} / "
+        f"{shares[1]:.0%} of one call's examples are not in the other (seeds {evs[0].seed} / "
+        f"{evs[1].seed}), and the data, not your loop, holds the gap: a plain loop with your "
+        f"model, loss and optimizer on a new call of batches() each epoch ends at "
+        f"{_pair(fresh)} where the same loop repeating one call's epoch reaches {_pair(plain)}, "
+        f"beyond the seed spread above it as your loop is ({_pair(own)}); {how}",
+        arm="own",
+        variable=("batches()", "re-made at every call", "one call's epoch, repeated"),
+    )
+
+
 def loop_gap(evs, own: list[float], plain: list[float]) -> OwnFinding:
-    """H1, the loop: the learner's run ends beyond the seed spread above the plain loop."""
+    """H1, the loop: the learner's run ends beyond the seed spread above the plain loop; H2
+    where a plain loop on the learner's calls of batches() ends as far above (`data_gap`)."""
+    found = data_gap(evs, own, plain)
+    if found is not None:
+        return found
     built, steps = _optimizers_built(evs[0])
     rebuilt = built >= 3
     said = (
@@ -186,3 +260,50 @@ def noted(found: OwnFinding, evs) -> OwnFinding:
         if note and note not in found.notes:
             found.notes.append(note)
     return found
+
+
+def _clips_without_gradient(ev) -> tuple[str, float] | None:
+    """The clip asked for ((kind, limit)) when the learner's run called a clip three times or
+    more and not one call found a gradient to clip (called before backward(), or after
+    zero_grad()); else None."""
+    try:
+        found, clips = ev.replay.clip_grads, ev.replay.clips
+    except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
+        return None
+    if len(found) < 3 or any(found) or not clips:
+        return None
+    return clips[-1]
+
+
+def clip_gap(evs, own: list[float]) -> OwnFinding | None:
+    """H1: every clip call of the run found no gradient, and a plain loop with that clip after
+    backward() ends beyond the seed spread below the learner's run, on every seed."""
+    asked = [_clips_without_gradient(ev) for ev in evs]
+    if any(a is None for a in asked):
+        return None
+    kind, limit = asked[0]
+    clipped = [
+        ev.once(
+            "clipped", lambda ev=ev: plain_loop(ev.setup, ev.seed, ev.steps, clip=(kind, limit))
+        )
+        for ev in evs
+    ]
+    levels = [c.level() for c in clipped]
+    margin = spread_margin(levels, abs(evs[0].arm("own").losses[0]))
+    if not all(
+        above("gap.clip", o - c, margin, seed=ev.seed) for o, c, ev in zip(own, levels, evs)
+    ):
+        return None
+    call = "clip_grad_value_" if kind == "clip_value" else "clip_grad_norm_"
+    calls_made = len(evs[0].replay.clip_grads)
+    return OwnFinding(
+        "H1",
+        "clip_before_backward",
+        f"your clip never clips: all {calls_made} calls of {call}(..., {kind}={limit:g}) found "
+        "no gradient (called before backward(), or after zero_grad()), so every step takes the "
+        f"unclipped gradient; a plain loop with your model, data, loss and optimizer and the same "
+        f"clip after backward() reaches {_pair(levels)} where your run ends at {_pair(own)}: "
+        "call the clip between backward() and step()",
+        arm=None,
+        variable=None,
+    )

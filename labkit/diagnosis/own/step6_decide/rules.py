@@ -7,9 +7,8 @@ H2  non-finite inputs that reach the loss; constant or repeated inputs; constant
 H2  a feature that is the label on every row (`features`)
 H1  frozen parameters that stop the model learning (`frozen`); a tensor the loss depends on,
     found by walking its autograd graph, that gets gradients and is never stepped (`leaves`);
-    layers whose units
-    never fire or whose relative update is orders of magnitude below the others'
-    (`norms`): both fool the label-shuffle control below, as a model that cannot learn
+    layers whose units never fire or whose relative update is orders of magnitude below the
+    others' (`norms`): both fool the label-shuffle control below, as a model that cannot learn
 H1  the loss path, read here because a broken loss fools the control below; a loss below
     the floor of the loss it is (`lossrange`: a sign flipped, nll_loss on logits)
     (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
@@ -19,7 +18,8 @@ H1  the loss path, read here because a broken loss fools the control below; a lo
     than the next token's, measured through the loss call (`offset`: a double shift)
 H2  a plain loop's model far worse on its whole epoch than the same loop's on rows shuffled
     across the epoch (`order`: batches sorted by label), read first: an unmixed order fools
-    the label-shuffle control, as no signal
+    the label-shuffle control, as no signal; so does a model that mixes a batch's examples
+    (`examples`, H1)
 H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
     from noise, one feature's scale swamping the others); held-out batches whose loss
     never improves while the training loss falls
@@ -34,8 +34,8 @@ H1  a measured gap decides (`gaps`): a loop that ends beyond the seed spread abo
     a plain loop on the model re-initialised by PyTorch's defaults far below the same loop on
     the learner's init convicts the init
 --  otherwise: NONE, naming the references the run reached and their numbers; UNKNOWN if the
-    run does not learn and no mechanism was measured, or if the seeds disagree. Seeds that agree on the system
-    but not on the mechanism get a third seed (`seeds`).
+    run does not learn and no mechanism was measured, or if the seeds disagree (a third seed
+    where they agree on the system only, `seeds`).
 """
 
 from __future__ import annotations
@@ -44,14 +44,8 @@ import math
 
 from ..step1_capture import setup as proto
 from ..step5_sign.acquit import checked
-from ..step3_h2.data import (
-    REPEATED,
-    WHITE,
-    describe_signal,
-    held_out_verdict,
-    label_signal,
-    scale_shift,
-)
+from ..step3_h2.data import REPEATED, WHITE, describe_signal, held_out_verdict
+from ..step3_h2.data import label_signal, scale_shift
 from .evidence import SeedEvidence
 from ...finding import OwnFinding
 from ..step2_h3.logger import check_logger
@@ -64,7 +58,8 @@ from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
-from .gaps import init_gap, loop_gap, noted as _noted, references, spread_margin, summed_rule
+from .gaps import clip_gap, init_gap, loop_gap, noted as _noted
+from .gaps import references, spread_margin, summed_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import recount
@@ -72,6 +67,7 @@ from ..step4_h1.norms import norms_rule
 from ..step4_h1.padding import padding_rule
 from ..step2_h3.rebuild import explain
 from .seeds import settle
+from .examples import dropped_rule, mixing_rule, reach_rule
 from ..step4_h1.settings import settings_rule
 
 SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
@@ -103,7 +99,7 @@ def _h3_one(ev: SeedEvidence) -> OwnFinding | None:
     if check.details["agree"]:
         return None
     key, text = check.details["mechanism"], check.verdict.removeprefix("disagree: ")
-    rebuilt = explain(ev.run, ev.rows_per_epoch, key)  # the loggers that reproduce the reports
+    rebuilt = explain(ev.run, ev.rows_per_epoch, key, ev.sizes)  # loggers that rebuild them
     if rebuilt is not None:
         key, text = rebuilt
     return OwnFinding(
@@ -330,7 +326,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
             return found
     if behind:  # a measured gap decides: the data each call re-makes, else the loop
         return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
-    found = init_gap(evs, plain)
+    found = clip_gap(evs, own) or init_gap(evs, plain)
     if found is not None:
         return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
@@ -344,7 +340,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
             "settings one at a time"
         )
     sig = evs[0].results.get("signal", {})
-    if sig.get("verdict") != "signal":
+    if sig.get("verdict") != "signal" and "ends" not in sig:  # the ends read apart: acquit
         return _unknown(
             f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}"
         )
@@ -368,8 +364,11 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         loss_path,
         offset_rule,
         range_rule,
+        reach_rule,
         padding_rule,
+        dropped_rule,
         order_rule,
+        mixing_rule,
         _h2_signal,
         _h1,
         still_rule,
