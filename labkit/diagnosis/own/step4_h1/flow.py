@@ -77,6 +77,8 @@ def facts(rp, run) -> dict:
     lrs = [max(st["lr"]) if st["lr"] else 0.0 for st in steps]
     f["lr_first"], f["lr_last"] = (lrs[0], lrs[-1]) if lrs else (None, None)
     f["lr_all_zero"] = bool(lrs) and all(lr == 0 for lr in lrs)
+    moved = [st.get("update_norm") for st in steps]
+    f["update_max"] = max((u for u in moved if u is not None and math.isfinite(u)), default=None)
     low = [i for i, lr in enumerate(lrs) if lrs[0] > 0 and lr < COLLAPSE * lrs[0]]
     f["lr_collapse_step"] = (
         low[0] if low and low[0] < 0.5 * len(lrs) and len(low) == len(lrs) - low[0] else None
@@ -261,6 +263,14 @@ def _tiny_steps(ev, f, own) -> OwnFinding | None:
         or not math.isfinite(weights)  # a plain loop that blew up measures no update size
         or not moved
         or not below("tiny.relative_update", max(moved) / weights, TINY, seed=ev.seed, log=True)
+    ):
+        return None
+    # the plain loop ran your optimizer at the LR it was built with; a loop that sets the LR
+    # itself (a hand-written warm-up from lr=0) moved its weights at other LRs: what the plain
+    # loop's tiny steps say is then not about your run
+    yours = f.get("update_max")
+    if yours is not None and not below(
+        "tiny.your_relative_update", yours / weights, TINY, seed=ev.seed, log=True
     ):
         return None
     ref = ev.arm("ref")

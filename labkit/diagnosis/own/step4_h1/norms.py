@@ -201,7 +201,12 @@ def norms_rule(evs) -> OwnFinding | None:
         return None
     rows = found[0]
     if any(r["kind"] == "unstepped" for r in rows):
-        return _unstepped(evs, [r for r in rows if r["kind"] == "unstepped"])
+        at_zero = _lrs(evs, [r for r in rows if r["kind"] == "unstepped"]) == [0.0]
+        if at_zero:
+            return _unstepped(evs, [r for r in rows if r["kind"] == "unstepped"])
+        # moved by exactly 0 at an LR above 0: a step too small for the weights' own rounding
+        # (a gradient near 0 under Adam: no moments to divide by), which is a vanishing gradient
+        rows = [{**r, "kind": "vanishing"} if r["kind"] == "unstepped" else r for r in rows]
     blocked = all(r["kind"] == "blocked" for r in rows)
     if blocked and all(ev.facts.get("blocked") for ev in evs):
         return None  # no gradient at all (None): the loop's own rule names the cut (flow.h1_rules)
@@ -222,16 +227,12 @@ def norms_rule(evs) -> OwnFinding | None:
     )
 
 
-def _unstepped(evs, rows) -> OwnFinding | None:
-    """Layers that get a gradient at every step and are moved by exactly 0: their parameter
-    group's LR is 0. A defect when the run fails by its own test; else a choice (a freeze by LR),
-    said as advice."""
-    from .. import baseline
-
+def _lrs(evs, rows) -> list[float]:
+    """The distinct LRs of the parameter groups that hold these layers' parameters."""
     rp = evs[0].replay
     names = param_names(rp.models.values())
     wanted = {p for r in rows for p in r["params"]}
-    lrs = sorted(
+    return sorted(
         {
             float(g["lr"])
             for o in rp.optimizers.values()
@@ -240,6 +241,15 @@ def _unstepped(evs, rows) -> OwnFinding | None:
             if names.get(id(p), ("",))[0] in wanted
         }
     )
+
+
+def _unstepped(evs, rows) -> OwnFinding | None:
+    """Layers that get a gradient at every step and are moved by exactly 0: their parameter
+    group's LR is 0. A defect when the run fails by its own test; else a choice (a freeze by LR),
+    said as advice."""
+    from .. import baseline
+
+    lrs = _lrs(evs, rows)
     layers = ", ".join(r["layer"] for r in rows[:4]) + (" and more" if len(rows) > 4 else "")
     one = len(rows) == 1
     said = (
