@@ -27,6 +27,7 @@ from helpers import labkit_cli
 pytestmark = pytest.mark.slow  # two gradings, each of several notebooks in kernels
 
 IMPORTS = """import time
+import torch._dynamo  # what the first optimizer.step() imports: before any forgery block
 import labkit
 from labkit import check
 from labkit.check import ex_a_predict, ex_a_review, ex_a_steps_to, ex_a_transfer
@@ -38,15 +39,13 @@ CELLS = [
         '              "why": "detach() cuts the graph, so no gradient reaches the backbone"}\n'
         "print(check.ex_a_predict(prediction))"
     ),
-    (
-        "def run_of(null):  # a three-step run whose groups in `null` get no gradient\n"
-        '    cols = {"step": [0, 1, 2], "loss_raw": [2.3, 1.9, 1.5]}\n'
-        '    for g in ("backbone.0", "backbone.2", "head"):\n'
-        '        cols[f"grad_norm/{g}"] = [None if g in null else 0.5] * 3\n'
-        '        cols[f"update_norm/{g}"] = [0.0 if g in null else 0.1] * 3\n'
-        "    return labkit.Run.from_log(cols, seed=0, started_at=time.time())\n"
-        'healthy, detached, deeper = run_of(()), run_of(("backbone.0", "backbone.2")), '
-        'run_of(("backbone.0",))'
+    (  # three-step runs: the grader trains each again (`grade.truth`), once for them all
+        "from labkit.core.seams import Seams\n"
+        "def forward_detach_deeper(ctx):  # the exercise's own seam, by its name\n"
+        '    hidden = ctx.model.backbone[:2](ctx.batch["x"]).detach()\n'
+        "    return ctx.model.head(ctx.model.backbone[2:](hidden))\n"
+        'healthy, detached = labkit.train(steps=3), labkit.train(bug="detach", steps=3)\n'
+        "deeper = labkit.train(steps=3, seams=Seams().replace(forward=forward_detach_deeper))"
     ),
     "print(ex_a_review(prediction, healthy, detached))",
     'print(check.ex_a_mechanism("the loss falls"))',
@@ -217,7 +216,27 @@ def __labkit_answer__(cell, name, k, check):
     call = real_answer(cell, name, k, check)
     return (lambda *a, **kw: call(forged)) if name == "ex_a_mechanism" else call
 """,
-        {"ex_a_mechanism": "Write your explanation as a string; got function."},  # the judge's
+        {
+            "ex_a_mechanism": "the answer to ex_a_mechanism is a function, and ex_a_mechanism "
+            "takes none"
+        },  # refused unrun
+    ),
+    "fabricated": (  # labkit.train wrapped: the deeper run's nulls moved to fit the answer
+        """real_train = labkit.train
+def train(*args, **kwargs):
+    run = real_train(*args, **kwargs)
+    if run.meta["seams"]:
+        n = len(run.table["step"])
+        run.table["grad_norm/backbone.0"], run.table["grad_norm/backbone.2"] = [0.5] * n, [None] * n
+    return run
+labkit.train = train
+""",
+        {
+            "ex_a_transfer": "the answer to ex_a_transfer could not be checked: the run given "
+            "as argument 3 is not the run its config trains: its table['grad_norm/backbone.0'][0]",
+            "ex_a_hidden_groups": "the answer to ex_a_hidden_groups could not be checked: the "
+            "run given as argument 2 is not the run its config trains",
+        },
     ),
     "classname": (  # a class of the learner's named as labkit's Run, with forged data
         """class Run:
