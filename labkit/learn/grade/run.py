@@ -169,6 +169,10 @@ def execute(
                     raise
     finally:  # the submission's folder goes with it, however grading ended
         pool.ended(client)
+        if sandbox == "bwrap":
+            from .sandbox import release
+
+            release(work)
         shutil.rmtree(work, ignore_errors=True)
     return run
 

@@ -172,6 +172,10 @@ def _in_own_process(name: str, args, kwargs, sandbox: str) -> dict | tuple[str, 
         for fd in (read, write):
             if fd >= 0:
                 os.close(fd)
+        if sandbox == "bwrap":
+            from .sandbox import release
+
+            release(work)
         shutil.rmtree(work, ignore_errors=True)
 
 
