@@ -10,7 +10,8 @@ grade them all, in the sandbox: one as a process of its own writing its JSON to 
 (``--json -``, which a kernel writing to the grader's stdout would spoil), one in this process
 with hidden checks. The forgeries of the sandbox's round (issue 53) edit labkit's own files,
 leave a daemon behind to rewrite the reports, write to the grader's stdout, send answers after
-the fact, and signal the grader.
+the fact, signal the grader, fork until the sandbox's process limit, wrap `labkit.train` to
+fabricate a run, and route a text check through a function that prints a verdict.
 """
 
 import csv
@@ -197,6 +198,20 @@ SANDBOX_FORGERIES.update(
         "signal": """import os, signal
 os.kill(os.getppid(), signal.SIGINT)  # the grader, as its parent: Ctrl-C
 os.kill(os.getppid(), signal.SIGTERM)
+""",
+        "fork_bomb": """import os, time
+kids = []
+for _ in range(1000):  # bounded: sleeping children until a fork fails at the sandbox's limit
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(1)
+        os._exit(0)
+    kids.append(pid)
+for pid in kids:
+    os.waitpid(pid, 0)
 """,
     }
 )
