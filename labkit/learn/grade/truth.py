@@ -22,6 +22,15 @@ import threading
 RTOL, ATOL = 1e-5, 1e-7  # the same setup on the same machine agrees to the last bit; this
 # only absorbs a summation order that differs between the kernel's threads and the grader's
 HASHES = ("data_hash", "init_hash")
+LIMITS = {
+    "hidden": 1024,
+    "n_classes": 1000,
+    "vocab_size": 10_000,
+    "batch_size": 4096,
+    "steps": 10_000,
+}
+# far above any exercise's runs (64, 10, 50, 64, 320) and small enough that the grader trains
+# one in seconds: a run made up with a huge config must not keep the grader busy for hours
 _MADE: dict = {}  # the key of a setup -> the Run the grader trained for it
 _TRAINING = threading.Lock()  # one at a time: a run seeds torch's one global generator
 
@@ -60,22 +69,30 @@ def _checked(run, where: str):
             f"the run given as {where} is not the run its config trains: {differs}; pass the "
             "run labkit.train returned, unchanged"
         )
-    return Run(table=own.table, evals=own.evals, meta=own.meta, timing=dict(run.timing))
+    import copy
+
+    return Run(  # a copy: a check that changes its run changes nothing for the next learner
+        table={k: list(v) for k, v in own.table.items()},
+        evals={k: list(v) for k, v in own.evals.items()},
+        meta=copy.deepcopy(own.meta),
+        timing=dict(run.timing),
+    )
 
 
 def _made(run, where: str):
     """The grader's own run of `run`'s setup: trained once, then kept."""
     meta = run.meta
     config, bug, seams = meta.get("config"), meta.get("bug"), meta.get("seams") or {}
-    key = json.dumps([config, bug, seams], sort_keys=True, default=repr)
+    steps = len(run.table.get("step", []))  # a run stopped early (Trainer.run(steps=k)): as far
+    key = json.dumps([config, bug, seams, steps], sort_keys=True, default=repr)
     with _TRAINING:
         if key not in _MADE:
-            _MADE[key] = _train(config, bug, seams, where)
+            _MADE[key] = _train(config, bug, seams, steps, where)
         return _MADE[key]
 
 
-def _train(config, bug, seams, where: str):
-    from ...bugs.inject import train
+def _train(config, bug, seams, steps: int, where: str):
+    from ...bugs.inject import Trainer
     from ...core.config import Config
     from ...core.seams import Seams
     from ..check.ex.seams import GIVEN
@@ -98,14 +115,28 @@ def _train(config, bug, seams, where: str):
             "and the grader trains only the seams the exercise gives "
             f"({', '.join(f'{k}={v}' for k, v in GIVEN)}); keep the exercise's own cell"
         )
+    big = next(
+        (k for k, most in LIMITS.items() if k != "steps" and _over(config.get(k), most)), None
+    )
+    if big is not None or steps > LIMITS["steps"]:
+        name, value = (big, config[big]) if big else ("steps", steps)
+        raise NotReproduced(
+            f"the run given as {where} has {name}={value}, more than the grader trains again "
+            f"(at most {LIMITS[name]}); the exercise's own runs are far smaller"
+        )
     try:
         own = Seams().replace(**{k: GIVEN[k, v] for k, v in seams.items()})
-        return train(Config(**config), bug=bug, seams=own)
+        trainer = Trainer(Config(**config), bug=bug, seams=own)
+        return trainer.run(steps=steps)
     except (TypeError, ValueError, KeyError) as exc:
         raise NotReproduced(
             f"the grader could not train the run given as {where} again from its config "
             f"({type(exc).__name__}: {str(exc)[:160]})"
         ) from None
+
+
+def _over(value, most) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > most
 
 
 def _difference(given, own) -> str | None:

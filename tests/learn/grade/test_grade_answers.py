@@ -336,12 +336,15 @@ def test_a_made_up_run_is_refused_and_a_real_one_is_judged_on_the_graders_own():
     logged = labkit.Run.from_log(
         {"step": [0, 1, 2], "loss_raw": [2.3, 2.1, 2.0]}, seed=0, started_at=1.0
     )
+    huge = copy.deepcopy(made_up)  # a config the grader would train for hours: refused unrun
+    huge.meta["config"] = {**huge.meta["config"], "hidden": 10**6}
     judged = {
         what: verdict(ex_d_first_gap, "ex_d_first_gap", handed_text(value, run))
         for what, value, run in (
             ("real", right, control),
             ("made up", wrong, made_up),
             ("logged", wrong, logged),
+            ("huge", wrong, huge),
         )
     }
     assert judged["real"][0] == "passed", judged["real"]
@@ -354,3 +357,9 @@ def test_a_made_up_run_is_refused_and_a_real_one_is_judged_on_the_graders_own():
     assert judged["made up"] == ("failed", said)
     assert judged["logged"][0] == "failed"
     assert "was not trained by labkit.train (its task is 'own loop')" in judged["logged"][1]
+    too_big = (
+        "the answer to ex_d_first_gap could not be checked: the run given as argument 2 has "
+        "hidden=1000000, more than the grader trains again (at most 1024); the exercise's own "
+        "runs are far smaller"
+    )
+    assert judged["huge"] == ("failed", too_big)
