@@ -10,11 +10,12 @@ grade them all, in the sandbox: one as a process of its own writing its JSON to 
 (``--json -``, which a kernel writing to the grader's stdout would spoil), one in this process
 with hidden checks. The forgeries of the sandbox's round (issue 53) edit labkit's own files,
 leave a daemon behind to rewrite the reports, write to the grader's stdout, send answers after
-the fact, signal the grader, fork until the sandbox's process limit, wrap `labkit.train` to
-fabricate a run, and route a text check through a function that prints a verdict.
+the fact, signal the grader, fork until the sandbox's process limit, wrap labkit's run loader
+to fabricate a run, and route a text check through a function that prints a verdict.
 """
 
 import csv
+import functools
 import io
 import json
 import time
@@ -28,7 +29,6 @@ from helpers import labkit_cli
 pytestmark = pytest.mark.slow  # two gradings, each of several notebooks in kernels
 
 IMPORTS = """import time
-import torch._dynamo  # what the first optimizer.step() imports: before any forgery block
 import labkit
 from labkit import check
 from labkit.check import ex_a_predict, ex_a_review, ex_a_steps_to, ex_a_transfer
@@ -40,14 +40,7 @@ CELLS = [
         '              "why": "detach() cuts the graph, so no gradient reaches the backbone"}\n'
         "print(check.ex_a_predict(prediction))"
     ),
-    (  # three-step runs: the grader trains each again (`grade.truth`), once for them all
-        "from labkit.core.seams import Seams\n"
-        "def forward_detach_deeper(ctx):  # the exercise's own seam, by its name\n"
-        '    hidden = ctx.model.backbone[:2](ctx.batch["x"]).detach()\n'
-        "    return ctx.model.head(ctx.model.backbone[2:](hidden))\n"
-        'healthy, detached = labkit.train(steps=3), labkit.train(bug="detach", steps=3)\n'
-        "deeper = labkit.train(steps=3, seams=Seams().replace(forward=forward_detach_deeper))"
-    ),
+    "RUNS",  # real three-step runs (`runs_source`)
     "print(ex_a_review(prediction, healthy, detached))",
     'print(check.ex_a_mechanism("the loss falls"))',
     "print(ex_a_steps_to(..., healthy, detached))",
@@ -57,6 +50,36 @@ CELLS = [
         'keep it", deeper))'
     ),
 ]
+
+
+def forward_detach_deeper(ctx):
+    """Exercise A's deeper detach, by the name the grader knows it (`check.ex.seams`)."""
+    hidden = ctx.model.backbone[:2](ctx.batch["x"]).detach()  # (B, hidden)
+    return ctx.model.head(ctx.model.backbone[2:](hidden))  # (B, C)
+
+
+@functools.cache
+def runs_source() -> str:
+    """Cell 2: three real three-step runs, trained once here and handed to every kernel as
+    JSON (the grader trains each again, `labkit.learn.grade.truth`), started when the cell
+    runs, after the prediction's seal, as a review requires."""
+    import labkit
+    from labkit.core.seams import Seams
+
+    runs = {
+        "healthy": labkit.train(steps=3),
+        "detached": labkit.train(bug="detach", steps=3),
+        "deeper": labkit.train(steps=3, seams=Seams().replace(forward=forward_detach_deeper)),
+    }
+    lines = ["now = time.time()"]
+    for name, run in runs.items():
+        lines += [
+            f"{name} = labkit.Run.from_json({run.to_json()!r})",
+            f"{name}.timing['started_at'] = now",
+        ]
+    return "\n".join(lines)
+
+
 HIDDEN = '''from labkit.learn.check._base import CheckFailed, answer_check
 
 
@@ -236,15 +259,15 @@ def __labkit_answer__(cell, name, k, check):
             "takes none"
         },  # refused unrun
     ),
-    "fabricated": (  # labkit.train wrapped: the deeper run's nulls moved to fit the answer
-        """real_train = labkit.train
-def train(*args, **kwargs):
-    run = real_train(*args, **kwargs)
+    "fabricated": (  # labkit's loader wrapped: the deeper run's nulls moved to fit the answer
+        """real_load = labkit.Run.from_json
+def load(text):
+    run = real_load(text)
     if run.meta["seams"]:
         n = len(run.table["step"])
         run.table["grad_norm/backbone.0"], run.table["grad_norm/backbone.2"] = [0.5] * n, [None] * n
     return run
-labkit.train = train
+labkit.Run.from_json = load
 """,
         {
             "ex_a_transfer": "the answer to ex_a_transfer could not be checked: the run given "
@@ -276,7 +299,7 @@ ip.events.register("post_run_cell", swap)
 
 def write(folder: Path, name: str, forgery: str = "") -> None:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nb.cells = [nbformat.v4.new_code_cell(runs_source() if c == "RUNS" else c) for c in CELLS]
     nb.cells[0].source += forgery
     nbformat.write(nb, folder / f"ex_a_{name}.ipynb")
 
