@@ -39,15 +39,13 @@ BASE = [
         '              "why": "detach() cuts the graph, so no gradient reaches the backbone"}\n'
         "print(check.ex_a_predict(prediction))"
     ),
-    (
-        "def run_of(null):\n"
-        '    cols = {"step": [0, 1, 2], "loss_raw": [2.3, 1.9, 1.5]}\n'
-        '    for g in ("backbone.0", "backbone.2", "head"):\n'
-        '        cols[f"grad_norm/{g}"] = [None if g in null else 0.5] * 3\n'
-        '        cols[f"update_norm/{g}"] = [0.0 if g in null else 0.1] * 3\n'
-        "    return labkit.Run.from_log(cols, seed=0, started_at=time.time())\n"
-        'healthy, detached = run_of(()), run_of(("backbone.0", "backbone.2"))\n'
-        'deeper = run_of(("backbone.0",))'
+    (  # three-step runs: the grader trains each again (`labkit.learn.grade.truth`)
+        "from labkit.core.seams import Seams\n"
+        "def forward_detach_deeper(ctx):  # Exercise A's own seam, by its name\n"
+        '    hidden = ctx.model.backbone[:2](ctx.batch["x"]).detach()\n'
+        "    return ctx.model.head(ctx.model.backbone[2:](hidden))\n"
+        'healthy, detached = labkit.train(steps=3), labkit.train(bug="detach", steps=3)\n'
+        "deeper = labkit.train(steps=3, seams=Seams().replace(forward=forward_detach_deeper))"
     ),
     "print(check.ex_a_review(prediction, healthy, detached))",
     "MECHANISM\nprint(check.ex_a_mechanism(mechanism))",

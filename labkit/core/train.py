@@ -42,6 +42,19 @@ def config_hash(config: Config, bug: str | None = None) -> str:
     return hash_json({"config": config.as_dict(), "bug": bug})
 
 
+def own_seams(seams: Seams) -> dict:
+    """{seam: qualified name} of each seam that is not labkit's own function (one of a
+    notebook's, an exercise's or a learner's): what re-creating the run needs besides its
+    config and its bug, whose seams are all labkit's."""
+    out = {}
+    for name in SEAM_NAMES:
+        fn = getattr(seams, name)
+        module = getattr(fn, "__module__", None) or ""
+        if module != "labkit" and not module.startswith("labkit."):
+            out[name] = getattr(fn, "__qualname__", type(fn).__name__)
+    return out
+
+
 class Trainer:
     """The reference loop, one step at a time: ``Trainer(config).run()`` is ``train(config)``."""
 
@@ -191,6 +204,7 @@ class Trainer:
             "data_hash": ctx.data.hash,
             "init_hash": self.init_hash,
             "config_hash": config_hash(config, self.bug),
+            "seams": own_seams(self.seams),
             "groups": list(self.watch.groups),
             "steps_per_epoch": ctx.steps_per_epoch,
             "labkit_version": _version(),

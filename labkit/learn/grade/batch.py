@@ -212,6 +212,10 @@ PRELOAD = (
     "labkit.learn.grade.formats",
     "labkit.learn.grade.verdict",
     "labkit.learn.grade.sandbox",
+    "labkit.learn.grade.truth",
+    "labkit.learn.check.ex.seams",  # and what training the runs again needs: the zoo, the loop
+    "labkit.bugs.inject",
+    "torch._dynamo",  # imported by the first optimizer's construction
     "IPython.core.inputtransformer2",
     "nbclient",
     "jupyter_client.manager",

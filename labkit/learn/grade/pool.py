@@ -48,6 +48,10 @@ def stop() -> None:
             os.remove(client.km.connection_file)
         except (OSError, AttributeError, TypeError):
             pass
+    from .sandbox import release
+
+    for _, work in live:  # each sandbox's cgroup, once its killed tasks are gone
+        release(work)
 
 
 def graded(items: list, grade_one, jobs: int):

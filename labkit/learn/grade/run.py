@@ -169,6 +169,10 @@ def execute(
                     raise
     finally:  # the submission's folder goes with it, however grading ended
         pool.ended(client)
+        if sandbox == "bwrap":
+            from .sandbox import release
+
+            release(work)
         shutil.rmtree(work, ignore_errors=True)
     return run
 
@@ -178,6 +182,7 @@ def _run_cells(client, env, run, code_cells, sites, timeout, progress, sandbox, 
     from nbclient.exceptions import DeadKernelError
 
     nb, stub, began = run.nb, False, time.monotonic()
+    i = code_cells[0] if code_cells else 0  # a kernel that dies in the hand-over: its first cell
     source = read_text(Path(__file__).with_name("handover.py"), what="hand-over")
     with _started(client, env, sandbox, run):
         try:

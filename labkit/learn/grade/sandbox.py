@@ -11,6 +11,12 @@
     ends           with its parent (`--die-with-parent`); whatever it started ends with it
                    (the PID namespace), double-forked daemons included
     memory         `memory` bytes of address space per process (`prlimit --as`)
+    processes      at most `processes` tasks (processes and threads) at once, so a fork bomb
+                   fails its own forks and never starves grading: a cgroup of its own with
+                   a pids limit where one can be made (`process_limit`), else, for a grader
+                   that is not root, RLIMIT_NPROC (`prlimit --nproc`, which Linux does not
+                   enforce for root); a root grader with neither is left the notebook's
+                   time limit, which ends the whole PID namespace
 
 The kernel inside reaches the grader only through Unix socket files in `work` (ZeroMQ's
 ``ipc`` transport: no network is needed) and through the pipes the grader gave it as stdin,
@@ -27,6 +33,9 @@ import sys
 from pathlib import Path
 
 MODES = ("auto", "bwrap", "none")
+PROCESSES = 512  # tasks at once per submission: a kernel runs ~40 threads (torch's pool,
+# ZeroMQ, IPython), more on a machine with many cores; a fork bomb stops here
+CGROUPS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")  # cgroup v1's pids controller; v2's root
 MEMORY = 8 * 2**30  # address space per process: torch's import maps ~2 GiB of it, Exercise E's
 # runs ~3 GiB; a submission that allocates past this fails its cell, not the grader's machine
 ETC = (  # what of /etc a Python kernel reads: the loader, users and groups, time, fonts
@@ -82,10 +91,16 @@ def allowed_env(extra: dict) -> dict:
     return {"PATH": path, **env, **extra}
 
 
-def bwrap_command(command: list, *, work: str, env: dict, memory: int = MEMORY) -> list[str]:
+def bwrap_command(
+    command: list, *, work: str, env: dict, memory: int = MEMORY, processes: int = PROCESSES
+) -> list[str]:
     """`command` as it runs in the sandbox: `work` writable (and its working folder), the
-    system and `readable()` read-only, `env` its whole environment."""
-    line = ["prlimit", f"--as={int(memory)}", "--", shutil.which("bwrap") or "bwrap"]
+    system and `readable()` read-only, `env` its whole environment, at most `processes`
+    tasks at once (`process_limit`; `release(work)` afterwards)."""
+    line = [*process_limit(work, processes), "prlimit", f"--as={int(memory)}"]
+    if os.geteuid() != 0 and not line[0].startswith("/bin/sh"):  # no cgroup: the user's limit
+        line.append(f"--nproc={_own_processes() + int(processes)}")
+    line += ["--", shutil.which("bwrap") or "bwrap"]
     for top in ("usr", "bin", "lib", "lib32", "lib64", "libx32", "sbin"):
         p = f"/{top}"
         if os.path.islink(p):
@@ -109,6 +124,79 @@ def bwrap_command(command: list, *, work: str, env: dict, memory: int = MEMORY) 
     return [*line, "--", *command]
 
 
+def process_limit(work: str, processes: int) -> list[str]:
+    """The start of a command line that puts what follows in a cgroup of its own, named for
+    `work`, holding at most `processes` tasks; [] where no pids cgroup can be made here."""
+    for root in CGROUPS:
+        if not _pids_here(root):
+            continue
+        group = _group(root, work)
+        try:
+            os.makedirs(group, exist_ok=True)  # a kernel started again reuses it
+            with open(os.path.join(group, "pids.max"), "w") as f:
+                f.write(str(int(processes)))
+        except OSError:
+            release(work)
+            continue
+        return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', group]
+    return []
+
+
+def limits_processes() -> str | None:
+    """How a submission's processes are bounded here, in words; None where only the
+    notebook's time limit ends a fork bomb (a root grader with no pids cgroup)."""
+    if any(_pids_here(root) for root in CGROUPS):
+        return "a pids cgroup per submission"
+    return None if os.geteuid() == 0 else "RLIMIT_NPROC (prlimit --nproc)"
+
+
+def _pids_here(root: str) -> bool:
+    if root.endswith("/pids"):
+        return os.access(root, os.W_OK)
+    try:
+        with open(os.path.join(root, "cgroup.subtree_control")) as f:
+            return "pids" in f.read().split() and os.access(root, os.W_OK)
+    except OSError:
+        return False
+
+
+def _group(root: str, work: str) -> str:
+    import hashlib
+
+    return os.path.join(
+        root, "labkit-" + hashlib.sha1(os.path.abspath(work).encode()).hexdigest()[:16]
+    )
+
+
+def release(work: str) -> None:
+    """Remove the cgroup `process_limit` made for `work`, once its last task is gone."""
+    import time
+
+    for root in CGROUPS:
+        group = _group(root, work)
+        for _ in range(20):
+            try:
+                os.rmdir(group)
+            except FileNotFoundError:
+                break
+            except OSError:  # a task still ending: the namespace's last processes
+                time.sleep(0.05)
+            else:
+                break
+
+
+def _own_processes() -> int:
+    """How many tasks this user runs now (RLIMIT_NPROC counts them all)."""
+    uid, n = os.getuid(), 0
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.stat(f"/proc/{pid}").st_uid == uid:
+                n += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            pass
+    return n
+
+
 def works() -> str | None:
     """None where bwrap runs a process in the sandbox here; else why not, in words."""
     if sys.platform != "linux":
@@ -126,6 +214,7 @@ def works() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not start ({type(exc).__name__})"
     finally:
+        release(work)
         shutil.rmtree(work, ignore_errors=True)
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["no message"])[-1][:160]

@@ -5,12 +5,17 @@ strictly as data (`grade_answers`) and the check itself (`check._base.judge`) ru
 that data: what the learner's kernel printed or recorded counts for nothing. Checks run in
 the notebook's order inside `check._predict.replaying`, so a prediction is sealed (dated by
 the grader's clock, when its cell started) before it is reviewed, and nothing is kept in any
-learner store. An answer that is a function the learner wrote is checked in a fresh Python
-process given only that function's source (`FUNCTION_PRELUDE` and the check), in the same
-sandbox as the kernels (`labkit.learn.grade.sandbox`) unless grading runs with none; that
-process sends its verdict once, on a pipe of its own (never its stdout, which the function
-can print to), and ends at once, so nothing the function left behind (an ``atexit`` print, a
-thread) comes after it.
+learner store. Every run an answer holds is first trained again by the grader and compared
+(`labkit.learn.grade.truth`): the check judges the grader's run, never one made up.
+
+An answer that is a function the learner wrote goes only to a check that asks for one, and
+that declares how: its `observe` runs the function, in a fresh Python process given only the
+function's source (`FUNCTION_PRELUDE`), in the same sandbox as the kernels
+(`labkit.learn.grade.sandbox`) unless grading runs with none, and sends back what the
+function did, as plain numbers on a pipe of its own; its `decide` judges those numbers here.
+Whatever the function writes, to its stdout, at exit, or to that pipe, can only be numbers
+that a correct function would produce; a verdict never comes from that process. A function
+given to any other check is refused without being run.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import sys
 
 from ..check._base import CheckFailed, judge, status_of
 from .answers import AnswerNotGiven, AnswerUnreadable, FunctionAnswer, read_answer
+from .truth import NotReproduced, recreated
 
 FUNCTION_PRELUDE = (
     "import math\nimport torch\nimport torch.nn as nn\n"  # what a function
@@ -29,10 +35,10 @@ FUNCTION_PRELUDE = (
 )  # answer may use without importing it
 FUNCTION_LIMIT_S = 120  # a function answer's own process, start to verdict
 _HARNESS = """import json, os, sys
-from labkit.learn.grade.verdict import verdict_of_source
+from labkit.learn.grade.verdict import observed_from_source
 channel, write = int(sys.argv[1]), os.write
 plain = json.loads(sys.stdin.read())
-said = json.dumps(verdict_of_source(plain)).encode()
+said = json.dumps(observed_from_source(plain)).encode()
 write(channel, said)
 os._exit(0)
 """
@@ -48,10 +54,22 @@ def verdict(check, name: str, text: str | None, sandbox: str = "none") -> tuple[
     except AnswerUnreadable as exc:
         return "failed", f"the answer to {name} could not be read: {exc}"
     if any(isinstance(a, FunctionAnswer) for a in (*args, *kwargs.values())):
+        if not hasattr(check, "observe"):
+            return "failed", (
+                f"the answer to {name} is a function, and {name} takes none: pass the value "
+                "itself (only a check that asks for your function runs it)"
+            )
         try:
-            return _in_own_process(name, args, kwargs, sandbox)
+            observed = _in_own_process(name, args, kwargs, sandbox)
         except AnswerUnreadable as exc:
             return "failed", f"the answer to {name} could not be read: {exc}"
+        if isinstance(observed, tuple):  # no observation came: why, as the row
+            return observed
+        return judged(check.decide, [observed], {})
+    try:
+        args, kwargs = recreated(args, kwargs)  # every run it holds, the grader's own
+    except NotReproduced as exc:
+        return "failed", f"the answer to {name} could not be checked: {exc}"
     if (bad := not_finite(args, kwargs)) is not None:
         return (
             "failed",
@@ -95,9 +113,10 @@ def judged(check, args, kwargs) -> tuple[str, str]:
         )
 
 
-def _in_own_process(name: str, args, kwargs, sandbox: str) -> tuple[str, str]:
-    """Run check `name` in a fresh Python process (in the sandbox unless `sandbox` is "none")
-    on args where functions are their source; its verdict comes on a pipe of its own."""
+def _in_own_process(name: str, args, kwargs, sandbox: str) -> dict | tuple[str, str]:
+    """Run the `observe` of check `name` in a fresh Python process (in the sandbox unless
+    `sandbox` is "none") on args where functions are their source: what it observed, as
+    plain data on a pipe of its own; or (status, message) when nothing came."""
     import shutil
     import tempfile
 
@@ -130,10 +149,15 @@ def _in_own_process(name: str, args, kwargs, sandbox: str) -> tuple[str, str]:
         os.set_blocking(read, False)  # what was sent before the end; a daemon left holding
         said = _sent(read)  # the pipe (no sandbox) adds nothing
         del done
-        status, message = json.loads(said)
-        if status not in ("passed", "failed", "not yet answered") or not isinstance(message, str):
-            raise ValueError(status)
-        return status, message
+        observed = json.loads(said)
+        if not isinstance(observed, dict):
+            raise ValueError(type(observed).__name__)
+        if "unrunnable" in observed:  # the learner's source did not run on its own
+            return (
+                "failed",
+                f"your function's source does not run on its own: {observed['unrunnable']}"[:300],
+            )
+        return observed
     except subprocess.TimeoutExpired:
         return "failed", (
             f"your function given to {name} did not finish within "
@@ -142,12 +166,16 @@ def _in_own_process(name: str, args, kwargs, sandbox: str) -> tuple[str, str]:
     except (ValueError, IndexError, TypeError):
         return "failed", (
             f"the answer to {name} could not be checked: the process running your "
-            "function alone ended without a verdict"
+            "function alone ended without saying what it did"
         )
     finally:
         for fd in (read, write):
             if fd >= 0:
                 os.close(fd)
+        if sandbox == "bwrap":
+            from .sandbox import release
+
+            release(work)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -171,8 +199,9 @@ def _source(v):
     )
 
 
-def verdict_of_source(plain: dict) -> list:
-    """In the fresh process: define each function from its source alone, run the check."""
+def observed_from_source(plain: dict) -> dict:
+    """In the fresh process: define each function from its source alone, and observe it with
+    the check's `observe`: plain data, judged by the grader (never a verdict)."""
     from .. import check as checks
 
     def value(v):
@@ -186,11 +215,8 @@ def verdict_of_source(plain: dict) -> list:
         args = [value(a) for a in plain["args"]]
         kwargs = {k: value(v) for k, v in plain["kwargs"].items()}
     except Exception as exc:  # noqa: BLE001 -- the learner's source itself does not run
-        return [
-            "failed",
-            (
-                f"your function's source does not run on its own: "
-                f"{type(exc).__name__}: {str(exc)[:200]}"
-            ),
-        ]
-    return list(judged(getattr(checks, plain["check"]), args, kwargs))
+        return {"unrunnable": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    try:
+        return getattr(checks, plain["check"]).observe(*args, **kwargs)
+    except CheckFailed as exc:  # e.g. not callable: said as what was observed
+        return {"error": ["CheckFailed", str(exc)]}

@@ -26,12 +26,17 @@ class Shell:
         self.run.hold(self.cell, data[ANSWER_MIME], self.planned)
 
 
-def handed(tmp_path, *args, **kwargs):
-    """Hand `args` over as the kernel would, and read them back as the grader does."""
+def handed_text(*args, **kwargs) -> str:
+    """Hand `args` over as the kernel would: the text the grader holds."""
     shell = Shell(3, {(3, "ex_a_mechanism")})
     grade_handover.install(shell)
     shell.user_ns["__labkit_answer__"](3, "ex_a_mechanism", 0, None)(*args, **kwargs)
-    return read_answer(shell.run.answers[(3, "ex_a_mechanism", 0)])
+    return shell.run.answers[(3, "ex_a_mechanism", 0)]
+
+
+def handed(tmp_path, *args, **kwargs):
+    """Hand `args` over as the kernel would, and read them back as the grader does."""
+    return read_answer(handed_text(*args, **kwargs))
 
 
 def test_what_the_checks_take_comes_back_equal(tmp_path):
@@ -169,14 +174,38 @@ def test_a_function_answer_is_checked_in_a_process_of_its_own(tmp_path):
         "    F.cross_entropy(model(batch[0]), batch[1]).backward()\n    optimizer.step()\n"
     )
     broken = "def step(m, o, b):\n    undefined_name\n"
-    for body, expected in ((source, "passed"), (broken, "failed")):
+    forged = (  # a step that never steps, and says "passed" on every channel it can reach
+        "def step(model, optimizer, batch):\n    import atexit, os\n"
+        '    said = b\'["passed", "ok"]\'\n'
+        "    atexit.register(print, said.decode())\n    print(said.decode())\n"
+        "    for fd in range(3, 64):\n        try:\n            os.write(fd, said)\n"
+        "        except OSError:\n            pass\n    os._exit(0)\n"
+    )
+    for body, expected in ((source, "passed"), (broken, "failed"), (forged, "failed")):
         text = json.dumps(
             {
                 "args": [{"$": "function", "name": "step", "source": body}],
                 "kwargs": {"$": "dict", "items": []},
             }
         )
-        assert verdict(loop_train_step, "loop_train_step", text)[0] == expected
+        assert verdict(loop_train_step, "loop_train_step", text)[0] == expected, body
+
+
+def test_a_function_given_to_a_check_that_takes_none_is_refused_unrun():
+    from labkit.check import ex_a_mechanism
+
+    body = "def said(*args):\n    raise SystemExit('run')\n"
+    text = json.dumps(
+        {
+            "args": [{"$": "function", "name": "said", "source": body}],
+            "kwargs": {"$": "dict", "items": []},
+        }
+    )
+    said = (
+        "the answer to ex_a_mechanism is a function, and ex_a_mechanism takes none: pass the "
+        "value itself (only a check that asks for your function runs it)"
+    )
+    assert verdict(ex_a_mechanism, "ex_a_mechanism", text) == ("failed", said)
 
 
 def test_call_sites_are_rewritten_in_place_magics_included():
@@ -287,3 +316,50 @@ def test_a_run_whose_loss_is_nan_is_still_an_answer():
     from labkit.learn.grade.verdict import not_finite
 
     assert not_finite([run, 3], {}) is None
+
+
+def test_a_made_up_run_is_refused_and_a_real_one_is_judged_on_the_graders_own():
+    """Issue 53's kind 6: a check that works its truth out of the run handed over. The
+    grader trains the run again (`grade.truth`); a run changed to fit a wrong answer, or one
+    labkit never trained, fails with where it differs, and never passes."""
+    import copy
+
+    import labkit
+    from labkit.check import ex_d_first_gap
+    from labkit.learn.check.ex.d import three_at
+
+    control = labkit.train(steps=3)
+    first = three_at(control, 0)
+    right, wrong = first["online"] - first["train_eval"], 0.5
+    made_up = copy.deepcopy(control)  # what a wrapped labkit.train returns: the wrong answer fits
+    made_up.table["loss_reported"][2] = wrong + first["train_eval"]
+    logged = labkit.Run.from_log(
+        {"step": [0, 1, 2], "loss_raw": [2.3, 2.1, 2.0]}, seed=0, started_at=1.0
+    )
+    huge = copy.deepcopy(made_up)  # a config the grader would train for hours: refused unrun
+    huge.meta["config"] = {**huge.meta["config"], "hidden": 10**6}
+    judged = {
+        what: verdict(ex_d_first_gap, "ex_d_first_gap", handed_text(value, run))
+        for what, value, run in (
+            ("real", right, control),
+            ("made up", wrong, made_up),
+            ("logged", wrong, logged),
+            ("huge", wrong, huge),
+        )
+    }
+    assert judged["real"][0] == "passed", judged["real"]
+    said = (
+        "the answer to ex_d_first_gap could not be checked: the run given as argument 2 is not "
+        "the run its config trains: its table['loss_reported'][2] is "
+        f"{wrong + first['train_eval']!r}, and the grader's run has {first['online']!r}; pass "
+        "the run labkit.train returned, unchanged"
+    )
+    assert judged["made up"] == ("failed", said)
+    assert judged["logged"][0] == "failed"
+    assert "was not trained by labkit.train (its task is 'own loop')" in judged["logged"][1]
+    too_big = (
+        "the answer to ex_d_first_gap could not be checked: the run given as argument 2 has "
+        "hidden=1000000, more than the grader trains again (at most 1024); the exercise's own "
+        "runs are far smaller"
+    )
+    assert judged["huge"] == ("failed", too_big)

@@ -10,10 +10,12 @@ grade them all, in the sandbox: one as a process of its own writing its JSON to 
 (``--json -``, which a kernel writing to the grader's stdout would spoil), one in this process
 with hidden checks. The forgeries of the sandbox's round (issue 53) edit labkit's own files,
 leave a daemon behind to rewrite the reports, write to the grader's stdout, send answers after
-the fact, and signal the grader.
+the fact, signal the grader, fork until the sandbox's process limit, wrap labkit's run loader
+to fabricate a run, and route a text check through a function that prints a verdict.
 """
 
 import csv
+import functools
 import io
 import json
 import time
@@ -38,16 +40,7 @@ CELLS = [
         '              "why": "detach() cuts the graph, so no gradient reaches the backbone"}\n'
         "print(check.ex_a_predict(prediction))"
     ),
-    (
-        "def run_of(null):  # a three-step run whose groups in `null` get no gradient\n"
-        '    cols = {"step": [0, 1, 2], "loss_raw": [2.3, 1.9, 1.5]}\n'
-        '    for g in ("backbone.0", "backbone.2", "head"):\n'
-        '        cols[f"grad_norm/{g}"] = [None if g in null else 0.5] * 3\n'
-        '        cols[f"update_norm/{g}"] = [0.0 if g in null else 0.1] * 3\n'
-        "    return labkit.Run.from_log(cols, seed=0, started_at=time.time())\n"
-        'healthy, detached, deeper = run_of(()), run_of(("backbone.0", "backbone.2")), '
-        'run_of(("backbone.0",))'
-    ),
+    "RUNS",  # real three-step runs (`runs_source`)
     "print(ex_a_review(prediction, healthy, detached))",
     'print(check.ex_a_mechanism({"head": "learns"}, "the loss falls"))',
     "print(ex_a_steps_to(..., healthy, detached))",
@@ -57,6 +50,36 @@ CELLS = [
         'keep it", deeper))'
     ),
 ]
+
+
+def forward_detach_deeper(ctx):
+    """Exercise A's deeper detach, by the name the grader knows it (`check.ex.seams`)."""
+    hidden = ctx.model.backbone[:2](ctx.batch["x"]).detach()  # (B, hidden)
+    return ctx.model.head(ctx.model.backbone[2:](hidden))  # (B, C)
+
+
+@functools.cache
+def runs_source() -> str:
+    """Cell 2: three real three-step runs, trained once here and handed to every kernel as
+    JSON (the grader trains each again, `labkit.learn.grade.truth`), started when the cell
+    runs, after the prediction's seal, as a review requires."""
+    import labkit
+    from labkit.core.seams import Seams
+
+    runs = {
+        "healthy": labkit.train(steps=3),
+        "detached": labkit.train(bug="detach", steps=3),
+        "deeper": labkit.train(steps=3, seams=Seams().replace(forward=forward_detach_deeper)),
+    }
+    lines = ["now = time.time()"]
+    for name, run in runs.items():
+        lines += [
+            f"{name} = labkit.Run.from_json({run.to_json()!r})",
+            f"{name}.timing['started_at'] = now",
+        ]
+    return "\n".join(lines)
+
+
 HIDDEN = '''from labkit.learn.check._base import CheckFailed, answer_check
 
 
@@ -199,6 +222,20 @@ SANDBOX_FORGERIES.update(
 os.kill(os.getppid(), signal.SIGINT)  # the grader, as its parent: Ctrl-C
 os.kill(os.getppid(), signal.SIGTERM)
 """,
+        "fork_bomb": """import os, time
+kids = []
+for _ in range(1000):  # bounded: sleeping children until a fork fails at the sandbox's limit
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(1)
+        os._exit(0)
+    kids.append(pid)
+for pid in kids:
+    os.waitpid(pid, 0)
+""",
     }
 )
 NEVER_PASS = {  # the hand-over itself forged: no row of these may pass
@@ -217,7 +254,27 @@ def __labkit_answer__(cell, name, k, check):
     call = real_answer(cell, name, k, check)
     return (lambda *a, **kw: call(a[0], forged)) if name == "ex_a_mechanism" else call
 """,
-        {"ex_a_mechanism": "the answer to ex_a_mechanism could not be read"},  # the judge's
+        {
+            "ex_a_mechanism": "the answer to ex_a_mechanism is a function, and ex_a_mechanism "
+            "takes none"
+        },  # refused unrun
+    ),
+    "fabricated": (  # labkit's loader wrapped: the deeper run's nulls moved to fit the answer
+        """real_load = labkit.Run.from_json
+def load(text):
+    run = real_load(text)
+    if run.meta["seams"]:
+        n = len(run.table["step"])
+        run.table["grad_norm/backbone.0"], run.table["grad_norm/backbone.2"] = [0.5] * n, [None] * n
+    return run
+labkit.Run.from_json = load
+""",
+        {
+            "ex_a_transfer": "the answer to ex_a_transfer could not be checked: the run given "
+            "as argument 3 is not the run its config trains: its table['grad_norm/backbone.0'][0]",
+            "ex_a_hidden_groups": "the answer to ex_a_hidden_groups could not be checked: the "
+            "run given as argument 2 is not the run its config trains",
+        },
     ),
     "classname": (  # a class of the learner's named as labkit's Run, with forged data
         """class Run:
@@ -242,7 +299,7 @@ ip.events.register("post_run_cell", swap)
 
 def write(folder: Path, name: str, forgery: str = "") -> None:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nb.cells = [nbformat.v4.new_code_cell(runs_source() if c == "RUNS" else c) for c in CELLS]
     nb.cells[0].source += forgery
     nbformat.write(nb, folder / f"ex_a_{name}.ipynb")
 

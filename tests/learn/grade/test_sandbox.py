@@ -20,14 +20,20 @@ pytestmark = pytest.mark.skipif(
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def inside(tmp_path, code: str, *argv) -> subprocess.CompletedProcess:
+def inside(tmp_path, code: str, *argv, **limits) -> subprocess.CompletedProcess:
     """Run `python -c code argv...` in the sandbox, with `tmp_path/work` as its folder."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     line = sandbox.bwrap_command(
-        [sys.executable, "-c", code, *map(str, argv)], work=str(work), env=sandbox.allowed_env({})
+        [sys.executable, "-c", code, *map(str, argv)],
+        work=str(work),
+        env=sandbox.allowed_env({}),
+        **limits,
     )
-    return subprocess.run(line, capture_output=True, text=True, timeout=60)
+    try:
+        return subprocess.run(line, capture_output=True, text=True, timeout=60)
+    finally:
+        sandbox.release(str(work))
 
 
 def test_labkit_the_environment_and_the_system_are_read_only(tmp_path):
@@ -128,6 +134,25 @@ def test_memory_past_the_limit_fails_in_the_sandbox_not_the_machine(tmp_path):
         "except MemoryError:\n    print('MemoryError')\n",
     )
     assert out.stdout.strip() == "MemoryError", out.stdout + out.stderr
+
+
+@pytest.mark.skipif(sandbox.limits_processes() is None, reason="no process limit here")
+def test_a_fork_bomb_stops_at_the_process_limit_and_the_grader_goes_on(tmp_path):
+    """A bounded bomb (children that sleep, until a fork fails): it stops at the limit, the
+    sandbox ends, and its cgroup is gone with it."""
+    started = time.monotonic()
+    out = inside(
+        tmp_path,
+        "import os, time\nn = 0\nfor _ in range(2000):\n    try:\n        pid = os.fork()\n"
+        "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(1)\n"
+        "        os._exit(0)\n    n += 1\nprint(n)\n",
+        processes=64,
+    )
+    assert 0 < int(out.stdout) < 64, out.stdout + out.stderr
+    assert time.monotonic() - started < 30
+    assert not any(
+        Path(sandbox._group(r, str(tmp_path / "work"))).exists() for r in sandbox.CGROUPS
+    )
 
 
 def test_auto_refuses_with_how_to_install_when_bwrap_is_missing(monkeypatch):

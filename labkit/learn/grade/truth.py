@@ -1,0 +1,168 @@
+"""Truth the grader makes itself: every run an answer hands over is trained again here.
+
+A check that works its right answer out of a run (``ex_d_first_gap(value, control)``) would
+take a run the learner made up as readily as a real one: wrap ``labkit.train`` to blank a
+column, and a wrong answer reads as right. So before any check sees a run, the grader trains
+that run again in its own process, from labkit alone: the config and the zoo bug its
+``meta`` names, and, for a seam that was not labkit's own, the exercise's copy of it
+(`labkit.learn.check.ex.seams`), never the notebook's. The run handed over must be the run it
+gets (every column of the table and the evals, the data and init hashes); the check then
+judges the grader's run, with the handed-over run's start time (what a review compares the
+prediction's seal with). A run it cannot train again, or that differs, fails its row with a
+sentence that says which, and what to pass instead. Runs trained once are kept for the rest
+of the grading: a class hands over the same few runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+
+RTOL, ATOL = 1e-5, 1e-7  # the same setup on the same machine agrees to the last bit; this
+# only absorbs a summation order that differs between the kernel's threads and the grader's
+HASHES = ("data_hash", "init_hash")
+LIMITS = {
+    "hidden": 1024,
+    "n_classes": 1000,
+    "vocab_size": 10_000,
+    "batch_size": 4096,
+    "steps": 10_000,
+}
+# far above any exercise's runs (64, 10, 50, 64, 320) and small enough that the grader trains
+# one in seconds: a run made up with a huge config must not keep the grader busy for hours
+_MADE: dict = {}  # the key of a setup -> the Run the grader trained for it
+_TRAINING = threading.Lock()  # one at a time: a run seeds torch's one global generator
+
+
+class NotReproduced(ValueError):
+    """A run the grader could not train again, or that differs from what it trained."""
+
+
+def recreated(args: list, kwargs: dict) -> tuple[list, dict]:
+    """`args` and `kwargs` with every Run in them (at any depth of lists, tuples and dicts)
+    replaced by the grader's own; NotReproduced names the first that is not reproduced."""
+    from ...core.run import Run
+
+    def swap(v, where):
+        if isinstance(v, Run):
+            return _checked(v, where)
+        if isinstance(v, (list, tuple)):
+            return type(v)(swap(x, f"{where}[{i}]") for i, x in enumerate(v))
+        if isinstance(v, dict):
+            return {k: swap(x, f"{where}[{k!r}]") for k, x in v.items()}
+        return v
+
+    return (
+        [swap(a, f"argument {i + 1}") for i, a in enumerate(args)],
+        {k: swap(v, f"{k}=") for k, v in kwargs.items()},
+    )
+
+
+def _checked(run, where: str):
+    from ...core.run import Run
+
+    own = _made(run, where)
+    differs = _difference(run, own)
+    if differs:
+        raise NotReproduced(
+            f"the run given as {where} is not the run its config trains: {differs}; pass the "
+            "run labkit.train returned, unchanged"
+        )
+    import copy
+
+    return Run(  # a copy: a check that changes its run changes nothing for the next learner
+        table={k: list(v) for k, v in own.table.items()},
+        evals={k: list(v) for k, v in own.evals.items()},
+        meta=copy.deepcopy(own.meta),
+        timing=dict(run.timing),
+    )
+
+
+def _made(run, where: str):
+    """The grader's own run of `run`'s setup: trained once, then kept."""
+    meta = run.meta
+    config, bug, seams = meta.get("config"), meta.get("bug"), meta.get("seams") or {}
+    steps = len(run.table.get("step", []))  # a run stopped early (Trainer.run(steps=k)): as far
+    key = json.dumps([config, bug, seams, steps], sort_keys=True, default=repr)
+    with _TRAINING:
+        if key not in _MADE:
+            _MADE[key] = _train(config, bug, seams, steps, where)
+        return _MADE[key]
+
+
+def _train(config, bug, seams, steps: int, where: str):
+    from ...bugs.inject import Trainer
+    from ...core.config import Config
+    from ...core.seams import Seams
+    from ..check.ex.seams import GIVEN
+
+    if not isinstance(config, dict) or config.get("task") not in ("classify", "lm"):
+        task = config.get("task") if isinstance(config, dict) else None
+        raise NotReproduced(
+            f"the run given as {where} was not trained by labkit.train (its task is {task!r}), "
+            "so the grader cannot train it again to know what is true; pass the run the "
+            "notebook's labkit.train returned"
+        )
+    if not isinstance(seams, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in seams.items()
+    ):
+        raise NotReproduced(f"the run given as {where} names its seams as {seams!r}")
+    unknown = [f"{k}={v}" for k, v in seams.items() if (k, v) not in GIVEN]
+    if unknown:
+        raise NotReproduced(
+            f"the run given as {where} was trained with a seam of your own ({unknown[0]}), "
+            "and the grader trains only the seams the exercise gives "
+            f"({', '.join(f'{k}={v}' for k, v in GIVEN)}); keep the exercise's own cell"
+        )
+    big = next(
+        (k for k, most in LIMITS.items() if k != "steps" and _over(config.get(k), most)), None
+    )
+    if big is not None or steps > LIMITS["steps"]:
+        name, value = (big, config[big]) if big else ("steps", steps)
+        raise NotReproduced(
+            f"the run given as {where} has {name}={value}, more than the grader trains again "
+            f"(at most {LIMITS[name]}); the exercise's own runs are far smaller"
+        )
+    try:
+        own = Seams().replace(**{k: GIVEN[k, v] for k, v in seams.items()})
+        trainer = Trainer(Config(**config), bug=bug, seams=own)
+        return trainer.run(steps=steps)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise NotReproduced(
+            f"the grader could not train the run given as {where} again from its config "
+            f"({type(exc).__name__}: {str(exc)[:160]})"
+        ) from None
+
+
+def _over(value, most) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > most
+
+
+def _difference(given, own) -> str | None:
+    """Where `given` differs from the grader's `own` run, in words; None if nowhere."""
+    for name in HASHES:
+        if given.meta.get(name) != own.meta.get(name):
+            return f"its {name} is {given.meta.get(name)!r}, and the grader's is {own.meta.get(name)!r}"
+    for part in ("table", "evals"):
+        mine, theirs = getattr(given, part), getattr(own, part)
+        if set(mine) != set(theirs):
+            extra = sorted(set(mine) ^ set(theirs))
+            return f"its {part} has other columns ({', '.join(map(repr, extra[:3]))})"
+        for column, values in theirs.items():
+            if len(mine[column]) != len(values):
+                return f"its {part}[{column!r}] has {len(mine[column])} values, not {len(values)}"
+            for i, (a, b) in enumerate(zip(mine[column], values)):
+                if not _same(a, b):
+                    return f"its {part}[{column!r}][{i}] is {a!r}, and the grader's run has {b!r}"
+    return None
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None or isinstance(a, (bool, str)) or isinstance(b, (bool, str)):
+        return type(a) is type(b) and a == b
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return False
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    return math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL)
