@@ -140,7 +140,8 @@ RENAMED = {
         "learn.grade_read": "learn.grade.read",
         "learn.grade_run": "learn.grade.run",
         "learn.grade_sites": "learn.grade.sites",
-        "learn.grade_store": "learn.grade.store",
+        "learn.grade_store": "learn.grade.manual",
+        "learn.grade.store": "learn.grade.manual",
         "learn.grade_verdict": "learn.grade.verdict",
         "learn.hidden": "learn.grade.hidden",
     }.items()

@@ -19,7 +19,7 @@ from .formats import format_table, summary
 from .read import Unreadable, exercises_in, notebooks_in
 from .run import GradeError, KernelNotStarted
 from .sandbox import UNTRUSTED
-from .store import keep_grading
+from .manual import keep_grading
 
 
 def grade(

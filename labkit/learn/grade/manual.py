@@ -1,4 +1,5 @@
-"""Prose for a person to grade (``labkit grade --manual PATH``), as nbgrader and otter leave it.
+"""What the learner store keeps of a grading: each grading (`keep_grading`), and the prose
+for a person to grade (``labkit grade --manual PATH``), as nbgrader and otter leave it.
 
 What a check judges exactly (a claim, a choice, a number) is graded by the program; the
 learner's prose beside it (a mechanism's explanation, a transfer's reason, a prediction's
@@ -21,6 +22,8 @@ import hashlib
 import inspect
 import io
 import math
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 COLUMNS = ("learner", "notebook", "check", "part", "prose", "auto_status", "max_score")
@@ -175,3 +178,23 @@ def apply_scores(rows, scores) -> str:
     if stale:
         line += f", {stale} not applied (the prose changed since it was scored)"
     return line
+
+
+def keep_grading(path: Path, rows) -> str | None:
+    """Add this grading to the learner store (kind "grade"): a grade is never replaced, each
+    run of `labkit grade` adds one record per notebook. Returns why it could not, or None."""
+    import uuid
+    from ...store.learner import default_store
+    from .formats import summary
+
+    body = {
+        "notebook": str(path.resolve()),
+        "graded_at": time.time(),
+        "rows": [asdict(r) for r in rows],
+        "summary": summary(rows),
+    }
+    try:
+        default_store().add("grade", f"{path.stem}/{uuid.uuid4().hex}", body)
+    except (ValueError, OSError) as exc:  # a read-only or full $LABKIT_HOME, a damaged store
+        return str(exc).rstrip(".")
+    return None
