@@ -20,6 +20,9 @@ import torch
 
 from ..step1_capture import setup as proto
 from ..margins import above, below
+from ...finding import OwnFinding
+
+OFFSET_RATIO = 50.0  # the typical feature this many of its own SDs from 0: the rows look alike
 
 WHITE = 1.2  # largest correlation eigenvalue / Marchenko-Pastur edge below this: noise-like
 CONSTANT_SHARE = 0.99  # this share of identical input rows counts as constant inputs
@@ -76,6 +79,12 @@ def input_checks(batches: list) -> dict:
         typical = float(sd.median())
         if typical > 0 and len(sd) > 1:
             out["scale_ratio"], out["scale_feature"] = float(sd.max()) / typical, int(sd.argmax())
+        # how far the typical feature sits from 0 in units of its own spread: inputs scaled
+        # with another scale's statistics (0-255 ones on [0, 1] pixels) barely vary around it
+        moving = sd > 0
+        if bool(moving.any()):
+            offset = rows.double().mean(0).abs()[moving] / sd[moving]
+            out["offset_ratio"] = float(offset.median())
     return out
 
 
@@ -198,3 +207,22 @@ def describe_signal(sig: dict) -> str:
             f"{gaps[1]:+.3f}, over 3 times that spread ({spread:.3f})"
         )
     return line
+
+
+def barely_varying(inputs: dict) -> OwnFinding | None:
+    """Where a plain loop trains alike on real and shuffled labels: inputs whose typical
+    feature sits far from 0 in units of its own spread, so that every row looks alike."""
+    offset = inputs.get("offset_ratio")
+    if offset is None or below("inputs.offset_ratio", offset, OFFSET_RATIO, log=True):
+        return None
+    return OwnFinding(
+        "H2",
+        "inputs_offset",
+        f"the inputs barely vary: the typical feature sits {offset:.3g} of its own standard "
+        "deviations away from 0, so every row looks alike to the model (inputs normalised "
+        "with statistics of another scale, such as 0-255 ones on pixels in [0, 1], or never "
+        "centred), and a plain loop then trains alike on real and on shuffled labels",
+        arm="shuffled",
+        variable=("labels", "as given", "permuted across the epoch"),
+        expect="same",
+    )
