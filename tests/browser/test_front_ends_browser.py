@@ -13,9 +13,19 @@ import re
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from test_browser import INDICATOR, KERNELSPEC, _stroke, api, lab_page, serve
+from test_browser import (
+    INDICATOR,
+    KERNELSPEC,
+    _answer_kernel_dialog,
+    _stroke,
+    api,
+    lab_page,
+    run_all,
+    serve,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NOT_OURS = "reading 'schema'"  # Notebook 7's own console error
@@ -71,7 +81,15 @@ def test_run_all_waits_for_the_seal_stops_at_a_stub_and_the_kernel_reads_idle(fr
     name = stub_notebook(front_end["dir"], tmp_path / "history" / "labkit.sqlite3")
     errors = []
     with lab_page(front_end, name, errors, height=900) as page:
-        page.get_by_text("waiting for your sealed forecast").wait_for(timeout=90_000)
+        waiting = page.get_by_text("waiting for your sealed forecast")
+        try:
+            waiting.wait_for(timeout=60_000)
+        except PlaywrightTimeout:  # seen once in a loaded CI run, Notebook 7 only: Run All
+            # pressed twice as the page settled, and no cell reached the wait in 90 s
+            print(f"{front_end['front_end']}: no wait shown 60 s after Run All: pressed again")
+            _answer_kernel_dialog(page)
+            run_all(page)
+            waiting.wait_for(timeout=90_000)
         indicator = page.locator(INDICATOR)
         expect(indicator).to_have_attribute("data-status", "busy")  # the cell runs: [*]
         page.wait_for_timeout(1000)  # the requests Run All queued behind it are all in
