@@ -124,6 +124,9 @@ def test_the_readme_links_resolve_and_its_image_is_small():
         assert (ROOT / image).stat().st_size < 150_000
 
 
+LOAD = 60_000  # ms for a page to show: a loaded CI machine once took over the 5 s default
+
+
 class QuietFiles(SimpleHTTPRequestHandler):
     def log_message(self, *args):  # no line per request in the test's output
         pass
@@ -165,18 +168,25 @@ def test_the_built_site_in_a_browser(site, opened):
                 errors = []
                 page.on("pageerror", lambda e: errors.append(str(e)))
                 page.goto(start)
-                expect(page).to_have_title(re.compile(r"^labkit"))
-                expect(page.locator("article h1")).to_have_text(re.compile(r"^labkit"))
-                expect(page.locator("article")).to_contain_text(
-                    "debugging training runs in PyTorch"
+                expect(page).to_have_title(re.compile(r"^labkit"), timeout=LOAD)
+                expect(page.locator("article h1")).to_have_text(
+                    re.compile(r"^labkit"), timeout=LOAD
                 )
-                expect(page.locator("article img")).to_be_visible()  # the sketch widget
+                expect(page.locator("article")).to_contain_text(
+                    "debugging training runs in PyTorch", timeout=LOAD
+                )
+                expect(page.locator("article img")).to_be_visible(timeout=LOAD)  # the sketch widget
                 follow(page, "labkit.Watch")
-                expect(page).to_have_title(re.compile(r"^labkit\.Watch"))
-                expect(page.locator("article h1")).to_have_text(re.compile(r"^labkit\.Watch"))
-                expect(page.locator("article")).to_contain_text(first_line(labkit.Watch.__doc__))
+                expect(page).to_have_title(re.compile(r"^labkit\.Watch"), timeout=LOAD)
+                expect(page.locator("article h1")).to_have_text(
+                    re.compile(r"^labkit\.Watch"), timeout=LOAD
+                )
+                expect(page.locator("article")).to_contain_text(
+                    first_line(labkit.Watch.__doc__), timeout=LOAD
+                )
                 follow(page, "Setup")
-                expect(page.locator("article h1")).to_be_visible()
+                page.wait_for_url(re.compile(r"setup(/|\.html)"), timeout=LOAD)
+                expect(page.locator("article h1")).to_have_text(re.compile(r"^Setup"), timeout=LOAD)
                 assert page.url.endswith(".html"), page.url  # a page, never a bare folder
                 if opened == "from disk":  # search needs a server, as the README says
                     errors = [e for e in errors if "/search/" not in e]
