@@ -6,6 +6,11 @@ bug and its twin (or a setup the old reading must still convict):
 - "the learning rate is far too small" came from a plain loop at the LR the optimizer was built
   with (0, for a warm-up set by hand), while the learner's own steps were large: the rule now
   needs the learner's own steps tiny as well;
+- a warm-up without its cap, the LR climbing to 16 times its base by the last step, was
+  UNKNOWN (the plain loop ran at the LR the optimizer was built with, 0): a constant LR from
+  where the run did best is now the one-change run;
+- class weights set to the class frequencies (their inverse meant) were acquitted: the loss is
+  the one the learner asked for; the weights are now read against the label counts;
 - inputs normalised with statistics of another scale sit hundreds of their own standard
   deviations from 0 (every row looks alike), which a plain loop cannot learn from: named as
   such, not as labels decorrelated from inputs.
@@ -13,12 +18,23 @@ bug and its twin (or a setup the old reading must still convict):
 
 import math
 
-from own_setups.fourteenth import StatsOn255Scale, StatsOnPixelScale, WarmupCapped
+from own_setups.fourteenth import (
+    ClassWeightsFrequency,
+    ClassWeightsInverse,
+    StatsOn255Scale,
+    StatsOnPixelScale,
+    WarmupCapped,
+    WarmupUncapped,
+)
+from own_setups.twelfth import PosWeightCopied, PosWeightMatched
 from own_setups.third import TinyLR
 
 from labkit.diagnosis.own.step1_capture import setup as proto
 from labkit.diagnosis.own.step3_h2.data import barely_varying, input_checks
+from labkit.diagnosis.own.step4_h1 import targets
 from labkit.diagnosis.own.step4_h1.flow import TINY, _tiny_steps
+from labkit.diagnosis.own.step4_h1.losspath import audit
+from labkit.diagnosis.own.step4_h1.lowlr import runaway_rule
 from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 
 
@@ -40,3 +56,32 @@ def test_tiny_steps_are_convicted_only_where_the_learners_own_steps_were_tiny():
     tiny = SeedEvidence(TinyLR(), 0)  # lr=1e-8 typed: both loops' steps are tiny
     found = _tiny_steps(tiny, tiny.facts, tiny.arm("own"))
     assert found is not None and found.key == "lr_tiny"
+
+
+def _weights(setup) -> tuple[list[dict], object]:
+    found = [audit(setup, seed, proto.batches(setup, seed)) for seed in (0, 1)]
+    return [f["weights"] for f in found], targets.finding(found)
+
+
+def test_class_weights_that_deepen_the_imbalance_are_named_and_balancing_ones_are_not():
+    shares, found = _weights(ClassWeightsFrequency())  # weights = class frequencies
+    assert all(s["weighted"] > 50 and s["uneven"] < 20 for s in shares), shares
+    assert found.system == "H1" and found.key == "class_weights"
+    shares, found = _weights(PosWeightCopied())  # pos_weight=50 on balanced labels
+    assert all(s["call"] == "binary_cross_entropy_with_logits" for s in shares)
+    assert all(s["weighted"] > 20 and s["uneven"] < 2 for s in shares), shares
+    assert found.key == "class_weights"
+    for twin in (ClassWeightsInverse(), PosWeightMatched()):  # the weights even the shares out
+        shares, found = _weights(twin)
+        assert all(s["weighted"] < 2 for s in shares), shares
+        assert found is None or found.key != "class_weights"
+
+
+def test_an_lr_that_keeps_rising_is_named_with_a_constant_lr_that_learns_and_its_twin_is_not():
+    bug = SeedEvidence(WarmupUncapped(), 0)
+    found = runaway_rule(bug, bug.facts)
+    assert found is not None and found.key == "lr_runs_away", found
+    constant = bug.arm(found.arm)  # the one-change run: a constant LR, no schedule
+    assert constant.level() < 0.5 * bug.facts["own_level"]
+    twin = SeedEvidence(WarmupCapped(), 0)  # the same climb, capped at the base LR
+    assert runaway_rule(twin, twin.facts) is None

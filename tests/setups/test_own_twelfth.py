@@ -118,12 +118,11 @@ def _twelfth(monkeypatch):
     monkeypatch.setattr(report, "EXPECTED", {**report.EXPECTED, **TWELFTH_EXPECTED})
 
 
-# The miss left, kept strict (a rule that catches it shows): a pos_weight copied onto balanced
-# data (the weighted loss is the loss the learner asked for, and no reference here scores it
-# unweighted: acquitted). Targets flattened batch first against time-first logits, and a
-# rotation that changes what a label means, were misses until the alignment rule and the
-# calls comparison (`offset.alignment_rule`, `calls`).
-MISSED = {"twelfth_h1_pos_weight_copied"}
+# Targets flattened batch first against time-first logits, a rotation that changes what a
+# label means, and a pos_weight copied onto balanced data were misses until the alignment rule,
+# the calls comparison and the class-weight shares (`offset.alignment_rule`, `calls`,
+# `targets.class_weights`). A miss that comes back is listed here, kept strict.
+MISSED: set[str] = set()
 
 
 @pytest.mark.slow

@@ -10,11 +10,14 @@ One variable differs between arms:
 - ``ref``: a reference optimizer, Adam(lr=1e-3), over every trainable parameter;
 - ``rebuilt``: the learner's optimizer class and settings, over every trainable parameter;
 - ``lr/10`` (or ``lr/100``): the learner's optimizer with every learning rate divided by 10;
+- ``lr=<value>``: the learner's optimizer at that constant LR (its largest group's; the other
+  groups keep their ratio to it), no schedule;
 - ``unfrozen``: the reference optimizer after ``requires_grad_(True)`` on every parameter;
 - ``default:<setting>``: the learner's optimizer with that one setting (weight_decay,
   momentum, ...) reset to its constructor default in every group (see `settings`);
 - ``init``: the learner's optimizer on the learner's model re-initialised as PyTorch's layers
-  draw themselves (``reset_parameters()`` on every module that has one), the one change.
+  draw themselves (``reset_parameters()`` on every module that has one), the one change;
+- ``nodrop``: the learner's optimizer on the learner's model with every dropout layer at p=0.
 
 Labels can be swapped for a permutation (the label-shuffle control) and a held-out set
 can be scored every few steps.
@@ -36,7 +39,7 @@ from . import setup as proto
 from .replay import total_norm
 
 REFERENCE_LR = 1e-3
-ARMS = ("own", "ref", "rebuilt", "lr/10", "lr/100", "unfrozen", "init")
+ARMS = ("own", "ref", "rebuilt", "lr/10", "lr/100", "unfrozen", "init", "nodrop")
 
 
 @dataclass
@@ -74,13 +77,13 @@ class LoopResult:
 
 
 def known_arm(arm: str) -> bool:
-    """One of ARMS, or ``default:<setting>``."""
-    return arm in ARMS or arm.startswith("default:")
+    """One of ARMS, ``default:<setting>`` or ``lr=<value>``."""
+    return arm in ARMS or arm.startswith(("default:", "lr="))
 
 
 def _optimizer(arm: str, setup, model):
     learner = proto.make_optimizer(setup, model)
-    if arm in ("own", "init"):
+    if arm in ("own", "init", "nodrop"):
         return learner
     if arm.startswith("default:"):  # one setting back to its constructor default
         from ..step4_h1.settings import reset_setting
@@ -89,6 +92,11 @@ def _optimizer(arm: str, setup, model):
     if arm.startswith("lr/"):
         for g in learner.param_groups:
             g["lr"] = g["lr"] / float(arm[3:])
+        return learner
+    if arm.startswith("lr="):  # a constant LR: the largest group's, the others in proportion
+        top = max(float(g["lr"]) for g in learner.param_groups)
+        for g in learner.param_groups:
+            g["lr"] = float(arm[3:]) * (float(g["lr"]) / top if top > 0 else 1.0)
         return learner
     if arm == "unfrozen":
         for p in model.parameters():
@@ -168,13 +176,17 @@ def plain_loop(
     `clip`: ("max_norm" or "clip_value", limit), applied between backward() and step()."""
     if not known_arm(arm):
         raise ValueError(
-            f"arm={arm!r} is not an arm; choose one of {', '.join(ARMS)}, or 'default:<setting>'."
+            f"arm={arm!r} is not an arm; choose one of {', '.join(ARMS)}, 'default:<setting>' or 'lr=<value>'."
         )
     started = time.time()
     torch.manual_seed(seed)
     model = proto.make_model(setup, seed)
     if arm == "init":
         default_init(model)
+    if arm == "nodrop":
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.dropout._DropoutNd):
+                m.p = 0.0
     opt = _optimizer(arm, setup, model)
     data = batches if batches is not None else proto.batches(setup, seed)
     params = [p for g in opt.param_groups for p in g["params"]]

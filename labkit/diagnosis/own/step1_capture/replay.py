@@ -5,7 +5,8 @@ While the context is open, PyTorch's global hooks and three temporary wrappers s
   rate of each group, the gradients at step time (None / exactly zero / finite, their
   norm) and the size of the update;
 - every ``Tensor.backward()``: the value backpropagated, whether it has a graph, and
-  whether gradients from an earlier step were still there (no ``zero_grad``);
+  whether gradients from an earlier step were still there (no ``zero_grad``), or, for a
+  second backward before one step, whether the first one's were cleared;
 - every top-level module call (global forward hooks): grad mode, autocast, whether the
   output has a graph, and which submodules ran;
 - ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for, and whether
@@ -222,6 +223,8 @@ class Replay:
         checked = self._stepped and self._since_step == 0  # the first backward after a step
         self.graph.walk(tensor, self.setup)
         stale = total_norm([p.grad for p in self.watched()]) if checked else None
+        # a later backward of the same step: whether the earlier ones' gradients were cleared
+        cleared = not total_norm([p.grad for p in self.watched()]) if self._since_step else None
         own_manual.before_backward(self, self.watched())
         self.backwards.append(
             {
@@ -230,6 +233,7 @@ class Replay:
                 "leaf": tensor.grad_fn is None,
                 "stale_checked": checked,
                 "stale_norm": stale,
+                "cleared": cleared,
                 "step": len(self.steps),
             }
         )

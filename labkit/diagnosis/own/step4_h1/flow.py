@@ -352,9 +352,9 @@ def _numeric_rules(ev, f, own) -> OwnFinding | None:
     tiny = _tiny_steps(ev, f, own)
     if tiny is not None:
         return tiny
-    from .lowlr import low_lr_rule
+    from .lowlr import low_lr_rule, runaway_rule
 
-    low = low_lr_rule(ev, f)
+    low = low_lr_rule(ev, f) or runaway_rule(ev, f)
     if low is not None:
         return low
     if f["lr_collapse_step"] is not None and above(

@@ -86,6 +86,7 @@ class _Audit(TorchFunctionMode):
         self.probabilities: list[str] = []
         self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first classification loss
         self.batch_softmax: list[str] = []  # softmax calls that normalise over the batch
+        self.weighted: list[tuple] = []  # (name, args, kwargs) of the first loss given weights
 
     def mark_output(self, output) -> None:
         for t in _tensors(output):
@@ -106,6 +107,8 @@ class _Audit(TorchFunctionMode):
             self._probabilities(name, pred[0], args)
             if name in LOSSES and not self.meets and args and args[0] is pred[0]:
                 self.meets.append((func, name, args, kwargs))
+            if name in targets.WEIGHTED and not self.weighted and args and args[0] is pred[0]:
+                self.weighted.append((name, args, kwargs))
             if name in ("softmax", "log_softmax") and args and args[0] is pred[0]:
                 self.batch_softmax += targets.over_batch(name, pred[0], args, kwargs)
             if name in FLAT or (
@@ -194,6 +197,9 @@ def audit(setup, seed: int, batches) -> dict:
         "floor": floor,
         "copies": copies,
         "batch_softmax": mode.batch_softmax,
+        "weights": targets.class_weights(mode.weighted[0], batch, batches)
+        if mode.weighted
+        else None,
     }
 
 

@@ -1,4 +1,5 @@
-"""H1: a learning rate too small all along, from the first step to the last.
+"""H1: a learning rate too small all along, from the first step to the last; or one that keeps
+rising to the end (`runaway_rule`).
 
 The collapse rule of `flow` looks for an LR that falls; a warm-up far longer than the run
 (LambdaLR over 100,000 steps, LinearLR from 1e-3 of the base) keeps the LR near 0 and never
@@ -10,6 +11,14 @@ lets it rise. Read off the learner's own run:
 - the plain loop at the base LR (the learner's optimizer, no schedule) learns: its level
   below HALF of the learner's.
 The line reports the per-layer relative updates of the learner's run beside the plain loop's.
+
+Its mirror, a schedule that never levels off (a warm-up written by hand without its cap,
+``lr = base * step / warmup``, a factor that grows each epoch): the LR at the last step is
+RISE times or more the LR at the step where the run's moving-mean loss was lowest, and still
+rising over the run's last half; the run fails by its own test; and a plain loop at the
+constant LR of that best step, or a third or a tenth of it (the loss may have been lowest just
+past the edge of stability, the LR still climbing) (`lr=<value>`), ends below HALF of the
+learner's level.
 """
 
 from __future__ import annotations
@@ -17,10 +26,11 @@ from __future__ import annotations
 import math
 
 from ...finding import OwnFinding
-from ..baseline import fails
-from ..margins import below
+from ..baseline import fails, smoothed
+from ..margins import above, below
 
 LOW = 0.01  # the run's peak LR below this share of the base LR: it never reached a useful size
+RISE = 4.0  # the last step's LR this many times the LR where the run did best: it ran away
 HALF = 0.5  # the plain loop at the base LR ends below this share of the learner's level
 
 
@@ -82,4 +92,41 @@ def low_lr_rule(ev, f) -> OwnFinding | None:
         f"reaches {plain.level():.3g}",
         arm="own",
         variable=("learning-rate schedule", "yours", f"none: the base LR {base:g}"),
+    )
+
+
+def runaway_rule(ev, f) -> OwnFinding | None:
+    """H1 when the LR keeps rising to the last step, past where the run did best, and a constant
+    LR at that best step learns (see above)."""
+    lrs = [max(st["lr"]) if st["lr"] else 0.0 for st in ev.replay.steps]
+    raw = [float(v) if v is not None else math.nan for v in ev.run.table["loss_raw"]]
+    n = len(lrs)
+    if n < 10 or len(raw) != n:
+        return None
+    mean = smoothed(raw, max(2, n // 20))
+    best = min(range(n), key=lambda i: mean[i] if math.isfinite(mean[i]) else math.inf)
+    at_best, last, half = lrs[best], lrs[-1], lrs[n // 2 :]
+    if at_best <= 0 or any(b < a for a, b in zip(half, half[1:])) or not last > half[0]:
+        return None  # not rising all through its last half
+    if not above("lowlr.runaway", last / at_best, RISE, seed=ev.seed, log=True):
+        return None
+    why = fails(ev)
+    if why is None:
+        return None
+    for lr in (at_best, at_best / 3, at_best / 10):  # the best step's LR may be past the edge
+        plain = ev.arm(f"lr={lr!r}")
+        if below("lowlr.runaway_learns", plain.level(), HALF * f["own_level"], seed=ev.seed):
+            break
+    else:
+        return None
+    return OwnFinding(
+        "H1",
+        "lr_runs_away",
+        f"the learning rate keeps rising to the end: your schedule takes it from {lrs[0]:.2g} to "
+        f"{last:.2g} at the last step, still climbing, {last / at_best:.3g}x the {at_best:.2g} it "
+        f"had where your loss was lowest (step {best} of {n}), so {why} (a warm-up with no cap, "
+        f"lr = base * step / warmup, or a factor that grows without end); the same loop at a "
+        f"constant LR of {lr:.2g} reaches {plain.level():.3g}",
+        arm=f"lr={lr!r}",
+        variable=("learning-rate schedule", "yours, rising to the end", f"constant {lr:.3g}"),
     )

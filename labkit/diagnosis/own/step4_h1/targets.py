@@ -9,6 +9,12 @@
   the last position do not move when the last input token changes. Each position then sees
   its own label and the model learns to copy it (H2, the labels). A model that reads the
   whole sequence (an autoencoder) is not flagged: copying is its task;
+- **class weights that favour the common classes**: the ``weight`` of ``cross_entropy`` /
+  ``nll_loss`` or the ``pos_weight`` of ``binary_cross_entropy_with_logits``, times each
+  class's count in the labels, gives each class's share of the loss; where those shares are
+  several times as uneven as the counts themselves (weights set to the class frequencies
+  where their inverse was meant, a ``pos_weight`` copied from data of another balance), the
+  weights deepen the imbalance they were meant to undo (H1, the loss);
 - **a softmax over the batch**: ``softmax`` / ``log_softmax`` of the model's output taken
   over dim 0, the examples of the batch, instead of over the classes (H1, the loss). A square
   matrix (examples against examples, as a contrastive loss builds) is left alone.
@@ -20,8 +26,11 @@ import torch
 
 from ..step1_capture import setup as proto
 from ...finding import OwnFinding
-from ..margins import below
+from ..margins import above, below
 
+WEIGHTED = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits")
+AMPLIFY = 3.0  # the weighted shares this many times as uneven as the counts: weights deepen it
+UNEVEN = 5.0  # and the weighted shares at least this uneven (largest over smallest)
 FLOOR = 0.8  # best reachable loss / loss of a uniform guess at or above this: nothing to learn
 MARGINS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # logit margins tried for the confident right answer
 
@@ -106,6 +115,78 @@ def over_batch(name, pred, args, kwargs) -> list[str]:
     return [f"{name}(dim={dim}) of the model's output {tuple(pred.shape)}"]
 
 
+def _every_target(target, batch, batches):
+    """The loss's targets over every batch when the first batch's labels are the target
+    itself; else the first batch's target alone."""
+    try:
+        first = proto.labels_of(batch)
+        if torch.is_tensor(first) and first.shape == target.shape and torch.equal(first, target):
+            tail = tuple(target.shape[1:])
+            return torch.cat([proto.labels_of(b).reshape(-1, *tail) for b in batches])
+    except Exception:  # labels this check cannot read batch by batch: the first batch's
+        pass
+    return target
+
+
+@torch.no_grad()
+def class_weights(call, batch, batches) -> dict | None:
+    """Each class's count in the loss's targets and its share of the loss once weighted, for
+    a classification loss given class weights; None when there are none or they cannot be
+    read (a weight of 0 on a class that occurs is taken as deliberate)."""
+    name, args, kwargs = call
+    target = args[1] if len(args) > 1 else kwargs.get("target")
+    if not torch.is_tensor(target):
+        return None
+    y = _every_target(target.detach(), batch, batches)
+    if name == "binary_cross_entropy_with_logits":
+        pw = kwargs.get("pos_weight")
+        if not torch.is_tensor(pw) or y.numel() == 0:
+            return None
+        pw = pw.detach().double().reshape(-1)
+        if pw.numel() > 1 and (y.dim() < 2 or y.shape[-1] != pw.numel()):
+            return None
+        cols = y.double().reshape(-1, pw.numel())
+        pos = cols.sum(0)
+        counts = torch.stack([cols.shape[0] - pos, pos], 1)  # (negatives, positives) per column
+        weights = torch.stack([torch.ones_like(pw), pw.expand_as(pos)], 1)
+        names = ("negatives", "positives")
+    else:
+        w = kwargs.get("weight", args[2] if len(args) > 2 else None)
+        if not torch.is_tensor(w) or y.is_floating_point() or w.dim() != 1:
+            return None
+        y = y.reshape(-1)
+        y = y[(y != kwargs.get("ignore_index", -100)) & (y >= 0) & (y < w.numel())]
+        counts = torch.bincount(y, minlength=w.numel()).double()[None]
+        weights = w.detach().double()[None]
+        names = tuple(f"class {c}" for c in range(w.numel()))
+    worst = None
+    for n, wt in zip(counts, weights):
+        seen = n > 0
+        if int(seen.sum()) < 2 or bool((wt[seen] <= 0).any()):
+            continue
+        mass = n * wt
+        uneven = float(n[seen].max() / n[seen].min())
+        weighted = float(mass[seen].max() / mass[seen].min())
+        if worst is None or weighted / uneven > worst["weighted"] / worst["uneven"]:
+            big = int(torch.where(seen, mass, torch.zeros_like(mass)).argmax())
+            small = int(torch.where(seen, mass, torch.full_like(mass, float("inf"))).argmin())
+            worst = {"call": name, "uneven": uneven, "weighted": weighted, "kinds": names}
+            worst.update(big=big, small=small, counts=n.tolist(), weights=wt.tolist())
+    return worst
+
+
+def _weights_sentence(cw: dict) -> str:
+    big, small, n, w, kinds = cw["big"], cw["small"], cw["counts"], cw["weights"], cw["kinds"]
+    option = "pos_weight" if cw["call"] == "binary_cross_entropy_with_logits" else "weight"
+    return (
+        f"the class weights deepen the imbalance they should undo: in {cw['call']}'s labels "
+        f"{kinds[big]} count {n[big]:.0f} and {kinds[small]} {n[small]:.0f} ({cw['uneven']:.3g}:1), "
+        f"and with the {option} given ({w[big]:.3g} and {w[small]:.3g}) their shares of the loss "
+        f"are {cw['weighted']:.3g}:1: the loss all but ignores {kinds[small]}; weigh each class by the inverse of its frequency (n / (classes x "
+        "count); for pos_weight, negatives over positives), or leave the weights out"
+    )
+
+
 def finding(found: list[dict]) -> OwnFinding | None:
     """The finding when both seeds' audits measured the same target defect."""
     if all(f.get("copies") for f in found):
@@ -141,6 +222,19 @@ def finding(found: list[dict]) -> OwnFinding | None:
             f"perfectly confident, correct prediction scores {fl['best']:.3g} at best, "
             f"against {fl['chance']:.3g} for a uniform guess; {cause}",
         )
+    if all(
+        bool(f.get("weights"))
+        and above("targets.weights", f["weights"]["weighted"], UNEVEN, seed=i, log=True)
+        and above(
+            "targets.weights_amplify",
+            f["weights"]["weighted"],
+            AMPLIFY * f["weights"]["uneven"],
+            seed=i,
+            log=True,
+        )
+        for i, f in enumerate(found)
+    ):
+        return OwnFinding("H1", "class_weights", _weights_sentence(found[0]["weights"]))
     if all(f.get("batch_softmax") for f in found):
         return OwnFinding(
             "H1",

@@ -207,6 +207,24 @@ def _plan_held_out(evs):
     )
 
 
+def _plan_reread(evs):
+    from ..step3_h2.layout import reread, reread_batches
+
+    ev = evs[0]
+    step = ev.steps - 1
+    after, before = _window(reread(ev).losses, step), _window(ev.arm("own").losses, step)
+    if not (math.isfinite(after) and after < before):
+        return None
+    return (
+        f"loss < {_num(after + 0.5 * (before - after))} by step {step}",
+        lambda seed: (
+            plain_loop(
+                ev.setup, seed, ev.steps, "own", batches=reread_batches(_batches(evs, seed))
+            ).run
+        ),
+    )
+
+
 def plan(finding, evs):
     """(forecast text, run(seed) -> Run) for the finding's intervention, or None."""
     if finding.arm == "logger":
@@ -217,6 +235,8 @@ def plan(finding, evs):
         return _plan_cleaned(evs)
     if finding.arm == "held_out_train":
         return _plan_held_out(evs)
+    if finding.arm == "reread":  # the images re-read from channels-last memory (`layout`)
+        return _plan_reread(evs)
     if known_arm(finding.arm):
         return _plan_arm(finding, evs)
     return None

@@ -49,6 +49,8 @@ _LOSS_SENTENCE = {
     "to 0.1 at most) so the right class is rewarded",
     "softmax_over_batch": "normalise over the classes: softmax/log_softmax with dim=1 (or -1), "
     "not dim=0",
+    "class_weights": "weigh each class by the inverse of its frequency in the labels "
+    "(n / (classes x count); pos_weight = negatives / positives), or leave the weights out",
     "loss_floor": "compute the loss on the logits, with no softmax, offset or scale before it",
     "nll_logits": "give nll_loss log-probabilities: log_softmax of the logits first (or call "
     "cross_entropy on the logits)",
@@ -130,6 +132,10 @@ CHANGES = {
         ),
     ),
     "no_step": ({LOOP}, "call optimizer.step() after every backward()"),
+    "backwards_dropped": (
+        {LOOP},
+        "call optimizer.step() after every backward(), inside the batch loop",
+    ),
     "forward_no_graph": (
         {LOOP, MODEL},
         (
@@ -148,6 +154,13 @@ CHANGES = {
         (
             "step the scheduler at the interval it was built for (once per "
             "epoch for a per-epoch schedule)"
+        ),
+    ),
+    "lr_runs_away": (
+        {LOOP},
+        (
+            "cap the schedule: the LR rises to its base and stays there (a warm-up of "
+            "lr = base * min(1, step / warmup)), or falls after it"
         ),
     ),
     "lr_never_rises": (

@@ -15,7 +15,9 @@ during one run (an optimizer rebuilt inside the loop: its state, the momentum or
 moments, starts from zero each time); gradients summed over several backward() calls per step
 and never divided (`summed_backwards`: data parallel by hand with all_reduce(SUM), or
 micro-batches accumulated), read as the step's gradient over a one-process step's on the same
-data.
+data; several backward() calls per step with the gradients cleared before each after the
+first (`_backwards_dropped`: a step() indented out of the batch loop), so only the last
+batch's gradient is applied.
 """
 
 from __future__ import annotations
@@ -23,14 +25,18 @@ from __future__ import annotations
 import math
 import statistics
 
+import torch
+
 from ...finding import OwnFinding
 from ..margins import above, below
 from ..step1_capture import setup as proto
-from ..step1_capture.loops import plain_loop
+from ..step1_capture.loops import held_out_loss, plain_loop
 from ..step3_h2 import calls
 from ..step4_h1.norms import describe as describe_layers
 
 INIT_MARGIN = 0.1  # the default init's loop below the learner's init's by this share of the start
+HIGH_DROP = 0.5  # a dropout layer dropping this share of its units or more is read (`dropout_gap`)
+DROP_HALF = 0.5  # with dropout off, the trained model scores below this share of the learner's
 
 
 def spread_margin(values: list[float], start: float, share: float = 0.05) -> float:
@@ -126,25 +132,50 @@ def loop_gap(evs, own: list[float], plain: list[float]) -> OwnFinding:
         return found
     built, steps = _optimizers_built(evs[0])
     rebuilt = built >= 3
+    dropped = [_backwards_dropped(ev) for ev in evs]
+    dropped = dropped[0] if not rebuilt and all(dropped) else None
     said = (
         f"your run built {built} optimizers one after another over its {steps} steps (a new one "
         + ("at every step" if built >= steps else f"every {steps / built:.3g} steps on average")
         + "): the optimizer is rebuilt inside the loop, so its state (momentum, Adam's moments) "
         "starts from zero each time; build it once, before the loop"
         if rebuilt
+        else f"step() ran {steps} times for {dropped[1]} backward() calls (one step per "
+        f"{dropped[0]:.3g} batches, as a step() indented out of the batch loop does), and the "
+        "gradients were cleared before every backward() after a step's first (measured), so "
+        "each step applies the last batch's gradient alone and the others' are thrown away; "
+        "call step() after every backward(), or clear the gradients only after step()"
+        if dropped
         else "the difference is in train(): what it does beside zero_grad, the loss, backward() "
         "and step() (an optimizer or its state rebuilt, gradients or the loss changed by hand, "
         "the batches it asks for); compare it with the plain loop line by line"
     )
+    key = "optimizer_rebuilt" if rebuilt else "backwards_dropped" if dropped else "loop_gap"
     return OwnFinding(
         "H1",
-        "optimizer_rebuilt" if rebuilt else "loop_gap",
+        key,
         f"your loop, not its parts: a plain loop with your model, data, loss and optimizer "
         f"reaches {plain[0]:.3g} / {plain[1]:.3g} where your loop ends at {own[0]:.3g} / "
         f"{own[1]:.3g} (seeds {evs[0].seed} / {evs[1].seed}); {said}",
         arm="own",
         variable=("training loop", "your train()", "a plain loop: zero_grad, loss, backward, step"),
     )
+
+
+def _backwards_dropped(ev) -> tuple[float, int] | None:
+    """(backward() calls per step(), all backward() calls) when each step follows two or more
+    backward() calls and the gradients were cleared before every one after the first (only
+    the last gradient reaches step()); None otherwise (one backward per step, or gradients
+    accumulated on purpose)."""
+    try:
+        steps, backs = ev.replay.steps, ev.replay.backwards
+    except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
+        return None
+    per = [st.get("backwards", 1) for st in steps]
+    later = [b.get("cleared") for b in backs if b.get("cleared") is not None]
+    if len(steps) < 2 or statistics.median(per) < 2 or len(later) < 3 or not all(later):
+        return None
+    return statistics.median(per), len(backs)
 
 
 def init_gap(evs, plain: list[float]) -> OwnFinding | None:
@@ -167,6 +198,42 @@ def init_gap(evs, plain: list[float]) -> OwnFinding | None:
         "(a constant, a scale, a copy) keeps the model from learning",
         arm="init",
         variable=("init", "your make_model's init", "each layer's reset_parameters()"),
+    )
+
+
+def dropout_gap(evs) -> OwnFinding | None:
+    """H1, the model's dropout: a dropout layer with p >= HIGH_DROP, and the same plain loop
+    on the model with every dropout at p=0 leaves a model that scores (in eval mode, on the
+    learner's batches) below DROP_HALF of what the learner's model scores after it, beyond
+    the seed spread, on every seed."""
+    drops = [
+        m.p
+        for m in evs[0].arm("own").model.modules()
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0
+    ]
+    if not drops or not above("gap.dropout_p", max(drops), HIGH_DROP, seed=evs[0].seed):
+        return None
+    kept = [held_out_loss(ev.setup, ev.arm("own").model, ev.batches) for ev in evs]
+    off = [held_out_loss(ev.setup, ev.arm("nodrop").model, ev.batches) for ev in evs]
+    margin = spread_margin(kept, abs(evs[0].arm("own").losses[0]))
+    if not all(
+        above("gap.dropout", k - o, margin, seed=ev.seed)
+        and below("gap.dropout_half", o, DROP_HALF * k, seed=ev.seed)
+        for k, o, ev in zip(kept, off, evs)
+    ):
+        return None
+    p = max(drops)
+    return OwnFinding(
+        "H1",
+        "dropout_high",
+        f"your model's dropout drops {p:.0%} of the units at every training step "
+        f"(nn.Dropout(p={p:g}): PyTorch's p is the share dropped, where TensorFlow 1's "
+        f"keep_prob is the share kept): after the same plain loop, your model scores "
+        f"{_pair(kept)} on your batches in eval mode, and with every dropout at p=0 it scores "
+        f"{_pair(off)} (seeds {evs[0].seed} / {evs[1].seed}); set p to the share to drop "
+        "(1 - keep_prob), usually 0.1 to 0.5",
+        arm="nodrop",
+        variable=("dropout p", f"{p:g}", "0"),
     )
 
 

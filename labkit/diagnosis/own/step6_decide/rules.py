@@ -53,13 +53,13 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
-from ..step3_h2 import calls
+from ..step3_h2 import calls, layout
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
 from .gaps import clip_gap, init_gap, loop_gap, noted as _noted
-from .gaps import references, spread_margin, summed_rule
+from .gaps import dropout_gap, references, spread_margin, summed_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import recount
@@ -171,7 +171,7 @@ def _h2(evs) -> OwnFinding | None:
             variable=("labels", "as given", "permuted across the epoch"),
             expect="same",
         )
-    return None
+    return layout.layout_rule(evs)  # channels-last images viewed as channels-first
 
 
 def _label_signal(evs) -> dict:
@@ -327,7 +327,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
             return found
     if behind:  # a measured gap decides: the data each call re-makes, else the loop
         return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
-    found = clip_gap(evs, own) or init_gap(evs, plain)
+    found = clip_gap(evs, own) or init_gap(evs, plain) or dropout_gap(evs)
     if found is not None:
         return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
