@@ -7,7 +7,7 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
 ninth, tenth and eleventh (issue 46), the twelfth and thirteenth (issue 55) and the
-fourteenth (held out: written blind, after the thirteenth's rules, never tuned on),
+fourteenth and fifteenth (held out: each written blind, after the rules of the batch before),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -25,6 +25,7 @@ from .blind import BLIND, BLIND_EXPECTED
 from .eighth import EIGHTH, EIGHTH_EXPECTED
 from .eleventh import ELEVENTH, ELEVENTH_EXPECTED
 from .fifth import FIFTH, FIFTH_EXPECTED
+from .fifteenth import FIFTEENTH, FIFTEENTH_EXPECTED
 from .fourteenth import FOURTEENTH, FOURTEENTH_EXPECTED
 from .fourth import FOURTH, FOURTH_EXPECTED
 from .ninth import NINTH, NINTH_EXPECTED
@@ -48,6 +49,7 @@ BATCHES = {
     "twelfth": (TWELFTH, TWELFTH_EXPECTED),
     "thirteenth": (THIRTEENTH, THIRTEENTH_EXPECTED),
     "fourteenth": (FOURTEENTH, FOURTEENTH_EXPECTED),
+    "fifteenth": (FIFTEENTH, FIFTEENTH_EXPECTED),
 }
 
 

@@ -8,7 +8,8 @@ While the context is open, PyTorch's global hooks and three temporary wrappers s
   whether gradients from an earlier step were still there (no ``zero_grad``), or, for a
   second backward before one step, whether the first one's were cleared;
 - every top-level module call (global forward hooks): grad mode, autocast, whether the
-  output has a graph, and which submodules ran;
+  output has a graph, which submodules ran, and, when its input came from a batch that
+  batches() made, that batch's rows, label positions and labels not -100 (``counts``);
 - ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``: the limit asked for, and whether
   the parameters held a gradient then;
 - which dropout and normalisation layers were in eval mode in each forward with grad on;
@@ -37,7 +38,7 @@ from torch.nn.modules import module as module_hooks
 
 from . import manual as own_manual
 from .graph import Graph
-from .setup import inputs_of
+from .setup import inputs_of, labels_of
 
 
 def total_norm(tensors) -> float | None:
@@ -54,6 +55,18 @@ def _mode_layer(m) -> bool:
     if isinstance(m, nn.modules.dropout._DropoutNd):
         return m.p > 0
     return isinstance(m, nn.modules.batchnorm._NormBase) and m.track_running_stats
+
+
+def _counts(batch) -> tuple[int, int, int] | None:
+    """(rows, label positions, labels not -100) of a batch that batches() made, or None."""
+    try:
+        y = labels_of(batch) if batch is not None else None
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None
+    if not torch.is_tensor(y) or y.dim() == 0:
+        return None
+    kept = y.numel() if y.is_floating_point() else int((y != -100).sum())
+    return len(y), y.numel(), kept
 
 
 def _eval_layers(module) -> list[str]:
@@ -205,6 +218,7 @@ class Replay:
                 "step": len(self.steps),
                 "param_dtypes": sorted({str(p.dtype) for p in module.parameters()}),
                 "eval_layers": _eval_layers(module) if grad_on else [],
+                "counts": _counts(self._batches.get(id(first))) if first is not None else None,
             }
         )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from .logger import Windows, cumsum, same_value
+from .logger import Windows, check_logger, cumsum, same_value
 from ...probes import ProbeResult
 
 TOL = 2e-3  # how close (relative) sum / report must be to an integer count
@@ -110,3 +110,23 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
     )
     details = {**result.details, "mechanism": "count_off_by_one", "off_by_one": off[:10]}
     return ProbeResult(result.probe, text, details)
+
+
+def logger_check(ev):
+    """The logger check on one seed's own run (`check_logger`, then `recount`), once."""
+    steps = ev.replay.steps
+    after = [s["loss_after"] for s in steps] if len(steps) == len(ev.run) else None
+    return ev.once(
+        "logger",
+        lambda: recount(
+            ev.run,
+            ev.rows_per_epoch,
+            check_logger(
+                ev.run,
+                per_epoch=ev.rows_per_epoch,
+                sizes_by_position=ev.sizes,
+                after_step=after,
+                counts=ev.counts,
+            ),
+        ),
+    )

@@ -9,7 +9,9 @@ When none matches, the common loggers' mistakes are named when the numbers fit t
 a value logged after the step (needs the replay's after-step losses), the lowest loss so
 far, an EMA started at 0 without bias correction, a stale value,
 a sum where a mean was meant, a constant divisor, an accumulator never reset, the sum
-and the count reset at different times; otherwise the value came from another tensor.
+and the count reset at different times, a mean over padded batches that counts the padding;
+otherwise the value came from another tensor. Where the replay saw each step's batch, a mean
+weighted by its labels scored (not -100) is honest too.
 """
 
 from __future__ import annotations
@@ -225,14 +227,38 @@ def _family(raw, rep, rows, win: Windows, per_epoch: int) -> tuple[str, str] | N
     return None
 
 
+def _padding_counted(raw, rep, rows, per_epoch: int, counts: dict | None) -> str | None:
+    """The loss summed over the labels scored, divided by every label position of the padded
+    batches (the ignored ones too), over some window, if that reproduces every report."""
+    if not counts or len(counts["kept"]) != len(raw) or counts["kept"] == counts["positions"]:
+        return None
+    kept = Windows(raw, per_epoch, set(rows), [float(n) for n in counts["kept"]])
+    every = Windows(raw, per_epoch, set(rows), [float(n) for n in counts["positions"]])
+    for window in ("epoch", "step", "log", "log+epoch", "run"):
+        shown = [kept.total("w", window, t) / every.total("n", window, t) for t in rows]
+        if all(same_value(rep[t], v) for t, v in zip(rows, shown)):
+            honest = [kept.total("w", window, t) / kept.total("n", window, t) for t in rows]
+            share = sum(r / h for r, h in zip(shown, honest) if h) / len(rows)
+            return (
+                "the reported mean counts the padding: the loss summed over the labels scored "
+                f"is divided by every label position of the padded batches, the ignored ones "
+                f"(-100) too, so the reports show {share:.2f} of the honest loss per scored label "
+                "on average; divide by the number of labels scored, (labels != -100).sum()"
+            )
+    return None
+
+
 def check_logger(
     run,
     *,
     per_epoch: int,
     sizes_by_position: list[float] | None = None,
     after_step: list | None = None,
+    counts: dict | None = None,
 ) -> ProbeResult:
-    """Compare the reported values of the learner's run with honest recomputations."""
+    """Compare the reported values of the learner's run with honest recomputations.
+    `counts` (`SeedEvidence.counts`): per row, the rows, label positions and labels not -100
+    of the batch its step trained on; a mean weighted by them is honest too."""
     raw = [float(v) for v in run.table["loss_raw"]]
     rep_col = run.table.get("loss_reported") or [None] * len(raw)
     rows = [t for t, v in enumerate(rep_col) if v is not None]
@@ -246,8 +272,22 @@ def check_logger(
         return ProbeResult("raw vs reported", "nothing to compare: no value was reported", details)
     finite = [t for t in rows if math.isfinite(raw[t])]
     rows = finite or rows
+    if counts and len(counts["rows"]) == len(raw):
+        sizes = [float(n) for n in counts["rows"]]  # each step's own batch, as it trained
     win = Windows(raw, per_epoch, set(rows), sizes)
     found = honest_matches(raw, rep, rows, win)
+    if (
+        not found
+        and counts
+        and counts["kept"] != counts["rows"]
+        and len(counts["kept"]) == len(raw)
+    ):
+        win_kept = Windows(raw, per_epoch, set(rows), [float(n) for n in counts["kept"]])
+        found = [
+            f.replace("batch size", "the number of labels scored (not -100)")
+            for f in honest_matches(raw, rep, rows, win_kept)
+            if "weighted" in f
+        ]
     if found:
         details["matches"] = found[0]
         return ProbeResult(
@@ -269,6 +309,10 @@ def check_logger(
                 "training is",
                 details,
             )
+    padded = _padding_counted(raw, rep, rows, per_epoch, counts)
+    if padded:
+        details["mechanism"] = "padding_counted"
+        return ProbeResult("raw vs reported", f"disagree: {padded}", details)
     extreme = _extreme(raw, rep, rows, win)
     if extreme:
         details["mechanism"] = "running_extreme"

@@ -87,6 +87,7 @@ class _Audit(TorchFunctionMode):
         self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first classification loss
         self.batch_softmax: list[str] = []  # softmax calls that normalise over the batch
         self.weighted: list[tuple] = []  # (name, args, kwargs) of the first loss given weights
+        self.regression: list[str] = []  # the first regression loss on the labels, by name
 
     def mark_output(self, output) -> None:
         for t in _tensors(output):
@@ -103,6 +104,8 @@ class _Audit(TorchFunctionMode):
         name = _name(func)
         if pred and label:
             self._broadcast(name, pred[0], label[0])
+            if name in targets.REGRESSION and not self.regression:
+                self.regression.append(name)
         if pred:
             self._probabilities(name, pred[0], args)
             if name in LOSSES and not self.meets and args and args[0] is pred[0]:
@@ -200,6 +203,7 @@ def audit(setup, seed: int, batches) -> dict:
         "weights": targets.class_weights(mode.weighted[0], batch, batches)
         if mode.weighted
         else None,
+        "truncated": targets.truncated(mode.regression[0], batches) if mode.regression else None,
     }
 
 

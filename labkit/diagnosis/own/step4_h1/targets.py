@@ -15,6 +15,9 @@
   several times as uneven as the counts themselves (weights set to the class frequencies
   where their inverse was meant, a ``pos_weight`` copied from data of another balance), the
   weights deepen the imbalance they were meant to undo (H1, the loss);
+- **regression targets truncated to integers**: a regression loss whose targets come from
+  labels of an integer type that take a few small values on both sides of 0, mostly 0, as
+  standardised values cast to ``torch.long`` are (H2, the labels);
 - **a softmax over the batch**: ``softmax`` / ``log_softmax`` of the model's output taken
   over dim 0, the examples of the batch, instead of over the classes (H1, the loss). A square
   matrix (examples against examples, as a contrastive loss builds) is left alone.
@@ -28,6 +31,9 @@ from ..step1_capture import setup as proto
 from ...finding import OwnFinding
 from ..margins import above, below
 
+REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
+ZEROS = 0.4  # this share of integer regression targets at 0, with values on both sides of it
+FEW = 9  # and at most this many distinct values: truncated toward 0
 WEIGHTED = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits")
 AMPLIFY = 3.0  # the weighted shares this many times as uneven as the counts: weights deepen it
 UNEVEN = 5.0  # and the weighted shares at least this uneven (largest over smallest)
@@ -175,6 +181,30 @@ def class_weights(call, batch, batches) -> dict | None:
     return worst
 
 
+@torch.no_grad()
+def truncated(name: str, batches) -> dict | None:
+    """The integer labels of a regression loss, when they look truncated toward 0: values on
+    both sides of 0, at most FEW of them, at least ZEROS of them 0; else None."""
+    try:
+        y = torch.cat([proto.labels_of(b).reshape(-1) for b in batches])
+    except Exception:  # labels this check cannot gather: nothing measured
+        return None
+    if y.is_floating_point() or y.dtype == torch.bool or y.numel() < 16:
+        return None
+    values = y.unique()
+    zeros = float((y == 0).double().mean())
+    if not (int(values.min()) < 0 < int(values.max()) and len(values) <= FEW) or zeros < ZEROS:
+        return None
+    return {
+        "call": name,
+        "dtype": str(y.dtype).replace("torch.", ""),
+        "zeros": zeros,
+        "low": int(values.min()),
+        "high": int(values.max()),
+        "n": len(values),
+    }
+
+
 def _weights_sentence(cw: dict) -> str:
     big, small, n, w, kinds = cw["big"], cw["small"], cw["counts"], cw["weights"], cw["kinds"]
     option = "pos_weight" if cw["call"] == "binary_cross_entropy_with_logits" else "weight"
@@ -221,6 +251,17 @@ def finding(found: list[dict]) -> OwnFinding | None:
             f"the loss has a floor near chance: on the first batch a "
             f"perfectly confident, correct prediction scores {fl['best']:.3g} at best, "
             f"against {fl['chance']:.3g} for a uniform guess; {cause}",
+        )
+    if all(f.get("truncated") for f in found):
+        t = found[0]["truncated"]
+        return OwnFinding(
+            "H2",
+            "targets_truncated",
+            f"the regression targets are integers: {t['call']} is given labels of type "
+            f"{t['dtype']} that take {t['n']} values from {t['low']} to {t['high']}, "
+            f"{t['zeros']:.0%} of them 0, as values standardised and then cast to an integer "
+            "type (dtype=torch.long, .long(), int()) are, truncated toward 0; keep the "
+            "targets float (torch.float32) from where they are read",
         )
     if all(
         bool(f.get("weights"))

@@ -63,6 +63,25 @@ class SeedEvidence(OncePerSeed):
         return self.once("facts", lambda: facts(self.replay, self.run))
 
     @property
+    def counts(self) -> dict | None:
+        """Per row of the learner's run, the rows, label positions and labels not -100 of the
+        batch its step trained on (from the replay's forwards), or None where a step's batch
+        was not seen."""
+
+        def make():
+            seen = {}
+            for f in self.replay.forwards:
+                if f.get("grad_enabled") and f.get("counts") is not None:
+                    seen.setdefault(f["step"], f["counts"])
+            n = len(self.run)
+            if n != len(self.replay.steps) or any(t not in seen for t in range(n)):
+                return None
+            rows, positions, kept = zip(*(seen[t] for t in range(n)))
+            return {"rows": list(rows), "positions": list(positions), "kept": list(kept)}
+
+        return self.once("counts", make)
+
+    @property
     def rows_per_epoch(self) -> int:
         n = len(self.run)
         return n // self.epochs if n % self.epochs == 0 and n >= self.epochs else self.n_batches

@@ -208,7 +208,7 @@ def dropout_gap(evs) -> OwnFinding | None:
     the seed spread, on every seed."""
     drops = [
         m.p
-        for m in evs[0].arm("own").model.modules()
+        for m in proto.make_model(evs[0].setup, evs[0].seed).modules()
         if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0
     ]
     if not drops or not above("gap.dropout_p", max(drops), HIGH_DROP, seed=evs[0].seed):

@@ -48,7 +48,6 @@ from ..step3_h2.data import REPEATED, WHITE, describe_signal, held_out_verdict
 from ..step3_h2.data import barely_varying, label_signal, scale_shift
 from .evidence import SeedEvidence
 from ...finding import OwnFinding
-from ..step2_h3.logger import check_logger
 from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
@@ -62,7 +61,7 @@ from .gaps import clip_gap, init_gap, loop_gap, noted as _noted
 from .gaps import dropout_gap, references, spread_margin, summed_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
-from ..step2_h3.logcount import recount
+from ..step2_h3.logcount import logger_check
 from ..step4_h1.norms import norms_rule
 from ..step4_h1.padding import padding_rule
 from ..step2_h3.rebuild import explain
@@ -73,21 +72,6 @@ from ..step4_h1.settings import settings_rule
 SCALE_RATIO = 1e4  # one feature's spread this many times the median feature's: it swamps them
 OWN_LEARNS = 0.75  # the own arm's last fifth below this share of its first loss: it learns
 LR_KEYS = ("divergence", "unsettled")  # optimizer findings a summed loss can stand behind
-
-
-def logger_check(ev: SeedEvidence):
-    steps = ev.replay.steps
-    after = [s["loss_after"] for s in steps] if len(steps) == len(ev.run) else None
-    return ev.once(
-        "logger",
-        lambda: recount(
-            ev.run,
-            ev.rows_per_epoch,
-            check_logger(
-                ev.run, per_epoch=ev.rows_per_epoch, sizes_by_position=ev.sizes, after_step=after
-            ),
-        ),
-    )
 
 
 def _unknown(what: str) -> OwnFinding:
