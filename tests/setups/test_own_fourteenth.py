@@ -9,6 +9,9 @@ bug and its twin (or a setup the old reading must still convict):
 - a warm-up without its cap, the LR climbing to 16 times its base by the last step, was
   UNKNOWN (the plain loop ran at the LR the optimizer was built with, 0): a constant LR from
   where the run did best is now the one-change run;
+- Hugging Face's attention_mask passed as key_padding_mask read as a vanishing gradient (H1):
+  the prediction is now compared across the batch's examples with the mask as given and
+  inverted;
 - class weights set to the class frequencies (their inverse meant) were acquitted: the loss is
   the one the learner asked for; the weights are now read against the label counts;
 - inputs normalised with statistics of another scale sit hundreds of their own standard
@@ -19,6 +22,8 @@ bug and its twin (or a setup the old reading must still convict):
 import math
 
 from own_setups.fourteenth import (
+    AttentionMaskInverted,
+    AttentionMaskPadding,
     ClassWeightsFrequency,
     ClassWeightsInverse,
     StatsOn255Scale,
@@ -31,6 +36,7 @@ from own_setups.third import TinyLR
 
 from labkit.diagnosis.own.step1_capture import setup as proto
 from labkit.diagnosis.own.step3_h2.data import barely_varying, input_checks
+from labkit.diagnosis.own.step3_h2 import mask
 from labkit.diagnosis.own.step4_h1 import targets
 from labkit.diagnosis.own.step4_h1.flow import TINY, _tiny_steps
 from labkit.diagnosis.own.step4_h1.losspath import audit
@@ -85,3 +91,14 @@ def test_an_lr_that_keeps_rising_is_named_with_a_constant_lr_that_learns_and_its
     assert constant.level() < 0.5 * bug.facts["own_level"]
     twin = SeedEvidence(WarmupCapped(), 0)  # the same climb, capped at the base LR
     assert runaway_rule(twin, twin.facts) is None
+
+
+def test_a_mask_read_the_other_way_round_is_named_and_its_twin_is_not():
+    bug, twin = AttentionMaskInverted(), AttentionMaskPadding()
+    given, inverted = mask.spreads(bug, 0, proto.batches(bug, 0)[0], "attention_mask")
+    assert given < mask.SAME and inverted > mask.APART  # every example alike until inverted
+    given, inverted = mask.spreads(twin, 0, proto.batches(twin, 0)[0], "padding_mask")
+    assert given > mask.APART and inverted < mask.SAME  # the twin: the other way round
+    found = mask.mask_rule([SeedEvidence(bug, s) for s in (0, 1)])
+    assert found is not None and found.key == "mask_inverted" and found.system == "H2"
+    assert mask.mask_rule([SeedEvidence(twin, s) for s in (0, 1)]) is None

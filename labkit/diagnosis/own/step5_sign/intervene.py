@@ -207,20 +207,18 @@ def _plan_held_out(evs):
     )
 
 
-def _plan_reread(evs):
-    from ..step3_h2.layout import reread, reread_batches
-
+def _plan_data(evs, once, change):
+    """A plain loop (the learner's optimizer) on the batches as `change` makes them: `once(ev)`
+    is that loop on the first seed, already run by the rule."""
     ev = evs[0]
     step = ev.steps - 1
-    after, before = _window(reread(ev).losses, step), _window(ev.arm("own").losses, step)
+    after, before = _window(once(ev).losses, step), _window(ev.arm("own").losses, step)
     if not (math.isfinite(after) and after < before):
         return None
     return (
         f"loss < {_num(after + 0.5 * (before - after))} by step {step}",
         lambda seed: (
-            plain_loop(
-                ev.setup, seed, ev.steps, "own", batches=reread_batches(_batches(evs, seed))
-            ).run
+            plain_loop(ev.setup, seed, ev.steps, "own", batches=change(_batches(evs, seed))).run
         ),
     )
 
@@ -236,7 +234,14 @@ def plan(finding, evs):
     if finding.arm == "held_out_train":
         return _plan_held_out(evs)
     if finding.arm == "reread":  # the images re-read from channels-last memory (`layout`)
-        return _plan_reread(evs)
+        from ..step3_h2.layout import reread, reread_batches
+
+        return _plan_data(evs, reread, reread_batches)
+    if finding.arm.startswith("mask:"):  # the batch's mask inverted (`mask`)
+        from ..step3_h2.mask import inverted_batches, inverted_run
+
+        key = finding.arm[5:]
+        return _plan_data(evs, lambda ev: inverted_run(ev, key), lambda b: inverted_batches(b, key))
     if known_arm(finding.arm):
         return _plan_arm(finding, evs)
     return None
