@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 
-from .logger import Windows, check_logger, cumsum, same_value
+from .logger import check_logger
+from .windows import Windows, cumsum, same_value
 from ...probes import ProbeResult
 
 TOL = 2e-3  # how close (relative) sum / report must be to an integer count
@@ -112,6 +113,16 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
     return ProbeResult(result.probe, text, details)
 
 
+def _grad_norms(ev) -> list | None:
+    """Per step, the gradient norm after its last backward(), or None where not seen."""
+    try:
+        backs, steps = ev.replay.backwards, ev.replay.steps
+    except Exception:  # the ranks keep their backward calls (`single.NotOnRanks`)
+        return None
+    last = {b["step"]: b.get("grad_norm_after") for b in backs}
+    return [last.get(t) for t in range(len(steps))] if len(steps) == len(ev.run) else None
+
+
 def logger_check(ev):
     """The logger check on one seed's own run (`check_logger`, then `recount`), once."""
     steps = ev.replay.steps
@@ -127,6 +138,7 @@ def logger_check(ev):
                 sizes_by_position=ev.sizes,
                 after_step=after,
                 counts=ev.counts,
+                grad_norms=_grad_norms(ev),
             ),
         ),
     )

@@ -9,7 +9,8 @@ When none matches, the common loggers' mistakes are named when the numbers fit t
 a value logged after the step (needs the replay's after-step losses), the lowest loss so
 far, an EMA started at 0 without bias correction, a stale value,
 a sum where a mean was meant, a constant divisor, an accumulator never reset, the sum
-and the count reset at different times, a mean over padded batches that counts the padding;
+and the count reset at different times, a mean over padded batches that counts the padding,
+a moving average without its (1 - beta), the gradient norm shown as the loss;
 otherwise the value came from another tensor. Where the replay saw each step's batch, a mean
 weighted by its labels scored (not -100) is honest too.
 """
@@ -19,52 +20,7 @@ from __future__ import annotations
 import math
 
 from ...probes import ProbeResult
-
-TOL = 0.01  # relative
-
-
-def same_value(a, b, tol=TOL) -> bool:
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return math.isfinite(a) == math.isfinite(b)
-    return abs(a - b) <= tol * max(abs(b), 1e-8) + 1e-9
-
-
-class Windows:
-    """Sums and counts of a per-row series over the windows a logger may keep."""
-
-    def __init__(self, values, per_epoch: int, logged: list[int], sizes: list[float]):
-        n = len(values)
-        self.v, self.w = values, [values[t] * sizes[t] for t in range(n)]
-        self.sizes = sizes
-        self.start = {"run": [0] * n, "epoch": [t - t % per_epoch for t in range(n)]}
-        prev, last = [], -1
-        for t in range(n):
-            prev.append(last + 1)
-            if t in logged:
-                last = t
-        self.start["log"] = prev
-        self.start["log+epoch"] = [max(a, b) for a, b in zip(prev, self.start["epoch"])]
-        self.start["step"] = list(range(n))
-        self._cum = {k: cumsum(s) for k, s in (("v", self.v), ("w", self.w), ("n", sizes))}
-
-    def total(self, kind: str, window: str, t: int) -> float:
-        c = self._cum[kind]
-        s = self.start[window][t]
-        return c[t + 1] - c[s]
-
-    def count(self, window: str, t: int) -> int:
-        return t - self.start[window][t] + 1
-
-
-def cumsum(xs):
-    out, acc = [0.0], 0.0
-    for x in xs:
-        acc += x
-        out.append(acc)
-    return out
-
-
-BETAS = [i / 100 for i in range(50, 99)] + [i / 1000 for i in range(990, 1000)]
+from .windows import BETAS, TOL, Windows, cumsum, same_value  # noqa: F401 (read from here too)
 
 
 def _ema(raw, rep, rows) -> float | None:
@@ -135,6 +91,22 @@ def _ema_from_zero(raw, rep, rows) -> float | None:
         for t, x in enumerate(raw):
             ema = beta * ema + (1 - beta) * x
             if not same_value(rep[t], ema):
+                break
+        else:
+            return beta
+    return None
+
+
+def _ema_unscaled(raw, rep, rows) -> float | None:
+    """The factor of a smoothing without its (1 - beta), s = beta * s + loss (from 0), if one
+    reproduces every report."""
+    if len(rows) != len(raw) or len(raw) < 3:
+        return None
+    for beta in BETAS:
+        s = 0.0
+        for t, x in enumerate(raw):
+            s = beta * s + x
+            if not same_value(rep[t], s):
                 break
         else:
             return beta
@@ -255,10 +227,12 @@ def check_logger(
     sizes_by_position: list[float] | None = None,
     after_step: list | None = None,
     counts: dict | None = None,
+    grad_norms: list | None = None,
 ) -> ProbeResult:
     """Compare the reported values of the learner's run with honest recomputations.
     `counts` (`SeedEvidence.counts`): per row, the rows, label positions and labels not -100
-    of the batch its step trained on; a mean weighted by them is honest too."""
+    of the batch its step trained on; a mean weighted by them is honest too. `grad_norms`:
+    per row, the gradient norm after the step's last backward()."""
     raw = [float(v) for v in run.table["loss_raw"]]
     rep_col = run.table.get("loss_reported") or [None] * len(raw)
     rows = [t for t, v in enumerate(rep_col) if v is not None]
@@ -328,6 +302,30 @@ def check_logger(
             f"loss of {raw[rows[0]]:.3g}), so the curve starts far too low",
             details,
         )
+    beta = _ema_unscaled(raw, rep, rows)
+    if beta is not None:
+        details["mechanism"] = "ema_unscaled"
+        return ProbeResult(
+            "raw vs reported",
+            f"disagree: the reported value is a moving average without its (1 - beta) factor, "
+            f"smooth = {beta:g} * smooth + loss: it settles near 1 / (1 - beta) = "
+            f"{1 / (1 - beta):.3g} times the loss; write smooth = {beta:g} * smooth + "
+            f"{1 - beta:.3g} * loss",
+            details,
+        )
+    if grad_norms and len(grad_norms) == len(raw) and all(g is not None for g in grad_norms):
+        norms = [float(g) for g in grad_norms]
+        shown = honest_matches(norms, rep, rows, Windows(norms, per_epoch, set(rows), sizes))
+        if shown:
+            details["mechanism"] = "grad_norm_shown"
+            return ProbeResult(
+                "raw vs reported",
+                f"disagree: the reported value is the {shown[0]} of the gradient norm after "
+                "backward(), not of the loss (clip_grad_norm_ returns the norm it measured: "
+                "`loss = clip_grad_norm_(...)` puts it where the loss was); keep the loss and "
+                "the norm in two names",
+                details,
+            )
     honest_values = [(t, raw[t]) for t in range(len(raw))]
     honest_values += [
         (t, win.total("v", "epoch", t) / win.count("epoch", t)) for t in range(len(raw))

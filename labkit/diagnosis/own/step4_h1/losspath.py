@@ -88,6 +88,9 @@ class _Audit(TorchFunctionMode):
         self.batch_softmax: list[str] = []  # softmax calls that normalise over the batch
         self.weighted: list[tuple] = []  # (name, args, kwargs) of the first loss given weights
         self.regression: list[str] = []  # the first regression loss on the labels, by name
+        self.outside: list[tuple] = []  # (loss, low, high): binary targets outside [0, 1]
+        self.clamps: dict[int, tuple] = {}  # id of a clamped prediction -> (low, high)
+        self.clamped: list[tuple] = []  # (loss, low, high, shape): a clamped logit scored
 
     def mark_output(self, output) -> None:
         for t in _tensors(output):
@@ -106,10 +109,14 @@ class _Audit(TorchFunctionMode):
             self._broadcast(name, pred[0], label[0])
             if name in targets.REGRESSION and not self.regression:
                 self.regression.append(name)
+            if name in targets.BINARY and not self.outside:
+                self.outside += targets.outside_unit(name, label[0])
         if pred:
             self._probabilities(name, pred[0], args)
             if name in LOSSES and not self.meets and args and args[0] is pred[0]:
                 self.meets.append((func, name, args, kwargs))
+            if id(pred[0]) in self.clamps and name in targets.ON_LOGITS and not self.clamped:
+                self.clamped.append((name, *self.clamps[id(pred[0])], pred[0].shape))
             if name in targets.WEIGHTED and not self.weighted and args and args[0] is pred[0]:
                 self.weighted.append((name, args, kwargs))
             if name in ("softmax", "log_softmax") and args and args[0] is pred[0]:
@@ -120,6 +127,9 @@ class _Audit(TorchFunctionMode):
                 self.flat_ops.append(f"torch.{name}" if name != "to" else ".to(an integer dtype)")
             for t in _tensors(out):
                 self.pred[id(t)] = t
+            bounds = targets.clamp_bounds(name, args, kwargs)
+            if bounds is not None and torch.is_tensor(out):
+                self.clamps[id(out)] = bounds
         elif label:
             for t in _tensors(out):
                 self.label[id(t)] = t
@@ -204,6 +214,8 @@ def audit(setup, seed: int, batches) -> dict:
         if mode.weighted
         else None,
         "truncated": targets.truncated(mode.regression[0], batches) if mode.regression else None,
+        "outside": mode.outside[0] if mode.outside else None,
+        "clamped": mode.clamped[0] if mode.clamped else None,
     }
 
 

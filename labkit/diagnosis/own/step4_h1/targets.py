@@ -15,6 +15,11 @@
   several times as uneven as the counts themselves (weights set to the class frequencies
   where their inverse was meant, a ``pos_weight`` copied from data of another balance), the
   weights deepen the imbalance they were meant to undo (H1, the loss);
+- **binary targets outside [0, 1]**: ``binary_cross_entropy(_with_logits)`` given targets
+  below 0 or above 1 (a mask on the 0-255 scale): the loss then has no minimum (H2);
+- **logits clamped to a narrow range** before ``cross_entropy`` or
+  ``binary_cross_entropy_with_logits`` (a probability's clamp, ``clamp(1e-7, 1 - 1e-7)``,
+  applied to logits): the best loss the clamp allows stays far above 0 (H1, the loss);
 - **regression targets truncated to integers**: a regression loss whose targets come from
   labels of an integer type that take a few small values on both sides of 0, mostly 0, as
   standardised values cast to ``torch.long`` are (H2, the labels);
@@ -25,12 +30,17 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..step1_capture import setup as proto
 from ...finding import OwnFinding
 from ..margins import above, below
 
+BINARY = ("binary_cross_entropy", "binary_cross_entropy_with_logits")
+ON_LOGITS = ("cross_entropy", "binary_cross_entropy_with_logits")
+CLAMP_FLOOR = 0.1  # a clamp that keeps the best loss above this (nats) keeps it from learning
 REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
 ZEROS = 0.4  # this share of integer regression targets at 0, with values on both sides of it
 FEW = 9  # and at most this many distinct values: truncated toward 0
@@ -181,6 +191,35 @@ def class_weights(call, batch, batches) -> dict | None:
     return worst
 
 
+def outside_unit(name: str, target) -> list[tuple]:
+    """[(loss, low, high)] when a binary loss's float target leaves [0, 1]; else []."""
+    if not torch.is_tensor(target) or not target.is_floating_point() or target.numel() == 0:
+        return []
+    low, high = float(target.min()), float(target.max())
+    return [(name, low, high)] if low < 0 or high > 1 else []
+
+
+def clamp_bounds(name: str, args, kwargs) -> tuple[float, float] | None:
+    """(low, high) of a clamp with both bounds numbers; else None."""
+    if name not in ("clamp", "clip"):
+        return None
+    low = args[1] if len(args) > 1 else kwargs.get("min")
+    high = args[2] if len(args) > 2 else kwargs.get("max")
+    if not all(isinstance(b, (int, float)) for b in (low, high)):
+        return None
+    return float(low), float(high)
+
+
+def clamp_floor(name: str, low: float, high: float, shape) -> float:
+    """The least loss a prediction clamped to [low, high] can reach on a right answer: the
+    right logit at `high`, the others at `low` (for two-class BCE, the logit at the bound)."""
+    if name == "binary_cross_entropy_with_logits":
+        edge = min(high, -low)  # a positive needs a high logit, a negative a low one
+        return math.log1p(math.exp(-edge))
+    classes = shape[1] if len(shape) > 1 else 2
+    return math.log1p((classes - 1) * math.exp(low - high))
+
+
 @torch.no_grad()
 def truncated(name: str, batches) -> dict | None:
     """The integer labels of a regression loss, when they look truncated toward 0: values on
@@ -251,6 +290,31 @@ def finding(found: list[dict]) -> OwnFinding | None:
             f"the loss has a floor near chance: on the first batch a "
             f"perfectly confident, correct prediction scores {fl['best']:.3g} at best, "
             f"against {fl['chance']:.3g} for a uniform guess; {cause}",
+        )
+    if all(f.get("outside") for f in found):
+        name, low, high = found[0]["outside"]
+        return OwnFinding(
+            "H2",
+            "targets_outside_unit",
+            f"{name} is given targets from {low:.3g} to {high:.3g}: a binary target is a "
+            "probability in [0, 1], and outside it the loss has no minimum (it falls below 0 "
+            "without end as the logits grow); scale the labels into [0, 1] (a mask saved on the "
+            "0-255 scale divided by 255)",
+        )
+    if all(
+        f.get("clamped")
+        and above("targets.clamp_floor", clamp_floor(*f["clamped"]), CLAMP_FLOOR, seed=i)
+        for i, f in enumerate(found)
+    ):
+        name, low, high, shape = found[0]["clamped"]
+        return OwnFinding(
+            "H1",
+            "logits_clamped",
+            f"the model's output is clamped to [{low:.3g}, {high:.3g}] before {name}, which "
+            f"takes logits: the best it can score on a right answer is "
+            f"{clamp_floor(name, low, high, shape):.3g}, far above 0, so the loss cannot grow "
+            "confident and its gradient never fades (a probability's clamp applied to logits); "
+            "drop the clamp, or clamp the logits to a wide range such as [-50, 50]",
         )
     if all(f.get("truncated") for f in found):
         t = found[0]["truncated"]

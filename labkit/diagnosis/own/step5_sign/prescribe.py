@@ -51,6 +51,8 @@ _LOSS_SENTENCE = {
     "not dim=0",
     "class_weights": "weigh each class by the inverse of its frequency in the labels "
     "(n / (classes x count); pos_weight = negatives / positives), or leave the weights out",
+    "logits_clamped": "drop the clamp on the logits (or clamp them to a wide range such as "
+    "[-50, 50]): the loss applies its own softmax or sigmoid",
     "loss_floor": "compute the loss on the logits, with no softmax, offset or scale before it",
     "nll_logits": "give nll_loss log-probabilities: log_softmax of the logits first (or call "
     "cross_entropy on the logits)",

@@ -1,0 +1,52 @@
+"""The windows a logger may sum over (`Windows`), and the tolerance its reports are read at:
+shared by the logger check (`logger`) and the off-by-one count (`logcount`)."""
+
+from __future__ import annotations
+
+import math
+
+TOL = 0.01  # relative
+
+
+def same_value(a, b, tol=TOL) -> bool:
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.isfinite(a) == math.isfinite(b)
+    return abs(a - b) <= tol * max(abs(b), 1e-8) + 1e-9
+
+
+class Windows:
+    """Sums and counts of a per-row series over the windows a logger may keep."""
+
+    def __init__(self, values, per_epoch: int, logged: list[int], sizes: list[float]):
+        n = len(values)
+        self.v, self.w = values, [values[t] * sizes[t] for t in range(n)]
+        self.sizes = sizes
+        self.start = {"run": [0] * n, "epoch": [t - t % per_epoch for t in range(n)]}
+        prev, last = [], -1
+        for t in range(n):
+            prev.append(last + 1)
+            if t in logged:
+                last = t
+        self.start["log"] = prev
+        self.start["log+epoch"] = [max(a, b) for a, b in zip(prev, self.start["epoch"])]
+        self.start["step"] = list(range(n))
+        self._cum = {k: cumsum(s) for k, s in (("v", self.v), ("w", self.w), ("n", sizes))}
+
+    def total(self, kind: str, window: str, t: int) -> float:
+        c = self._cum[kind]
+        s = self.start[window][t]
+        return c[t + 1] - c[s]
+
+    def count(self, window: str, t: int) -> int:
+        return t - self.start[window][t] + 1
+
+
+def cumsum(xs):
+    out, acc = [0.0], 0.0
+    for x in xs:
+        acc += x
+        out.append(acc)
+    return out
+
+
+BETAS = [i / 100 for i in range(50, 99)] + [i / 1000 for i in range(990, 1000)]
