@@ -97,6 +97,21 @@ def _ema_from_zero(raw, rep, rows) -> float | None:
     return None
 
 
+def _ema_words(key: str, beta: float, raw, rep, rows) -> str:
+    if key == "ema_from_zero":
+        return (
+            f"the reported value is an exponential moving average (beta {beta:g}) started at 0 "
+            f"and shown without bias correction: the early reports are pulled toward 0 (the "
+            f"first is {rep[rows[0]]:.3g} for a raw loss of {raw[rows[0]]:.3g}), so the curve "
+            "starts far too low"
+        )
+    return (
+        f"the reported value is a moving average without its (1 - beta) factor, smooth = "
+        f"{beta:g} * smooth + loss: it settles near 1 / (1 - beta) = {1 / (1 - beta):.3g} times "
+        f"the loss; write smooth = {beta:g} * smooth + {1 - beta:.3g} * loss"
+    )
+
+
 def _ema_unscaled(raw, rep, rows) -> float | None:
     """The factor of a smoothing without its (1 - beta), s = beta * s + loss (from 0), if one
     reproduces every report."""
@@ -291,28 +306,13 @@ def check_logger(
     if extreme:
         details["mechanism"] = "running_extreme"
         return ProbeResult("raw vs reported", f"disagree: {extreme}", details)
-    beta = _ema_from_zero(raw, rep, rows)
-    if beta is not None:
-        details["mechanism"] = "ema_from_zero"
-        return ProbeResult(
-            "raw vs reported",
-            f"disagree: the reported value is an exponential moving "
-            f"average (beta {beta:g}) started at 0 and shown without bias correction: the "
-            f"early reports are pulled toward 0 (the first is {rep[rows[0]]:.3g} for a raw "
-            f"loss of {raw[rows[0]]:.3g}), so the curve starts far too low",
-            details,
-        )
-    beta = _ema_unscaled(raw, rep, rows)
-    if beta is not None:
-        details["mechanism"] = "ema_unscaled"
-        return ProbeResult(
-            "raw vs reported",
-            f"disagree: the reported value is a moving average without its (1 - beta) factor, "
-            f"smooth = {beta:g} * smooth + loss: it settles near 1 / (1 - beta) = "
-            f"{1 / (1 - beta):.3g} times the loss; write smooth = {beta:g} * smooth + "
-            f"{1 - beta:.3g} * loss",
-            details,
-        )
+    for key, fit in (("ema_from_zero", _ema_from_zero), ("ema_unscaled", _ema_unscaled)):
+        beta = fit(raw, rep, rows)
+        if beta is not None:
+            details["mechanism"] = key
+            return ProbeResult(
+                "raw vs reported", "disagree: " + _ema_words(key, beta, raw, rep, rows), details
+            )
     if grad_norms and len(grad_norms) == len(raw) and all(g is not None for g in grad_norms):
         norms = [float(g) for g in grad_norms]
         shown = honest_matches(norms, rep, rows, Windows(norms, per_epoch, set(rows), sizes))
