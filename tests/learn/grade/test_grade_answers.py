@@ -363,3 +363,54 @@ def test_a_made_up_run_is_refused_and_a_real_one_is_judged_on_the_graders_own():
         "runs are far smaller"
     )
     assert judged["huge"] == ("failed", too_big)
+
+
+def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
+    """Data a check reads beside the runs (Exercise E's first batches, F's exact-match givens)
+    is made again by the grader (`grade.truth.given`): swapped batches and changed givens fail
+    with what differs; a placeholder answer is not yet answered, whatever its data."""
+    import labkit
+    from labkit.check import ex_e_review, ex_f_exact_match
+
+    base = labkit.Config(task="lm", steps=2)
+    setups = {"correct": None, "double_shift": "double_shift"}
+    runs = {name: labkit.train(base, bug=bug) for name, bug in setups.items()}
+    batches = {name: labkit.Trainer(base, bug=bug).batch(0) for name, bug in setups.items()}
+    swapped = dict(zip(batches, reversed(batches.values())))
+    said = verdict(ex_e_review, "ex_e_review", handed_text({}, runs, swapped))
+    assert said[0] == "failed" and said[1].startswith(
+        "the answer to ex_e_review could not be checked: batches (given as argument 3) is not "
+        "batch 0 of each run's own setup, by the run's name, as the exercise's cell makes it "
+        "from seed 0: its part ['correct']['labels']"
+    ), said
+    kept = verdict(ex_e_review, "ex_e_review", handed_text({}, runs, batches))
+    assert "could not be checked" not in kept[1], kept  # the real batches reach the check
+    exact = {
+        (p, n, v): verdict(ex_f_exact_match, "ex_f_exact_match", handed_text(p, n, v))
+        for p, n, v in ((0.95, 10, 0.95**10), (1.0, 1, 1.0), (0.95, 10, ...))
+    }
+    assert exact[0.95, 10, 0.95**10][0] == "passed"
+    changed = (
+        "the answer to ex_f_exact_match could not be checked: p_token (given as argument 1) is "
+        "not the exercise's per-token accuracy, as the exercise's cell makes it from seed 0: it "
+        "is 1.0, and the grader's is 0.95; pass what that cell made, unchanged"
+    )
+    assert exact[1.0, 1, 1.0] == ("failed", changed)
+    assert exact[0.95, 10, ...][0] == "not yet answered"
+
+
+def test_the_seed_is_read_from_the_parameters_cells_only():
+    import nbformat
+
+    from labkit.learn.grade import seed_of
+
+    def nb(*cells):
+        out = nbformat.v4.new_notebook()
+        out.cells = [nbformat.v4.new_code_cell(s, metadata={"tags": t}) for s, t in cells]
+        return out
+
+    assert seed_of(nb(("seed = 3", []))) == 0  # not a parameters cell
+    assert seed_of(nb(("seed = 3\nx = 1", ["parameters"]))) == 3
+    assert seed_of(nb(("seed = 3", ["parameters"]), ("seed = 7", ["injected-parameters"]))) == 7
+    for odd in ("seed = 2.5", "seed = -1", "seed = int('4')", "seed = True", "seed ="):
+        assert seed_of(nb((odd, ["parameters"]))) == 0, odd

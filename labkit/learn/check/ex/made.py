@@ -13,6 +13,7 @@ maker is the notebook's cell, unchanged; the sizes and steps are the exercise's.
 from __future__ import annotations
 
 import functools
+import json
 
 from .c import LRS
 
@@ -89,6 +90,30 @@ def _confusions(seed: int) -> dict:
     }
 
 
+@functools.cache
+def _first_batch(config: str, bug: str | None):
+    from ....bugs.inject import Trainer
+    from ....core.config import Config
+
+    return Trainer(Config(**json.loads(config)), bug=bug).batch(0)
+
+
+def first_batches(batches, seed: int, arguments: dict) -> dict:
+    """Exercise E's batches: batch 0 of each run's own setup, under the run's name."""
+    what = "batch 0 of each run's own setup, by the run's name"
+    runs = arguments.get("runs")
+    if not isinstance(batches, dict) or not isinstance(runs, dict) or set(batches) != set(runs):
+        keys = list(batches) if isinstance(batches, dict) else type(batches).__name__
+        raise ValueError(f"{what}: it holds batches under {keys!r}")
+    own = {}
+    for name, run in runs.items():
+        meta = getattr(run, "meta", {})
+        if meta.get("seams"):
+            raise ValueError(f"{what}: the run {name!r} was trained with a seam of its own")
+        own[name] = _first_batch(json.dumps(meta.get("config"), sort_keys=True), meta.get("bug"))
+    return {what: own}
+
+
 def sweep_runs(runs, seed: int, arguments: dict) -> dict:
     """Exercise C's runs: one per LR of the sweep, each under the LR its config trained; a
     ValueError says what else they are."""
@@ -148,6 +173,7 @@ GIVEN = {  # check -> {argument: maker(given, seed, arguments) -> {what: the gra
     "ex_c_update_ratio": {"runs": sweep_runs},
     "ex_c_uphill_lr": {"g_sq": uphill("g_sq"), "g_h_g": uphill("g_h_g")},
     "ex_c_transfer": {"sweep": sweep},
+    "ex_e_review": {"batches": first_batches},
     "ex_e_two_ahead_floor": {"split": lm_split, "succ": successors},
     "ex_f_majority_accuracy": {"y_true": labels},
     "ex_f_constant_loss": {"y_true": labels},
