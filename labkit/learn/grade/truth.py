@@ -200,6 +200,11 @@ def given(name: str, check, args: list, kwargs: dict, seed: int = 0) -> tuple[li
                 f"{param} (given as {where}) is not {exc}; pass what the exercise's cell made, "
                 "unchanged"
             ) from None
+        except (TypeError, KeyError, AttributeError, IndexError) as exc:
+            raise NotReproduced(
+                f"the grader could not make {param} (given as {where}) again to compare "
+                f"({type(exc).__name__}: {str(exc)[:160]}); pass what the exercise's cell made"
+            ) from None
         differs = {what: _differs(value, mine) for what, mine in own.items()}
         same = next((what for what, d in differs.items() if d is None), None)
         if same is None:

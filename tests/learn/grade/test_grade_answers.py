@@ -414,3 +414,16 @@ def test_the_seed_is_read_from_the_parameters_cells_only():
     assert seed_of(nb(("seed = 3", ["parameters"]), ("seed = 7", ["injected-parameters"]))) == 7
     for odd in ("seed = 2.5", "seed = -1", "seed = int('4')", "seed = True", "seed ="):
         assert seed_of(nb((odd, ["parameters"]))) == 0, odd
+
+
+def test_every_argument_the_grader_makes_again_is_one_its_check_takes():
+    """A check's parameter renamed would leave its data unchecked: each name in
+    `labkit.learn.check.ex.made.GIVEN` is a parameter of that check."""
+    import inspect
+
+    from labkit.learn import check
+    from labkit.learn.check.ex.made import GIVEN
+
+    for name, makers in GIVEN.items():
+        fn = getattr(getattr(check, name), "__wrapped__", getattr(check, name))
+        assert set(makers) <= set(inspect.signature(fn).parameters), name

@@ -107,10 +107,12 @@ def first_batches(batches, seed: int, arguments: dict) -> dict:
         raise ValueError(f"{what}: it holds batches under {keys!r}")
     own = {}
     for name, run in runs.items():
-        meta = getattr(run, "meta", {})
+        meta = getattr(run, "meta", None)
+        if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+            raise ValueError(f"{what}: {name!r} is not a run labkit.train returned")
         if meta.get("seams"):
             raise ValueError(f"{what}: the run {name!r} was trained with a seam of its own")
-        own[name] = _first_batch(json.dumps(meta.get("config"), sort_keys=True), meta.get("bug"))
+        own[name] = _first_batch(json.dumps(meta["config"], sort_keys=True), meta.get("bug"))
     return {what: own}
 
 
@@ -177,7 +179,7 @@ GIVEN = {  # check -> {argument: maker(given, seed, arguments) -> {what: the gra
     "ex_e_two_ahead_floor": {"split": lm_split, "succ": successors},
     "ex_f_majority_accuracy": {"y_true": labels},
     "ex_f_constant_loss": {"y_true": labels},
-    "ex_f_minority_precision": {"cm": confusions},
+    "ex_f_minority_precision": {"cm": confusions, "minority": constant("minority class", 1)},
     "ex_f_review": {"cm_early": confusions},
     "ex_f_exact_match": {
         "p_token": constant("per-token accuracy", P_TOKEN),
