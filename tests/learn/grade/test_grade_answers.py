@@ -366,11 +366,12 @@ def test_a_made_up_run_is_refused_and_a_real_one_is_judged_on_the_graders_own():
 
 
 def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
-    """Data a check reads beside the runs (Exercise E's first batches, F's exact-match givens)
-    is made again by the grader (`grade.truth.given`): swapped batches and changed givens fail
-    with what differs; a placeholder answer is not yet answered, whatever its data."""
+    """Data a check reads beside the runs (Exercise D's four-way table, E's first batches, F's
+    exact-match givens) is made again by the grader (`grade.truth.given`): a turned-over table,
+    swapped batches and changed givens fail with what differs; a placeholder answer is not yet
+    answered, whatever its data."""
     import labkit
-    from labkit.check import ex_e_review, ex_f_exact_match
+    from labkit.check import ex_d_review, ex_e_review, ex_f_exact_match
 
     base = labkit.Config(task="lm", steps=2)
     setups = {"correct": None, "double_shift": "double_shift"}
@@ -397,6 +398,20 @@ def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
     )
     assert exact[1.0, 1, 1.0] == ("failed", changed)
     assert exact[0.95, 10, ...][0] == "not yet answered"
+    dropout = labkit.train(dropout=0.5, steps=2)  # Exercise D's table, its facts turned over
+    seen = {
+        (mode, grad): {"dropout active": mode == "train", "graph recorded": grad == "grad on"}
+        for mode in ("train", "eval")
+        for grad in ("grad on", "no_grad")
+    }
+    said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, dropout, seen))
+    assert "could not be checked" not in said[1], said  # what PyTorch does: the grader's too
+    seen["train", "no_grad"] = {"dropout active": False, "graph recorded": False}
+    said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, dropout, seen))
+    assert said[1].startswith(
+        "the answer to ex_d_review could not be checked: seen (given as argument 4) is not the "
+        "four-way table of the dropout run's model"
+    ), said
 
 
 def test_the_seed_is_read_from_the_parameters_cells_only():

@@ -116,6 +116,39 @@ def first_batches(batches, seed: int, arguments: dict) -> dict:
     return {what: own}
 
 
+@functools.cache
+def _four_way(config: str, bug: str | None) -> dict:
+    """Exercise D's table: dropout active and graph recorded, per mode and grad setting, on
+    the model of `config` (what the table shows does not depend on how far it trained)."""
+    import torch
+
+    from ....bugs.inject import Trainer
+    from ....core.config import Config
+
+    trainer = Trainer(Config(**json.loads(config)), bug=bug)
+    model, x_val = trainer.ctx.model, trainer.ctx.data.val["x"]
+    seen = {}
+    for mode in ("train", "eval"):
+        getattr(model, mode)()
+        for grad in ("grad on", "no_grad"):
+            with torch.set_grad_enabled(grad == "grad on"):
+                first, second = model(x_val), model(x_val)
+            seen[mode, grad] = {
+                "dropout active": not torch.equal(first, second),
+                "graph recorded": first.grad_fn is not None,
+            }
+    return seen
+
+
+def four_way(seen, seed: int, arguments: dict) -> dict:
+    """Exercise D's `seen`: the four-way table of the dropout run's model."""
+    meta = getattr(arguments.get("run"), "meta", None)
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        raise ValueError("the table of the dropout run's model: no run labkit.train returned")
+    config = json.dumps(meta["config"], sort_keys=True)
+    return {"the four-way table of the dropout run's model": _four_way(config, meta.get("bug"))}
+
+
 def sweep_runs(runs, seed: int, arguments: dict) -> dict:
     """Exercise C's runs: one per LR of the sweep, each under the LR its config trained; a
     ValueError says what else they are."""
@@ -175,6 +208,7 @@ GIVEN = {  # check -> {argument: maker(given, seed, arguments) -> {what: the gra
     "ex_c_update_ratio": {"runs": sweep_runs},
     "ex_c_uphill_lr": {"g_sq": uphill("g_sq"), "g_h_g": uphill("g_h_g")},
     "ex_c_transfer": {"sweep": sweep},
+    "ex_d_review": {"seen": four_way},
     "ex_e_review": {"batches": first_batches},
     "ex_e_two_ahead_floor": {"split": lm_split, "succ": successors},
     "ex_f_majority_accuracy": {"y_true": labels},
