@@ -116,28 +116,33 @@ def first_batches(batches, seed: int, arguments: dict) -> dict:
     return {what: own}
 
 
-@functools.cache
-def _four_way(config: str, bug: str | None) -> dict:
-    """Exercise D's table: dropout active and graph recorded, per mode and grad setting, on
-    the model of `config` (what the table shows does not depend on how far it trained)."""
+def four_way_table(model, x) -> dict:
+    """Exercise D's cell: per mode and grad setting, whether two passes over `x` differ
+    (dropout active) and whether the output has a grad_fn (graph recorded)."""
     import torch
 
-    from ....bugs.inject import Trainer
-    from ....core.config import Config
-
-    trainer = Trainer(Config(**json.loads(config)), bug=bug)
-    model, x_val = trainer.ctx.model, trainer.ctx.data.val["x"]
     seen = {}
     for mode in ("train", "eval"):
         getattr(model, mode)()
         for grad in ("grad on", "no_grad"):
             with torch.set_grad_enabled(grad == "grad on"):
-                first, second = model(x_val), model(x_val)
+                first, second = model(x), model(x)
             seen[mode, grad] = {
                 "dropout active": not torch.equal(first, second),
                 "graph recorded": first.grad_fn is not None,
             }
     return seen
+
+
+@functools.cache
+def _four_way(config: str, bug: str | None) -> dict:
+    """The table on the model of `config` (what it shows does not depend on how far the model
+    trained)."""
+    from ....bugs.inject import Trainer
+    from ....core.config import Config
+
+    trainer = Trainer(Config(**json.loads(config)), bug=bug)
+    return four_way_table(trainer.ctx.model, trainer.ctx.data.val["x"])
 
 
 def four_way(seen, seed: int, arguments: dict) -> dict:
