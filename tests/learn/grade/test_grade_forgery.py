@@ -11,7 +11,12 @@ grade them all, in the sandbox: one as a process of its own writing its JSON to 
 with hidden checks. The forgeries of the sandbox's round (issue 53) edit labkit's own files,
 leave a daemon behind to rewrite the reports, write to the grader's stdout, send answers after
 the fact, signal the grader, fork until the sandbox's process limit, wrap labkit's run loader
-to fabricate a run, and route a text check through a function that prints a verdict.
+to fabricate a run, and route a text check through a function that prints a verdict. The
+data round: a second honest twin calls Exercises C, E and F's checks that work their truth out
+of data handed over beside the answer (wrong answers, all six), and each forgery makes that
+data up to fit (an empty sweep and an x10 arm made to fall, a halved ||g||^2, the split's rows
+whose floor is the answer, sixteen classes of labels and a transposed matrix); graded with the
+hidden checks, in the same grading.
 """
 
 import csv
