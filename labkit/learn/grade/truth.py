@@ -79,9 +79,15 @@ def _checked(run, where: str):
     return Run(  # a copy: a check that changes its run changes nothing for the next learner
         table={k: list(v) for k, v in own.table.items()},
         evals={k: list(v) for k, v in own.evals.items()},
-        meta=copy.deepcopy(own.meta),
+        meta=copy.deepcopy({**own.meta, "seams": meta_seams(run)}),  # the names it trained
         timing=dict(run.timing),
     )
+
+
+def meta_seams(run) -> dict:
+    """The seams `run` names (the exercise's, by name: what the grader trained it with), which
+    the grader's own run does not record (its seams are labkit's, `check.ex.seams`)."""
+    return dict(run.meta.get("seams") or {})
 
 
 def _made(run, where: str):

@@ -371,7 +371,7 @@ def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
     swapped batches and changed givens fail with what differs; a placeholder answer is not yet
     answered, whatever its data."""
     import labkit
-    from labkit.check import ex_d_review, ex_e_review, ex_f_exact_match
+    from labkit.check import ex_d_first_gap, ex_d_review, ex_e_review, ex_f_exact_match
 
     base = labkit.Config(task="lm", steps=2)
     setups = {"correct": None, "double_shift": "double_shift"}
@@ -406,6 +406,13 @@ def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
     }
     said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, dropout, seen))
     assert "could not be checked" not in said[1], said  # what PyTorch does: the grader's too
+    said = verdict(ex_d_first_gap, "ex_d_first_gap", handed_text(0.1, dropout))
+    other = (  # a real run, but not the one the check names: its gap is another's
+        "the answer to ex_d_first_gap could not be checked: control (given as argument 2) is "
+        "not the dropout=0 control: it was trained with dropout=0.5, not 0.0; pass what the "
+        "exercise's cell made, unchanged"
+    )
+    assert said == ("failed", other)
     seen["train", "no_grad"] = {"dropout active": False, "graph recorded": False}
     said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, dropout, seen))
     assert said[1].startswith(

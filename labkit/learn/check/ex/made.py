@@ -203,12 +203,55 @@ def confusions(cm, seed: int, arguments: dict) -> dict:
     return dict(_confusions(seed))
 
 
+def setup(what: str, bug=None, seams=None, **config):
+    """A run the check names by its setup (`what`, in words): the zoo bug, the exercise's seams
+    and the config values it was trained with; the run itself is the grader's already."""
+
+    def check(run, seed: int, arguments: dict) -> dict:
+        meta = getattr(run, "meta", None)
+        if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+            raise ValueError(f"{what}: it is not a run labkit.train returned")
+        had = {"bug": meta.get("bug"), "seams": meta.get("seams") or {}}
+        for key, want in {"bug": bug, "seams": seams or {}}.items():
+            if had[key] != want:
+                raise ValueError(f"{what}: it was trained with {key}={had[key]!r}, not {want!r}")
+        for key, want in config.items():
+            if meta["config"].get(key) != want:
+                got = meta["config"].get(key)
+                raise ValueError(f"{what}: it was trained with {key}={got!r}, not {want!r}")
+        return {what: run}
+
+    return check
+
+
 def constant(name: str, value):
     return lambda given, seed, arguments: {f"the exercise's {name}": value}
 
 
+HEALTHY = setup("the healthy run")
 GIVEN = {  # check -> {argument: maker(given, seed, arguments) -> {what: the grader's own}};
     # a maker raises ValueError("WHAT: why not") where the argument cannot be any of them
+    "ex_a_steps_to": {"healthy": HEALTHY, "detached": setup("the detached run", bug="detach")},
+    "ex_a_transfer": {
+        "deeper": setup("the deeper detach's run", seams={"forward": "forward_detach_deeper"})
+    },
+    "ex_b_growth": {
+        "run": setup("the backbone_only run", bug="missing_optimizer_params"),
+        "healthy": HEALTHY,
+    },
+    "ex_b_transfer": {
+        "run": setup("the run without backbone.2", seams={"optimizer": "optimizer_skip_middle"})
+    },
+    "ex_d_first_gap": {"control": setup("the dropout=0 control", dropout=0.0)},
+    "ex_d_transfer": {"new_run": setup("the dropout=0.2 run", dropout=0.2)},
+    "ex_e_transfer": {
+        "no_eos": setup("the run without EOS", seams={"data": "data_without_eos"}),
+        "correct": setup("the correct run", task="lm", response_only=True),
+    },
+    "ex_f_transfer": {
+        "new_run": setup("the 20% minority run", seams={"data": "twenty_percent"}),
+        "run": setup("the original run", dataset="imbalanced"),
+    },
     "ex_c_review": {"runs": sweep_runs},
     "ex_c_update_ratio": {"runs": sweep_runs},
     "ex_c_uphill_lr": {"g_sq": uphill("g_sq"), "g_h_g": uphill("g_h_g")},
