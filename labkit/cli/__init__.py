@@ -10,7 +10,7 @@ import time
 
 from .grade import add_grade
 from .output import BARE, add_json, as_flag, deprecated, document, human, refuse_outputs, write_json
-from .stop import Stopped, outputs_kept, stopping
+from .stop import outputs_kept, stopping
 from .stop import name as stop_name, status as stop_status
 from .store import add_export, add_import, add_store
 
@@ -334,7 +334,7 @@ def main(argv=None) -> int:
             why = "nothing more was done"
             if args is not None:
                 why = "; ".join(filter(None, [why, outputs_kept(args, started)]))
-        how = "interrupted" if not isinstance(exc, Stopped) else f"stopped by {stop_name(exc)}"
+        how = "interrupted" if stop_name(exc) == "Ctrl-C" else f"stopped by {stop_name(exc)}"
         with contextlib.suppress(OSError, ValueError):  # SIGHUP: the terminal may be gone
             print(f"labkit: {how}; {why}.", file=sys.stderr)
         return stop_status(exc)

@@ -236,11 +236,14 @@ def _gradescope(rows, args, hidden, mode) -> None:
 
 @contextmanager
 def _stopped_as_ctrl_c():
-    """SIGTERM and SIGHUP stop grading as Ctrl-C does (`labkit.learn.grade.Interrupted`)."""
+    """SIGTERM and SIGHUP stop grading as Ctrl-C does (`labkit.learn.grade.Interrupted`), with
+    the shell's status for that signal (143, 129): `labkit.cli.stop.Stopped`."""
     import signal
 
+    from .stop import Stopped
+
     def stop(signum, frame):
-        raise KeyboardInterrupt
+        raise Stopped(signum)
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:

@@ -35,7 +35,10 @@ def status(exc: KeyboardInterrupt) -> int:
 
 
 def name(exc: KeyboardInterrupt) -> str:
-    return "Ctrl-C" if not isinstance(exc, Stopped) else signal.Signals(exc.signum).name
+    """Ctrl-C, or the name of the signal that stopped the command (a `Stopped`, or grading's
+    `Interrupted`, which carries the signal it was stopped by)."""
+    signum = getattr(exc, "signum", signal.SIGINT)
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
 @contextmanager

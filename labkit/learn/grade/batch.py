@@ -91,9 +91,9 @@ def grade(
                 if why is None:
                     kept.append(path)
             err.write(("\r" if tty else "") + _progress(path, got, seconds, by, notebooks, began))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         pool.stop()
-        raise Interrupted(_interrupted(notebooks, by, kept)) from None
+        raise Interrupted(_interrupted(notebooks, by, kept), exc) from None
     rows = [r for path in notebooks for r in by[path]]
     if len(unread) == len(notebooks):
         raise unread[0]  # nothing was graded: one sentence, as for any bad input
@@ -119,9 +119,10 @@ def grade(
 class Interrupted(KeyboardInterrupt):
     """Grading stopped by a signal; `said` tells which notebooks were graded and kept."""
 
-    def __init__(self, said: str):
+    def __init__(self, said: str, by: KeyboardInterrupt | None = None):
         super().__init__(said)
         self.said = said
+        self.signum = getattr(by, "signum", signal.SIGINT)  # the shell's status: 128 + it
 
 
 def check_jobs(jobs) -> int:

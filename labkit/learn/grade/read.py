@@ -122,3 +122,31 @@ def exercises_in(notebooks) -> set[str]:
         except GradeError:
             pass
     return found
+
+
+SEED_RANGE = (0, 2**31 - 1)  # what torch.manual_seed and the exercises' data take
+
+
+def seed_of(nb) -> int:
+    """The seed the notebook runs with: the last ``seed = N`` (a whole number) in its
+    parameters cells (papermill's injected one included), else the exercises' 0. The grader
+    makes the exercise's data again from it (`labkit.learn.grade.truth.given`)."""
+    seed = 0
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type != "code" or not {"parameters", "injected-parameters"} & set(tags):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and [getattr(t, "id", None) for t in node.targets] == ["seed"]
+                and isinstance(node.value, ast.Constant)
+                and type(node.value.value) is int
+                and SEED_RANGE[0] <= node.value.value <= SEED_RANGE[1]
+            ):
+                seed = node.value.value
+    return seed

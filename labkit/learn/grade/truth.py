@@ -11,6 +11,11 @@ judges the grader's run, with the handed-over run's start time (what a review co
 prediction's seal with). A run it cannot train again, or that differs, fails its row with a
 sentence that says which, and what to pass instead. Runs trained once are kept for the rest
 of the grading: a class hands over the same few runs.
+
+The same holds for the data a check works its answer out from beside a run (``g_sq`` and
+``g_h_g``, a sweep's arms, a split, labels, a confusion matrix): `given` makes each again as the
+exercise's cell makes it (`labkit.learn.check.ex.made`), from the notebook's seed, and the
+check judges the grader's own, or the row says which part differs.
 """
 
 from __future__ import annotations
@@ -74,9 +79,15 @@ def _checked(run, where: str):
     return Run(  # a copy: a check that changes its run changes nothing for the next learner
         table={k: list(v) for k, v in own.table.items()},
         evals={k: list(v) for k, v in own.evals.items()},
-        meta=copy.deepcopy(own.meta),
+        meta=copy.deepcopy({**own.meta, "seams": meta_seams(run)}),  # the names it trained
         timing=dict(run.timing),
     )
+
+
+def meta_seams(run) -> dict:
+    """The seams `run` names (the exercise's, by name: what the grader trained it with), which
+    the grader's own run does not record (its seams are labkit's, `check.ex.seams`)."""
+    return dict(run.meta.get("seams") or {})
 
 
 def _made(run, where: str):
@@ -166,3 +177,109 @@ def _same(a, b) -> bool:
     if not (math.isfinite(a) and math.isfinite(b)):
         return (math.isnan(a) and math.isnan(b)) or a == b
     return math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL)
+
+
+def given(name: str, check, args: list, kwargs: dict, seed: int = 0) -> tuple[list, dict]:
+    """`args` and `kwargs` of check `name` with each argument the exercise makes
+    (`labkit.learn.check.ex.made.GIVEN`) replaced by the grader's own, made from `seed`;
+    NotReproduced names the first that is none of the data the exercise's cells make."""
+    import copy
+    import inspect
+
+    from ..check.ex.made import GIVEN
+
+    makers = GIVEN.get(name)
+    if not makers or any(a is ... for a in (*args, *kwargs.values())):
+        return args, kwargs  # a placeholder: the check says "not yet answered"
+    try:
+        bound = inspect.signature(getattr(check, "__wrapped__", check)).bind(*args, **kwargs)
+    except TypeError:
+        return args, kwargs  # the check says what is missing, in its own words
+    for param, make in makers.items():
+        if param not in bound.arguments:
+            continue
+        value, where = bound.arguments[param], _where(bound, param)
+        try:
+            own = make(value, seed, dict(bound.arguments))
+        except ValueError as exc:
+            raise NotReproduced(
+                f"{param} (given as {where}) is not {exc}; pass what the exercise's cell made, "
+                "unchanged"
+            ) from None
+        except (TypeError, KeyError, AttributeError, IndexError) as exc:
+            raise NotReproduced(
+                f"the grader could not make {param} (given as {where}) again to compare "
+                f"({type(exc).__name__}: {str(exc)[:160]}); pass what the exercise's cell made"
+            ) from None
+        differs = {what: _differs(value, mine) for what, mine in own.items()}
+        same = next((what for what, d in differs.items() if d is None), None)
+        if same is None:
+            what, why = next(iter(differs.items()))
+            others = f" (nor {', '.join(list(differs)[1:])})" if len(differs) > 1 else ""
+            raise NotReproduced(
+                f"{param} (given as {where}) is not {what}, as the exercise's cell makes it "
+                f"from seed {seed}{others}: {why}; pass what that cell made, unchanged"
+            )
+        bound.arguments[param] = copy.deepcopy(own[same])  # a check may change what it gets
+    return list(bound.args), dict(bound.kwargs)
+
+
+def _where(bound, param: str) -> str:
+    names = list(bound.signature.parameters)
+    if param in bound.kwargs:
+        return f"{param}="
+    return f"argument {names.index(param) + 1}"
+
+
+def _differs(given, own, at: str = "") -> str | None:
+    """Where `given` differs from the grader's `own` data, in words; None if nowhere."""
+    from ...core.run import Run
+    from ...diagnosis.probes._common import ProbeResult
+
+    it = f"its part {at}" if at else "it"
+    if given is own:
+        return None
+    if isinstance(own, Run):
+        return f"{it} is another run than the one its LR names"
+    if isinstance(own, ProbeResult):
+        if not isinstance(given, ProbeResult):
+            return f"{it} is a {type(given).__name__}, not a probe's result"
+        if (given.probe, given.verdict) != (own.probe, own.verdict):
+            return f"{it} says {given.verdict!r}, and the grader's says {own.verdict!r}"
+        return _differs(given.details, own.details, f"{at}.details")
+    if type(own).__name__ == "Tensor":
+        return _tensor_differs(given, own, it)
+    if isinstance(own, dict):
+        if not isinstance(given, dict):
+            return f"{it} is a {type(given).__name__}, not a dict"
+        for k in sorted(set(own) ^ set(given), key=repr)[:1]:
+            return f"{it} has no {k!r}" if k in own else f"{it} has {k!r} too"
+        return next((d for k in own if (d := _differs(given[k], own[k], f"{at}[{k!r}]"))), None)
+    if isinstance(own, (list, tuple)):
+        if not isinstance(given, (list, tuple)) or len(given) != len(own):
+            return f"{it} is not {len(own)} values long"
+        pairs = enumerate(zip(given, own))
+        return next((d for i, (a, b) in pairs if (d := _differs(a, b, f"{at}[{i}]"))), None)
+    if _same(given, own):
+        return None
+    return f"{it} is {given!r}, and the grader's is {own!r}"
+
+
+def _tensor_differs(given, own, it: str) -> str | None:
+    import torch
+
+    try:
+        mine = torch.as_tensor(given)
+    except (TypeError, ValueError, RuntimeError):
+        return f"{it} is a {type(given).__name__}, not numbers shaped {tuple(own.shape)}"
+    if tuple(mine.shape) != tuple(own.shape):
+        return f"{it} has shape {tuple(mine.shape)}, and the grader's {tuple(own.shape)}"
+    if own.dtype.is_floating_point or mine.dtype.is_floating_point:
+        ok = torch.allclose(mine.double(), own.double(), rtol=RTOL, atol=ATOL, equal_nan=True)
+    else:
+        ok = torch.equal(mine.long(), own.long())
+    if ok:
+        return None
+    i = int((mine.double() != own.double()).flatten().nonzero()[0])
+    a, b = mine.flatten()[i].item(), own.flatten()[i].item()
+    return f"{it} differs at flat index {i}: {a!r}, and the grader's has {b!r}"

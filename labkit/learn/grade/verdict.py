@@ -6,7 +6,8 @@ that data: what the learner's kernel printed or recorded counts for nothing. Che
 the notebook's order inside `check._predict.replaying`, so a prediction is sealed (dated by
 the grader's clock, when its cell started) before it is reviewed, and nothing is kept in any
 learner store. Every run an answer holds is first trained again by the grader and compared
-(`labkit.learn.grade.truth`): the check judges the grader's run, never one made up.
+(`labkit.learn.grade.truth`), and so is the data the exercise's cells make beside it: the check
+judges the grader's run and data, never made-up ones.
 
 An answer that is a function the learner wrote goes only to a check that asks for one, and
 that declares how: its `observe` runs the function, in a fresh Python process given only the
@@ -27,7 +28,7 @@ import sys
 
 from ..check._base import CheckFailed, judge, status_of
 from .answers import AnswerNotGiven, AnswerUnreadable, FunctionAnswer, read_answer
-from .truth import NotReproduced, recreated
+from .truth import NotReproduced, given, recreated
 
 FUNCTION_PRELUDE = (
     "import math\nimport torch\nimport torch.nn as nn\n"  # what a function
@@ -44,9 +45,12 @@ os._exit(0)
 """
 
 
-def verdict(check, name: str, text: str | None, sandbox: str = "none") -> tuple[str, str] | None:
+def verdict(
+    check, name: str, text: str | None, sandbox: str = "none", seed: int = 0
+) -> tuple[str, str] | None:
     """(status, message) for the answer `text` (the hand-over's JSON) judged by `check` (the
-    answer_check-wrapped function); None when no answer was handed over."""
+    answer_check-wrapped function); None when no answer was handed over. `seed`: the
+    notebook's, from which the grader makes the exercise's data again (`truth.given`)."""
     if text is None:
         return None
     try:
@@ -68,6 +72,7 @@ def verdict(check, name: str, text: str | None, sandbox: str = "none") -> tuple[
         return judged(check.decide, [observed], {})
     try:
         args, kwargs = recreated(args, kwargs)  # every run it holds, the grader's own
+        args, kwargs = given(name, check, args, kwargs, seed)  # and the exercise's data
     except NotReproduced as exc:
         return "failed", f"the answer to {name} could not be checked: {exc}"
     if (bad := not_finite(args, kwargs)) is not None:

@@ -361,22 +361,13 @@ def ex_c():
 
 
 def ex_d():
-    import torch
     from labkit.check import ex_d as c
+    from labkit.learn.check.ex.made import four_way_table
 
     config = labkit.Config(dropout=0.5, epochs=20, eval_every=16, seed=0)
     trainer = labkit.Trainer(config)
     run = trainer.run()
-    model, x_val, seen = trainer.ctx.model, trainer.ctx.data.val["x"], {}
-    for mode in ("train", "eval"):
-        getattr(model, mode)()
-        for grad in ("grad on", "no_grad"):
-            with torch.set_grad_enabled(grad == "grad on"):
-                first, second = model(x_val), model(x_val)
-            seen[mode, grad] = {
-                "dropout active": not torch.equal(first, second),
-                "graph recorded": first.grad_fn is not None,
-            }
+    seen = four_way_table(trainer.ctx.model, trainer.ctx.data.val["x"])  # the notebook's cell
     ctx = {
         "run": run,
         "control": labkit.train(config.replace(dropout=0.0)),

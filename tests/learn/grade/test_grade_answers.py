@@ -363,3 +363,89 @@ def test_a_made_up_run_is_refused_and_a_real_one_is_judged_on_the_graders_own():
         "runs are far smaller"
     )
     assert judged["huge"] == ("failed", too_big)
+
+
+def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
+    """Data a check reads beside the runs (Exercise D's four-way table, E's first batches, F's
+    exact-match givens) is made again by the grader (`grade.truth.given`): a turned-over table,
+    swapped batches and changed givens fail with what differs; a placeholder answer is not yet
+    answered, whatever its data."""
+    import labkit
+    from labkit.check import ex_d_first_gap, ex_d_review, ex_e_review, ex_f_exact_match
+
+    base = labkit.Config(task="lm", steps=2)
+    setups = {"correct": None, "double_shift": "double_shift"}
+    runs = {name: labkit.train(base, bug=bug) for name, bug in setups.items()}
+    batches = {name: labkit.Trainer(base, bug=bug).batch(0) for name, bug in setups.items()}
+    swapped = dict(zip(batches, reversed(batches.values())))
+    said = verdict(ex_e_review, "ex_e_review", handed_text({}, runs, swapped))
+    assert said[0] == "failed" and said[1].startswith(
+        "the answer to ex_e_review could not be checked: batches (given as argument 3) is not "
+        "batch 0 of each run's own setup, by the run's name, as the exercise's cell makes it "
+        "from seed 0: its part ['correct']['labels']"
+    ), said
+    kept = verdict(ex_e_review, "ex_e_review", handed_text({}, runs, batches))
+    assert "could not be checked" not in kept[1], kept  # the real batches reach the check
+    exact = {
+        (p, n, v): verdict(ex_f_exact_match, "ex_f_exact_match", handed_text(p, n, v))
+        for p, n, v in ((0.95, 10, 0.95**10), (1.0, 1, 1.0), (0.95, 10, ...))
+    }
+    assert exact[0.95, 10, 0.95**10][0] == "passed"
+    changed = (
+        "the answer to ex_f_exact_match could not be checked: p_token (given as argument 1) is "
+        "not the exercise's per-token accuracy, as the exercise's cell makes it from seed 0: it "
+        "is 1.0, and the grader's is 0.95; pass what that cell made, unchanged"
+    )
+    assert exact[1.0, 1, 1.0] == ("failed", changed)
+    assert exact[0.95, 10, ...][0] == "not yet answered"
+    dropout = labkit.train(dropout=0.5, steps=2)  # Exercise D's table, its facts turned over
+    seen = {
+        (mode, grad): {"dropout active": mode == "train", "graph recorded": grad == "grad on"}
+        for mode in ("train", "eval")
+        for grad in ("grad on", "no_grad")
+    }
+    said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, dropout, seen))
+    assert "could not be checked" not in said[1], said  # what PyTorch does: the grader's too
+    said = verdict(ex_d_first_gap, "ex_d_first_gap", handed_text(0.1, dropout))
+    other = (  # a real run, but not the one the check names: its gap is another's
+        "the answer to ex_d_first_gap could not be checked: control (given as argument 2) is "
+        "not the dropout=0 control: it was trained with dropout=0.5, not 0.0; pass what the "
+        "exercise's cell made, unchanged"
+    )
+    assert said == ("failed", other)
+    seen["train", "no_grad"] = {"dropout active": False, "graph recorded": False}
+    said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, dropout, seen))
+    assert said[1].startswith(
+        "the answer to ex_d_review could not be checked: seen (given as argument 4) is not the "
+        "four-way table of the dropout run's model"
+    ), said
+
+
+def test_the_seed_is_read_from_the_parameters_cells_only():
+    import nbformat
+
+    from labkit.learn.grade import seed_of
+
+    def nb(*cells):
+        out = nbformat.v4.new_notebook()
+        out.cells = [nbformat.v4.new_code_cell(s, metadata={"tags": t}) for s, t in cells]
+        return out
+
+    assert seed_of(nb(("seed = 3", []))) == 0  # not a parameters cell
+    assert seed_of(nb(("seed = 3\nx = 1", ["parameters"]))) == 3
+    assert seed_of(nb(("seed = 3", ["parameters"]), ("seed = 7", ["injected-parameters"]))) == 7
+    for odd in ("seed = 2.5", "seed = -1", "seed = int('4')", "seed = True", "seed ="):
+        assert seed_of(nb((odd, ["parameters"]))) == 0, odd
+
+
+def test_every_argument_the_grader_makes_again_is_one_its_check_takes():
+    """A check's parameter renamed would leave its data unchecked: each name in
+    `labkit.learn.check.ex.made.GIVEN` is a parameter of that check."""
+    import inspect
+
+    from labkit.learn import check
+    from labkit.learn.check.ex.made import GIVEN
+
+    for name, makers in GIVEN.items():
+        fn = getattr(getattr(check, name), "__wrapped__", getattr(check, name))
+        assert set(makers) <= set(inspect.signature(fn).parameters), name

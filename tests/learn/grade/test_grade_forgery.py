@@ -11,7 +11,12 @@ grade them all, in the sandbox: one as a process of its own writing its JSON to 
 with hidden checks. The forgeries of the sandbox's round (issue 53) edit labkit's own files,
 leave a daemon behind to rewrite the reports, write to the grader's stdout, send answers after
 the fact, signal the grader, fork until the sandbox's process limit, wrap labkit's run loader
-to fabricate a run, and route a text check through a function that prints a verdict.
+to fabricate a run, and route a text check through a function that prints a verdict. The
+data round: a second honest twin calls Exercises C, E and F's checks that work their truth out
+of data handed over beside the answer (wrong answers, all six), and each forgery makes that
+data up to fit (an empty sweep and an x10 arm made to fall, a halved ||g||^2, the split's rows
+whose floor is the answer, sixteen classes of labels and a transposed matrix); graded with the
+hidden checks, in the same grading.
 """
 
 import csv
@@ -297,11 +302,132 @@ ip.events.register("post_run_cell", swap)
 }
 
 
+DATA_CELLS = [  # Exercises C, E and F's checks that work their truth out of data handed over
+    """import json, math, types
+import torch
+import labkit
+from labkit.check import (ex_c_transfer, ex_c_update_ratio, ex_c_uphill_lr, ex_e_two_ahead_floor,
+                          ex_f_majority_accuracy, ex_f_minority_precision)
+from labkit.core.seams import make_data
+from labkit.learn.lm_floor import floor, successor_table
+from labkit.probes import ProbeResult
+""",
+    "DATA",  # the exercises' data, as their cells make it (`data_source`)
+    (  # honest, and wrong: each of these fails its check
+        "ratios = {lr: r.table['grad_norm'][0] / r.table['update_norm'][0] for lr, r in runs.items()}\n"
+        "uphill_lr = g_sq / g_h_g  # the 2 forgotten\n"
+        'x10_from_best = "falls faster"\n'
+        "two_ahead_floor = math.log(4)  # four equally likely tokens two ahead\n"
+        "majority_accuracy = float((fdata.val['y'] == 1).float().mean())  # the minority's share\n"
+        "precision_final = float(cm_final[1, 1] / cm_final[1].sum())  # recall\n"
+    ),
+    "print(ex_c_update_ratio(ratios, runs))",
+    "print(ex_c_uphill_lr(uphill_lr, g_sq, g_h_g))",
+    'print(ex_c_transfer(x10_from_best, "the curvature is larger there", best))',
+    "print(ex_e_two_ahead_floor(two_ahead_floor, data.val, succ))",
+    "print(ex_f_majority_accuracy(majority_accuracy, fdata.val['y']))",
+    "print(ex_f_minority_precision(cm_final, precision_final))",
+]
+DATA_FORGERIES = {  # name -> (the block added to the answers' cell, {check: its row starts})
+    "sweep": (  # Exercise C: an empty sweep of runs, and the x10 arm made to fall
+        """runs, ratios = {}, {}
+arms = best.details["arms"]
+arms[10.0].update(nonfinite=False, drop=2 * arms[1.0]["drop"] + 1)
+""",
+        {
+            "ex_c_update_ratio": "the answer to ex_c_update_ratio could not be checked: runs "
+            "(given as argument 2) is not one run per LR of the sweep",
+            "ex_c_transfer": "the answer to ex_c_transfer could not be checked: sweep (given as "
+            "argument 3) is not lr_sweep from step 100 of the run at lr 1",
+        },
+    ),
+    "uphill": (  # Exercise C: the measured ||g||^2 made to fit the answer
+        "g_sq = uphill_lr * g_h_g / 2\n",
+        {
+            "ex_c_uphill_lr": "the answer to ex_c_uphill_lr could not be checked: g_sq (given "
+            "as argument 2) is not the exercise's g_sq at its initial weights and batch 0",
+        },
+    ),
+    "split": (  # Exercise E: the validation rows whose two-ahead floor is the answer
+        """def row_floor(i):
+    return floor({k: v[i : i + 1] for k, v in data.val.items()}, succ, ahead=2)
+order = sorted(range(len(data.val["labels"])), key=row_floor, reverse=True)
+for n in range(1, len(order) + 1):
+    part = {k: v[order[:n]] for k, v in data.val.items()}
+    if abs(floor(part, succ, ahead=2) - two_ahead_floor) < 0.005:
+        break
+data = types.SimpleNamespace(val=part)
+""",
+        {
+            "ex_e_two_ahead_floor": "the answer to ex_e_two_ahead_floor could not be checked: "
+            "split (given as argument 2) is not data.val",
+        },
+    ),
+    "labels": (  # Exercise F: sixteen classes of 32 labels, and the matrix transposed
+        """fdata = types.SimpleNamespace(val={"y": torch.arange(512) % 16})
+cm_final = cm_final.T
+""",
+        {
+            "ex_f_majority_accuracy": "the answer to ex_f_majority_accuracy could not be "
+            'checked: y_true (given as argument 2) is not data.val["y"]',
+            "ex_f_minority_precision": "the answer to ex_f_minority_precision could not be "
+            "checked: cm (given as argument 1) is not its model's confusion matrix after 50 "
+            "steps",
+        },
+    ),
+}
+
+
+@functools.cache
+def data_source() -> str:
+    """The data cell: five three-step runs of the sweep's LRs, the sweep from the best run and
+    Exercise F's final matrix made once here (as the grader makes them: in this process its
+    cache then holds them), the cheap rest as the exercises' own cells make it."""
+    import labkit
+    from labkit.learn.check.ex import made
+
+    sweep = made._sweep(0, 1.0)
+    details = {**sweep.details, "arms": {str(f): a for f, a in sweep.details["arms"].items()}}
+    cm = made._confusions(0)["at the end of the run"].tolist()  # Exercise F's cm_final
+    lines = ["runs = {}"]
+    for lr in (1e-6, 1e-4, 1e-2, 1, 30):
+        run = labkit.train(lr=lr, steps=3)
+        lines.append(f"runs[{lr!r}] = labkit.Run.from_json({run.to_json()!r})")
+    return "\n".join(
+        lines
+        + [
+            f"details = json.loads({json.dumps(details)!r})",
+            'details["arms"] = {float(f): arm for f, arm in details["arms"].items()}',
+            f"best = ProbeResult({sweep.probe!r}, {sweep.verdict!r}, details)",
+            f"cm_final = torch.tensor({cm!r})",
+            "trainer = labkit.Trainer(labkit.Config(lr=1.0))  # Exercise C's cell, as it is",
+            "model, batch = trainer.ctx.model, trainer.batch(0)",
+            "params = list(model.parameters())",
+            "loss = torch.nn.functional.cross_entropy(model(batch['x']), batch['y'])",
+            "grads = torch.autograd.grad(loss, params, create_graph=True)",
+            "g_sq = sum((g * g).sum() for g in grads)",
+            "hess_g = torch.autograd.grad(g_sq / 2, params)",
+            "g_h_g = sum((g * hg).sum() for g, hg in zip(grads, hess_g)).item()",
+            "g_sq = g_sq.item()",
+            "data = make_data(labkit.Config(task='lm'))  # Exercise E's",
+            "succ = successor_table(50, 0)",
+            "fdata = labkit.make_imbalanced(seed=0)  # Exercise F's",
+        ]
+    )
+
+
 def write(folder: Path, name: str, forgery: str = "") -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(runs_source() if c == "RUNS" else c) for c in CELLS]
     nb.cells[0].source += forgery
     nbformat.write(nb, folder / f"ex_a_{name}.ipynb")
+
+
+def write_data(folder: Path, name: str, forgery: str = "") -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(data_source() if c == "DATA" else c) for c in DATA_CELLS]
+    nb.cells[2].source += forgery
+    nbformat.write(nb, folder / f"ex_cef_{name}.ipynb")
 
 
 def grade(tmp: Path, folder: Path, *extra, process: bool = False) -> tuple:
@@ -381,6 +507,9 @@ def grades(tmp_path_factory):
         write(hidden, f"forged_{name}", block)
     for name, (block, _) in TARGETED.items():
         write(hidden, f"forged_{name}", block)
+    write_data(hidden, "honest")
+    for name, (block, _) in DATA_FORGERIES.items():
+        write_data(hidden, f"forged_{name}", block)
     mine = Path(target.__file__)
     try:
         done = {  # forgeries in the kernel: without the sandbox, in this process (warm kernels)
@@ -451,3 +580,38 @@ def test_a_forged_answer_fails_its_row_and_leaves_the_others_as_the_twins(grades
             assert mine[1] == "failed" and mine[2].startswith(says[mine[0]]), mine
         else:
             assert mine == twin
+
+
+def test_the_data_twin_fails_each_wrong_answer(grades):
+    rows = grades["hidden"]["ex_cef_honest"]["json"]
+    assert [(r[0], r[1]) for r in rows] == [
+        (name, "failed")
+        for name in (
+            "ex_c_update_ratio",
+            "ex_c_uphill_lr",
+            "ex_c_transfer",
+            "ex_e_two_ahead_floor",
+            "ex_f_majority_accuracy",
+            "ex_f_minority_precision",
+        )
+    ], rows
+    assert not [r for r in rows if "could not be checked" in r[2]], rows
+
+
+@pytest.mark.parametrize("forgery", sorted(DATA_FORGERIES))
+def test_made_up_data_fails_its_row_and_leaves_the_others_as_the_twins(grades, forgery):
+    """Data a check works its truth out of, made up to fit a wrong answer: the grader makes
+    that data again as the exercise's cell does, and the row says which part differs."""
+    honest = grades["hidden"]["ex_cef_honest"]
+    forged = grades["hidden"][f"ex_cef_forged_{forgery}"]
+    says = DATA_FORGERIES[forgery][1]
+    assert [r[0] for r in forged["json"]] == [r[0] for r in honest["json"]]
+    for mine, twin in zip(forged["json"], honest["json"]):
+        if mine[0] in says:
+            assert mine[1] == "failed" and mine[2].startswith(says[mine[0]]), mine
+        else:
+            assert mine == twin
+    for form in ("csv", "gradescope"):  # the same points as the twin's, in every report
+        assert [r[-2 if form == "gradescope" else -1] for r in forged[form]] == [
+            r[-2 if form == "gradescope" else -1] for r in honest[form]
+        ], form

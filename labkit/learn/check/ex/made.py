@@ -1,0 +1,270 @@
+"""The data the exercise notebooks make, made again: what `labkit grade` compares a check's data
+with before the check works out its right answer from it.
+
+A check such as ``ex_c_uphill_lr(value, g_sq, g_h_g)`` or ``ex_f_majority_accuracy(accuracy,
+y_true)`` judges the answer against data the notebook hands over beside it; made-up data (a
+``g_sq`` halved, labels of sixteen classes) would make a wrong answer right. So for each such
+argument, `GIVEN` names how the exercise's own cell makes it, from the exercise's config and
+the notebook's seed: the grader (`labkit.learn.grade.truth`) makes it again, keeps the data it
+made if the argument is one of those, and otherwise fails the row with where they differ. Each
+maker is the notebook's cell, unchanged; the sizes and steps are the exercise's.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from .c import LRS
+
+SWEEP = {"step": 100, "batches": 10, "factors": (0.1, 1.0, 10.0)}  # Exercise C's sweep_from
+P_TOKEN, N_TOKENS = 0.95, 10  # Exercise F's exact-match question
+
+
+@functools.cache
+def _uphill(seed: int) -> dict:
+    """Exercise C: ||g||^2 and g^T H g at the sweep's initial weights and batch 0, at lr 1."""
+    import torch
+    import torch.nn.functional as F
+
+    from ....bugs.inject import Trainer
+    from ....core.config import Config
+
+    trainer = Trainer(Config(seed=seed, lr=1.0))
+    model, batch = trainer.ctx.model, trainer.batch(0)
+    params = list(model.parameters())
+    loss = F.cross_entropy(model(batch["x"]), batch["y"])
+    grads = torch.autograd.grad(loss, params, create_graph=True)
+    g_sq = sum((g * g).sum() for g in grads)
+    hess_g = torch.autograd.grad(g_sq / 2, params)
+    g_h_g = sum((g * hg).sum() for g, hg in zip(grads, hess_g)).item()
+    return {"g_sq": g_sq.item(), "g_h_g": g_h_g}
+
+
+@functools.cache
+def _sweep(seed: int, lr: float):
+    """Exercise C's sweep_from(lr): lr_sweep from step 100 of the run at `lr`, 10 batches."""
+    from ....bugs.inject import Trainer
+    from ....core.config import Config
+    from ....diagnosis.probes.lr import lr_sweep
+
+    trainer = Trainer(Config(seed=seed, lr=lr))
+    trainer.run(steps=SWEEP["step"])
+    start = SWEEP["step"]
+    batches = [trainer.batch(i) for i in range(start, start + SWEEP["batches"])]
+    return lr_sweep(trainer.ctx.model, batches, lr=lr, factors=SWEEP["factors"])
+
+
+@functools.cache
+def _lm(seed: int):
+    from ....core.config import Config
+    from ....core.seams import make_data
+    from ...lm_floor import successor_table
+
+    config = Config(task="lm", seed=seed)
+    return make_data(config), successor_table(config.vocab_size, seed)
+
+
+@functools.cache
+def _imbalanced(seed: int):
+    from ....core.data import make_imbalanced
+
+    return make_imbalanced(seed=seed)
+
+
+@functools.cache
+def _confusions(seed: int) -> dict:
+    """Exercise F: the confusion matrices of its run's model after 50 steps and at the end."""
+    from ....bugs.inject import Trainer
+    from ....core.config import Config
+    from ....core.metrics import model_confusion
+
+    trainer = Trainer(Config(dataset="imbalanced", n_classes=2, eval_every=10, seed=seed))
+    x, y = trainer.ctx.data.val["x"], trainer.ctx.data.val["y"]
+    trainer.run(steps=50)
+    early = model_confusion(trainer.ctx.model, x, y, 2)
+    trainer.run()
+    return {
+        "its model's confusion matrix after 50 steps": early,
+        "at the end of the run": model_confusion(trainer.ctx.model, x, y, 2),
+    }
+
+
+@functools.cache
+def _first_batch(config: str, bug: str | None):
+    from ....bugs.inject import Trainer
+    from ....core.config import Config
+
+    return Trainer(Config(**json.loads(config)), bug=bug).batch(0)
+
+
+def first_batches(batches, seed: int, arguments: dict) -> dict:
+    """Exercise E's batches: batch 0 of each run's own setup, under the run's name."""
+    what = "batch 0 of each run's own setup, by the run's name"
+    runs = arguments.get("runs")
+    if not isinstance(batches, dict) or not isinstance(runs, dict) or set(batches) != set(runs):
+        keys = list(batches) if isinstance(batches, dict) else type(batches).__name__
+        raise ValueError(f"{what}: it holds batches under {keys!r}")
+    own = {}
+    for name, run in runs.items():
+        meta = getattr(run, "meta", None)
+        if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+            raise ValueError(f"{what}: {name!r} is not a run labkit.train returned")
+        if meta.get("seams"):
+            raise ValueError(f"{what}: the run {name!r} was trained with a seam of its own")
+        own[name] = _first_batch(json.dumps(meta["config"], sort_keys=True), meta.get("bug"))
+    return {what: own}
+
+
+def four_way_table(model, x) -> dict:
+    """Exercise D's cell: per mode and grad setting, whether two passes over `x` differ
+    (dropout active) and whether the output has a grad_fn (graph recorded)."""
+    import torch
+
+    seen = {}
+    for mode in ("train", "eval"):
+        getattr(model, mode)()
+        for grad in ("grad on", "no_grad"):
+            with torch.set_grad_enabled(grad == "grad on"):
+                first, second = model(x), model(x)
+            seen[mode, grad] = {
+                "dropout active": not torch.equal(first, second),
+                "graph recorded": first.grad_fn is not None,
+            }
+    return seen
+
+
+@functools.cache
+def _four_way(config: str, bug: str | None) -> dict:
+    """The table on the model of `config` (what it shows does not depend on how far the model
+    trained)."""
+    from ....bugs.inject import Trainer
+    from ....core.config import Config
+
+    trainer = Trainer(Config(**json.loads(config)), bug=bug)
+    return four_way_table(trainer.ctx.model, trainer.ctx.data.val["x"])
+
+
+def four_way(seen, seed: int, arguments: dict) -> dict:
+    """Exercise D's `seen`: the four-way table of the dropout run's model."""
+    meta = getattr(arguments.get("run"), "meta", None)
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        raise ValueError("the table of the dropout run's model: no run labkit.train returned")
+    config = json.dumps(meta["config"], sort_keys=True)
+    return {"the four-way table of the dropout run's model": _four_way(config, meta.get("bug"))}
+
+
+def sweep_runs(runs, seed: int, arguments: dict) -> dict:
+    """Exercise C's runs: one per LR of the sweep, each under the LR its config trained; a
+    ValueError says what else they are."""
+    from ....core.run import Run
+
+    what = f"one run per LR of the sweep ({', '.join(f'{lr:g}' for lr in LRS)})"
+    if not isinstance(runs, dict) or set(runs) != set(LRS):
+        keys = list(runs) if isinstance(runs, dict) else type(runs).__name__
+        raise ValueError(f"{what}: it holds runs under {keys!r}")
+    for lr, run in runs.items():
+        trained = run.meta["config"].get("lr") if isinstance(run, Run) else None
+        if trained != lr:
+            raise ValueError(f"{what}: the run under lr={lr:g} was trained with lr={trained!r}")
+    return {what: runs}
+
+
+def sweep(result, seed: int, arguments: dict) -> dict:
+    details = getattr(result, "details", None)
+    arms = details.get("arms") if isinstance(details, dict) else None
+    one = arms.get(1.0) if isinstance(arms, dict) else None
+    lr = one.get("lr") if isinstance(one, dict) else None
+    lrs = [x for x in LRS if x == lr] or [1.0]  # the best run's, when it names none of them
+    return {f"lr_sweep from step 100 of the run at lr {lrs[0]:g}": _sweep(seed, lrs[0])}
+
+
+def uphill(name: str):
+    return lambda value, seed, arguments: {
+        f"the exercise's {name} at its initial weights and batch 0": _uphill(seed)[name]
+    }
+
+
+def lm_split(split, seed: int, arguments: dict) -> dict:
+    data, _ = _lm(seed)
+    return {"data.val": data.val, "data.train": data.train}
+
+
+def successors(succ, seed: int, arguments: dict) -> dict:
+    return {f"successor_table(50, {seed})": _lm(seed)[1]}
+
+
+def labels(y_true, seed: int, arguments: dict) -> dict:
+    data = _imbalanced(seed)
+    return {'data.val["y"]': data.val["y"], 'data.train["y"]': data.train["y"]}
+
+
+def confusions(cm, seed: int, arguments: dict) -> dict:
+    return dict(_confusions(seed))
+
+
+def setup(what: str, bug=None, seams=None, **config):
+    """A run the check names by its setup (`what`, in words): the zoo bug, the exercise's seams
+    and the config values it was trained with; the run itself is the grader's already."""
+
+    def check(run, seed: int, arguments: dict) -> dict:
+        meta = getattr(run, "meta", None)
+        if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+            raise ValueError(f"{what}: it is not a run labkit.train returned")
+        had = {"bug": meta.get("bug"), "seams": meta.get("seams") or {}}
+        for key, want in {"bug": bug, "seams": seams or {}}.items():
+            if had[key] != want:
+                raise ValueError(f"{what}: it was trained with {key}={had[key]!r}, not {want!r}")
+        for key, want in config.items():
+            if meta["config"].get(key) != want:
+                got = meta["config"].get(key)
+                raise ValueError(f"{what}: it was trained with {key}={got!r}, not {want!r}")
+        return {what: run}
+
+    return check
+
+
+def constant(name: str, value):
+    return lambda given, seed, arguments: {f"the exercise's {name}": value}
+
+
+HEALTHY = setup("the healthy run")
+GIVEN = {  # check -> {argument: maker(given, seed, arguments) -> {what: the grader's own}};
+    # a maker raises ValueError("WHAT: why not") where the argument cannot be any of them
+    "ex_a_steps_to": {"healthy": HEALTHY, "detached": setup("the detached run", bug="detach")},
+    "ex_a_transfer": {
+        "deeper": setup("the deeper detach's run", seams={"forward": "forward_detach_deeper"})
+    },
+    "ex_b_growth": {
+        "run": setup("the backbone_only run", bug="missing_optimizer_params"),
+        "healthy": HEALTHY,
+    },
+    "ex_b_transfer": {
+        "run": setup("the run without backbone.2", seams={"optimizer": "optimizer_skip_middle"})
+    },
+    "ex_d_first_gap": {"control": setup("the dropout=0 control", dropout=0.0)},
+    "ex_d_transfer": {"new_run": setup("the dropout=0.2 run", dropout=0.2)},
+    "ex_e_transfer": {
+        "no_eos": setup("the run without EOS", seams={"data": "data_without_eos"}),
+        "correct": setup("the correct run", task="lm", response_only=True),
+    },
+    "ex_f_transfer": {
+        "new_run": setup("the 20% minority run", seams={"data": "twenty_percent"}),
+        "run": setup("the original run", dataset="imbalanced"),
+    },
+    "ex_c_review": {"runs": sweep_runs},
+    "ex_c_update_ratio": {"runs": sweep_runs},
+    "ex_c_uphill_lr": {"g_sq": uphill("g_sq"), "g_h_g": uphill("g_h_g")},
+    "ex_c_transfer": {"sweep": sweep},
+    "ex_d_review": {"seen": four_way},
+    "ex_e_review": {"batches": first_batches},
+    "ex_e_two_ahead_floor": {"split": lm_split, "succ": successors},
+    "ex_f_majority_accuracy": {"y_true": labels},
+    "ex_f_constant_loss": {"y_true": labels},
+    "ex_f_minority_precision": {"cm": confusions, "minority": constant("minority class", 1)},
+    "ex_f_review": {"cm_early": confusions},
+    "ex_f_exact_match": {
+        "p_token": constant("per-token accuracy", P_TOKEN),
+        "n_tokens": constant("number of tokens", N_TOKENS),
+    },
+}
