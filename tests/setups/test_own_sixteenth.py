@@ -9,8 +9,9 @@ triage did not read, measured since, read here on the bug and its one-change twi
 - a smoothing without its (1 - beta): "another tensor";
 - the gradient norm that clip_grad_norm_ returns, assigned to the loss: "another tensor".
 
-The truncation that keeps a ticket's start (the class token cut from 8 tickets in 14) is
-still acquitted: the labels carry signal, and what is cut is not measured.
+- a truncation that keeps a ticket's start, cutting the class token from 8 tickets in 14:
+  acquitted ("the labels carry signal"); the learner's model now shows two groups, examples
+  at a near-uniform guess and examples learned (`blank`).
 """
 
 from own_setups.sixteenth import (
@@ -18,13 +19,17 @@ from own_setups.sixteenth import (
     LogitsClampedWide,
     MasksOn255Scale,
     MasksOnUnitScale,
+    TruncatedKeepsEnd,
+    TruncatedKeepsStart,
 )
 
 from labkit.core.run import Run
 from labkit.diagnosis.own.step1_capture import setup as proto
 from labkit.diagnosis.own.step2_h3.logger import check_logger
+from labkit.diagnosis.own.step3_h2 import blank
 from labkit.diagnosis.own.step4_h1 import targets
 from labkit.diagnosis.own.step4_h1.losspath import audit
+from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 
 
 def _read(setup):
@@ -73,3 +78,13 @@ def test_the_gradient_norm_shown_as_the_loss_is_named_only_with_the_norms_seen()
     assert found.details["mechanism"] == "grad_norm_shown", found.verdict
     unseen = check_logger(run, per_epoch=10)  # without the norms: a disagreement, unnamed as such
     assert not unseen.details["agree"] and unseen.details["mechanism"] != "grad_norm_shown"
+
+
+def test_examples_cut_from_what_names_their_class_form_a_group_at_chance_beside_the_learned():
+    evs = [SeedEvidence(TruncatedKeepsStart(), s) for s in (0, 1)]
+    cut, kept, classes = blank.shares(evs[0])
+    assert classes == 4 and 0.45 < cut < 0.7 and kept > 0.3  # 8 tickets in 14 lose the marker
+    found = blank.blank_rule(evs)
+    assert found is not None and found.key == "inputs_blank" and found.system == "H2"
+    twin = SeedEvidence(TruncatedKeepsEnd(), 0)
+    assert blank.shares(twin)[0] < 0.05  # every ticket keeps its marker: none at chance

@@ -52,7 +52,7 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
-from ..step3_h2 import calls, layout, mask
+from ..step3_h2 import blank, calls, layout, mask
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
@@ -312,6 +312,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     if behind:  # a measured gap decides: the data each call re-makes, else the loop
         return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
     found = clip_gap(evs, own) or init_gap(evs, plain) or dropout_gap(evs)
+    found = found or blank.blank_rule(evs)  # two groups: examples learned, examples blank
     if found is not None:
         return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
