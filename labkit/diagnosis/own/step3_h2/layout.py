@@ -29,6 +29,7 @@ from ..step1_capture.loops import plain_loop
 
 LOW = 0.3  # the given channels' mean correlation below this: they do not look like colours
 HIGH = 0.8  # the re-read channels' mean correlation above this: they do
+ELEMENTS = 2_000_000  # at most this many input values are read (whole images, 8 at least)
 HALF = 0.5  # the plain loop on the re-read inputs ends below this share of the loop as given
 
 
@@ -56,9 +57,11 @@ def readings(batches: list) -> tuple[float, float] | None:
         return None
     if not xs or not all(torch.is_tensor(x) and x.dim() == 4 for x in xs):
         return None
-    x = torch.cat(xs)[:2048]
+    x = xs[0]
     if not x.is_floating_point() or not 2 <= x.shape[1] <= 4 or min(x.shape[2:]) < 4:
         return None
+    same = [b for b in xs if b.shape[1:] == x.shape[1:]]  # batches of the first one's shape
+    x = torch.cat(same)[: max(8, ELEMENTS // x[0].numel())].detach().float()
     given, reread = _channel_corr(x), _channel_corr(_reread(x))
     return None if given is None or reread is None else (given, reread)
 
