@@ -40,6 +40,29 @@ of 3650, against 2.9 under He's init; under Adam at 3e-3 it reached a loss of 0.
 twin, so the pair uses SGD with momentum, where it diverges. The accumulation's SGD LR was
 lowered from 0.4, at which the twin did not learn either, to 0.1.)
 
+First score (`python -m own_setups.score_seventeenth`, labkit/ as at 711e851, the setups
+committed at 555bb65 before it, scored once, 22 s): 6 of 6 bugs right system, 3 of 6 right
+mechanism as the scorer counted (2 of 6 on a strict reading, below), 0 of 6 healthy convicted
+(6 acquitted, each NONE), 0 UNKNOWN; 6 of 6 right convictions granted.
+- accumulation undivided: H1 right, "the LR is too high for this model: at LR 0.1 the loss
+  never settles ... at LR/10 the same loop reaches 0.0205; the LR sits at the edge of
+  stability": the effect (a step too large), not the accumulation nor the missing `/ 8`. The
+  scorer counted it right through the loose words "too high" and "lr"; those words were
+  tightened after the score (the first group now asks for the accumulation), under which this
+  row is a mechanism miss (not rerun: the count above is the scorer's, at first sight);
+- N(0, 1) init: H1 right, mechanism MISS: "the loss diverged: it rose x1.11e+14 (gradient norm
+  x1.68e+13) at LR 0.01; the LR is too high": blames the LR, the init's scale not named;
+- vocabulary from 0: H2 right, mechanism MISS: "the labels are decorrelated from the inputs
+  ... (no signal)": the labels are blamed; the ids colliding with the padding not named;
+- labels joined by train position: H2 right, "the labels are decorrelated from the inputs":
+  right (each row's label belongs to another row), though the join is not named;
+- LR shown as the loss: H3 right, mechanism MISS: "matches no honest summary ... computed from
+  another tensor: another forward pass, the model in eval mode, or another batch": the
+  learning rate not named;
+- loss in percent: H3 right, "the honest mean of the epoch so far times one constant scale,
+  x100 at every one of the 160 reports ... in other units": right.
+No setup broke the setup protocol; no setup was changed after the score.
+
 Nothing here uses labkit but `Run.from_log` (through `eleventh._log`).
 """
 
@@ -176,7 +199,7 @@ SEVENTEENTH_EXPECTED = {
     "seventeenth_h1_accumulated_loss_undivided": (
         "H1",
         [
-            ("accumulat", "micro-batch", "effective lr", "step size", "too large", "too high"),
+            ("accumulat", "micro-batch", "undivided", "not divided"),
             ("accumulat", "not divided", "undivided", "8 times", "8x", "lr", "learning rate"),
         ],
     ),
