@@ -74,7 +74,7 @@ def test_the_gradient_norm_shown_as_the_loss_is_named_only_with_the_norms_seen()
     norms = [1.5 + 0.3 * ((t * 3) % 4) for t in range(len(RAW))]
     means = [sum(norms[t - t % 10 : t + 1]) / (t % 10 + 1) for t in range(len(RAW))]
     run = _logged(RAW, means)  # the epoch's running mean of the norms, not of the loss
-    found = check_logger(run, per_epoch=10, grad_norms=norms)
+    found = check_logger(run, per_epoch=10, series={"grad_norm": norms, "lr": [0.1] * len(norms)})
     assert found.details["mechanism"] == "grad_norm_shown", found.verdict
     unseen = check_logger(run, per_epoch=10)  # without the norms: a disagreement, unnamed as such
     assert not unseen.details["agree"] and unseen.details["mechanism"] != "grad_norm_shown"

@@ -113,14 +113,24 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
     return ProbeResult(result.probe, text, details)
 
 
-def _grad_norms(ev) -> list | None:
-    """Per step, the gradient norm after its last backward(), or None where not seen."""
+def _series(ev) -> dict:
+    """Per step, the gradient norm after its last backward() and the largest group's LR (the
+    numbers a report may show in the loss's place); {} where the replay is not here."""
     try:
         backs, steps = ev.replay.backwards, ev.replay.steps
     except Exception:  # the ranks keep their backward calls (`single.NotOnRanks`)
-        return None
+        return {}
+    if len(steps) != len(ev.run):
+        return {}
     last = {b["step"]: b.get("grad_norm_after") for b in backs}
-    return [last.get(t) for t in range(len(steps))] if len(steps) == len(ev.run) else None
+    lrs = [max(st["lr"]) if st.get("lr") else None for st in steps]
+    groups = [g["lr"] for o in ev.replay.optimizers.values() for g in o.param_groups]
+    final = max(groups) if groups else None  # after the last step's scheduler update
+    return {
+        "grad_norm": [last.get(t) for t in range(len(steps))],
+        "lr": lrs,
+        "lr_next": lrs[1:] + [final],
+    }
 
 
 def logger_check(ev):
@@ -138,7 +148,7 @@ def logger_check(ev):
                 sizes_by_position=ev.sizes,
                 after_step=after,
                 counts=ev.counts,
-                grad_norms=_grad_norms(ev),
+                series=_series(ev),
             ),
         ),
     )

@@ -10,7 +10,8 @@ a value logged after the step (needs the replay's after-step losses), the lowest
 far, an EMA started at 0 without bias correction, a stale value,
 a sum where a mean was meant, a constant divisor, an accumulator never reset, the sum
 and the count reset at different times, a mean over padded batches that counts the padding,
-a moving average without its (1 - beta), the gradient norm shown as the loss;
+a moving average without its (1 - beta), the gradient norm or the learning rate shown as
+the loss;
 otherwise the value came from another tensor. Where the replay saw each step's batch, a mean
 weighted by its labels scored (not -100) is honest too.
 """
@@ -95,6 +96,23 @@ def _ema_from_zero(raw, rep, rows) -> float | None:
         else:
             return beta
     return None
+
+
+_LR_HINT = (
+    "the scheduler's get_last_lr() or a param group's 'lr' logged under the loss's name; log "
+    "loss.item() there"
+)
+SERIES = {  # what a report may show in the loss's place: (its name, how it gets there)
+    "grad_norm": (
+        "the gradient norm after backward()",
+        (
+            "clip_grad_norm_ returns the norm it measured: `loss = clip_grad_norm_(...)` puts "
+            "it where the loss was; keep the loss and the norm in two names"
+        ),
+    ),
+    "lr": ("the learning rate at the step", _LR_HINT),
+    "lr_next": ("the learning rate after the step's scheduler update", _LR_HINT),
+}
 
 
 def _ema_words(key: str, beta: float, raw, rep, rows) -> str:
@@ -242,12 +260,12 @@ def check_logger(
     sizes_by_position: list[float] | None = None,
     after_step: list | None = None,
     counts: dict | None = None,
-    grad_norms: list | None = None,
+    series: dict | None = None,
 ) -> ProbeResult:
     """Compare the reported values of the learner's run with honest recomputations.
     `counts` (`SeedEvidence.counts`): per row, the rows, label positions and labels not -100
-    of the batch its step trained on; a mean weighted by them is honest too. `grad_norms`:
-    per row, the gradient norm after the step's last backward()."""
+    of the batch its step trained on; a mean weighted by them is honest too. `series`: per
+    row, other numbers of the run a report may show in the loss's place, by `SERIES` key."""
     raw = [float(v) for v in run.table["loss_raw"]]
     rep_col = run.table.get("loss_reported") or [None] * len(raw)
     rows = [t for t, v in enumerate(rep_col) if v is not None]
@@ -313,17 +331,19 @@ def check_logger(
             return ProbeResult(
                 "raw vs reported", "disagree: " + _ema_words(key, beta, raw, rep, rows), details
             )
-    if grad_norms and len(grad_norms) == len(raw) and all(g is not None for g in grad_norms):
-        norms = [float(g) for g in grad_norms]
-        shown = honest_matches(norms, rep, rows, Windows(norms, per_epoch, set(rows), sizes))
+    for key, values in (series or {}).items():
+        if len(values) != len(raw) or any(v is None for v in values):
+            continue
+        values = [float(v) for v in values]
+        shown = honest_matches(values, rep, rows, Windows(values, per_epoch, set(rows), sizes))
         if shown:
-            details["mechanism"] = "grad_norm_shown"
+            details["mechanism"] = f"{key}_shown"
+            what, hint = SERIES[key]
             return ProbeResult(
                 "raw vs reported",
-                f"disagree: the reported value is the {shown[0]} of the gradient norm after "
-                "backward(), not of the loss (clip_grad_norm_ returns the norm it measured: "
-                "`loss = clip_grad_norm_(...)` puts it where the loss was); keep the loss and "
-                "the norm in two names",
+                f"disagree: the reported value is the {shown[0].replace('raw loss', 'value')} "
+                f"of {what}, not of the loss "
+                f"({hint})",
                 details,
             )
     honest_values = [(t, raw[t]) for t in range(len(raw))]

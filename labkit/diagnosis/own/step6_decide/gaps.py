@@ -201,6 +201,19 @@ def init_gap(evs, plain: list[float]) -> OwnFinding | None:
     )
 
 
+def init_first(evs, finding: OwnFinding | None) -> OwnFinding | None:
+    """The init, where `finding` blames the LR (a divergence, a loss that never settles) but
+    the same plain loop at the learner's own LR on PyTorch's default init ends far below it
+    (`init_gap`): the LR is then not what differs."""
+    if finding is None or finding.key not in ("divergence", "unsettled"):
+        return finding
+    found = init_gap(evs, [ev.arm("own").level() for ev in evs])
+    if found is None:
+        return finding
+    found.mechanism += f" (also measured: {finding.mechanism})"
+    return found
+
+
 def dropout_gap(evs) -> OwnFinding | None:
     """H1, the model's dropout: a dropout layer with p >= HIGH_DROP, and the same plain loop
     on the model with every dropout at p=0 leaves a model that scores (in eval mode, on the
@@ -274,14 +287,21 @@ def summed_backwards(ev) -> tuple[float, int] | None:
         raw, steps, backwards = ev.run.table["loss_raw"], ev.replay.steps, ev.replay.backwards
     except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
         return None
-    if len(raw) != len(steps):
-        return None
     values: dict[int, list[float]] = {}
-    for b in backwards:
+    logged: dict[int, list[float]] = {}  # the raw losses logged for each step's data
+    for i, b in enumerate(backwards):
         values.setdefault(b["step"], []).append(b["value"])
+        if len(raw) == len(backwards) and raw[i] is not None:  # a row per backward() call
+            logged.setdefault(b["step"], []).append(float(raw[i]))
+    if len(raw) == len(steps):  # a row per step
+        logged = {t: [float(v)] for t, v in enumerate(raw) if v is not None}
+    if not logged:
+        return None
     factors, ks = [], []
     for t, st in enumerate(steps):
-        vals, ratio, loss = values.get(t, []), st.get("over_produced"), raw[t]
+        rows = logged.get(t, [])
+        vals, ratio = values.get(t, []), st.get("over_produced")
+        loss = sum(rows) / len(rows) if rows else None
         if len(vals) < 2 or ratio is None or not loss or not all(map(math.isfinite, vals)):
             continue
         factors.append(ratio * sum(vals) / float(loss))

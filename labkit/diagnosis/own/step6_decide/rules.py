@@ -52,13 +52,13 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
-from ..step3_h2 import blank, calls, layout, mask
+from ..step3_h2 import blank, calls, layout, mask, padid
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
 from .gaps import clip_gap, init_gap, loop_gap, noted as _noted
-from .gaps import dropout_gap, references, spread_margin, summed_rule
+from .gaps import dropout_gap, init_first, references, spread_margin, summed_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import logger_check
@@ -155,7 +155,7 @@ def _h2(evs) -> OwnFinding | None:
             variable=("labels", "as given", "permuted across the epoch"),
             expect="same",
         )
-    return layout.layout_rule(evs) or mask.mask_rule(evs)  # read the other way round
+    return layout.layout_rule(evs) or mask.mask_rule(evs) or padid.collision_rule(evs)
 
 
 def _label_signal(evs) -> dict:
@@ -280,6 +280,7 @@ def _h1(evs) -> OwnFinding | None:
         rule = settings_rule
         found = [rule(ev) for ev in evs]
     finding = settle(evs, found, rule, "H1", "the replay finds a mechanism")
+    finding = init_first(evs, finding)  # a divergence the default init does not share
     if finding is not None and finding.system == "H1":
         finding = summed_rule(evs, finding)  # a gradient summed by hand is closer to the cause
     if (
