@@ -5,7 +5,7 @@ measured since, and read here on the bug and on its one-change twin:
 
 - step() once per epoch after a backward() per batch, the gradients cleared before each:
   named only as "your loop" (`gaps._backwards_dropped`);
-- Dropout(0.9), keep_prob taken for p: UNKNOWN (`gaps.dropout_gap`, the arm `nodrop`);
+- Dropout(0.9), keep_prob taken for p: UNKNOWN (`parts.dropout_gap`, the arm `nodrop`);
 - regression targets cast to torch.long: acquitted (`targets.truncated`);
 - channels-last images viewed as channels-first: acquitted (`layout`);
 - a report that divides by every label position, padding included: "another tensor", and its
@@ -32,7 +32,8 @@ from labkit.diagnosis.own.step3_h2 import layout
 from labkit.diagnosis.own.step4_h1 import targets
 from labkit.diagnosis.own.step4_h1.losspath import audit
 from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
-from labkit.diagnosis.own.step6_decide.gaps import _backwards_dropped, dropout_gap
+from labkit.diagnosis.own.step6_decide.gaps import _backwards_dropped
+from labkit.diagnosis.own.step6_decide.parts import dropout_gap
 
 
 def test_a_step_after_many_cleared_backwards_is_read_and_a_step_per_batch_is_not():

@@ -6,7 +6,7 @@ measured since, read here on the bug and its one-change twin:
 - micro-batch losses summed into one step without / 8, logged one row per backward():
   "the LR is too high" (the gradient-sum reading needed a row per step);
 - weights drawn from N(0, 1) at width 128, diverging under SGD: "the LR is too high", where
-  the same loop on PyTorch's default init learns (`gaps.init_first`);
+  the same loop on PyTorch's default init learns (`parts.init_first`);
 - a vocabulary numbered from 0 whose word 0 meets the embedding's padding_idx: "labels
   decorrelated" (`padid`);
 - the scheduler's LR shown as the loss: "another tensor" (`logger.SERIES`).
@@ -25,7 +25,8 @@ from labkit.diagnosis.own.step1_capture import setup as proto
 from labkit.diagnosis.own.step2_h3.logger import check_logger
 from labkit.diagnosis.own.step3_h2 import padid
 from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
-from labkit.diagnosis.own.step6_decide.gaps import init_first, summed_backwards
+from labkit.diagnosis.own.step6_decide.gaps import summed_backwards
+from labkit.diagnosis.own.step6_decide.parts import init_first
 from labkit.diagnosis.finding import Finding
 
 

@@ -57,8 +57,8 @@ from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
-from .gaps import clip_gap, init_gap, loop_gap, noted as _noted
-from .gaps import dropout_gap, init_first, references, spread_margin, summed_rule
+from .gaps import loop_gap, noted as _noted, references, spread_margin, summed_rule
+from .parts import clip_gap, dropout_gap, init_first, init_gap
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import logger_check
