@@ -233,3 +233,20 @@ def plain_loop(
         config={"task": f"plain loop ({arm})"},
     )
     return res
+
+
+def changed_data(ev, key: str, change):
+    """A plain loop (the learner's optimizer) on the learner's batches as `change(batches)`
+    makes them, once per seed under `key`: the one-change run of a data reading."""
+    return ev.once(
+        key, lambda: plain_loop(ev.setup, ev.seed, ev.steps, "own", batches=change(ev.batches))
+    )
+
+
+def learner_model(ev):
+    """The model the learner's run trained (the replay's first), or one `make_model` builds
+    where the replay is not here (the ranks of a DDP run keep theirs)."""
+    try:
+        return next(iter(ev.replay.models.values()))
+    except Exception:  # no model seen, or `single.NotOnRanks`
+        return proto.make_model(ev.setup, ev.seed)

@@ -39,7 +39,7 @@ def shares(ev) -> tuple[float, float, int] | None:
     prediction is not a (N, C >= 3) classification over (N,) class ids."""
     try:  # the learner's run first, outside any no_grad (it trains)
         model = next(iter(ev.replay.models.values()))
-    except Exception:  # no model seen, or the ranks keep theirs (`single.NotOnRanks`)
+    except Exception:  # no model seen, or the ranks keep theirs: an untrained one says nothing
         return None
     was, blank, learned, seen, classes = model.training, 0, 0, 0, None
     model.eval()

@@ -25,7 +25,7 @@ import torch
 from ...finding import OwnFinding
 from ..margins import above, below
 from ..step1_capture import setup as proto
-from ..step1_capture.loops import plain_loop
+from ..step1_capture.loops import changed_data
 
 LOW = 0.3  # the given channels' mean correlation below this: they do not look like colours
 HIGH = 0.8  # the re-read channels' mean correlation above this: they do
@@ -73,10 +73,7 @@ def reread_batches(batches: list) -> list:
 
 def reread(ev):
     """The plain loop (the learner's optimizer) on the re-read images, once per seed."""
-    return ev.once(
-        "reread",
-        lambda: plain_loop(ev.setup, ev.seed, ev.steps, "own", batches=reread_batches(ev.batches)),
-    )
+    return changed_data(ev, "reread", reread_batches)
 
 
 def layout_rule(evs) -> OwnFinding | None:

@@ -81,14 +81,9 @@ def inverted_batches(batches: list, key: str) -> list:
 
 def inverted_run(ev, key: str):
     """The plain loop (the learner's optimizer) on the batches with `key` inverted, once."""
-    from ..step1_capture.loops import plain_loop
+    from ..step1_capture.loops import changed_data
 
-    return ev.once(
-        f"mask:{key}",
-        lambda: plain_loop(
-            ev.setup, ev.seed, ev.steps, "own", batches=inverted_batches(ev.batches, key)
-        ),
-    )
+    return changed_data(ev, f"mask:{key}", lambda batches: inverted_batches(batches, key))
 
 
 def mask_rule(evs) -> OwnFinding | None:

@@ -16,16 +16,16 @@ import torch.nn as nn
 from ...finding import OwnFinding
 from ..margins import above
 from ..step1_capture import setup as proto
+from ..step1_capture.loops import learner_model
 
 SHARE = 0.2  # the padding id inside the sequence in at least this share of the rows
 
 
-def _pad_ids(setup, seed: int) -> list[int]:
-    model = proto.make_model(setup, seed)
+def _pad_ids(ev) -> list[int]:
     return sorted(
         {
             int(m.padding_idx)
-            for m in model.modules()
+            for m in learner_model(ev).modules()
             if isinstance(m, nn.Embedding) and m.padding_idx is not None
         }
     )
@@ -54,7 +54,7 @@ def inside_share(batches, pad: int) -> float | None:
 def collision_rule(evs) -> OwnFinding | None:
     """H2 where the embedding's padding id stands inside the sequences on every seed."""
     try:
-        pads = _pad_ids(evs[0].setup, evs[0].seed)
+        pads = _pad_ids(evs[0])
     except Exception:  # a model this reading cannot build again: nothing measured
         return None
     for pad in pads:

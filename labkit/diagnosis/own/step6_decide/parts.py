@@ -10,8 +10,7 @@ import torch
 
 from ...finding import OwnFinding
 from ..margins import above, below
-from ..step1_capture import setup as proto
-from ..step1_capture.loops import held_out_loss, plain_loop
+from ..step1_capture.loops import held_out_loss, learner_model, plain_loop
 from .gaps import _pair, spread_margin
 
 INIT_MARGIN = 0.1  # the default init's loop below the learner's init's by this share of the start
@@ -62,7 +61,7 @@ def dropout_gap(evs) -> OwnFinding | None:
     the seed spread, on every seed."""
     drops = [
         m.p
-        for m in proto.make_model(evs[0].setup, evs[0].seed).modules()
+        for m in learner_model(evs[0]).modules()
         if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0
     ]
     if not drops or not above("gap.dropout_p", max(drops), HIGH_DROP, seed=evs[0].seed):
