@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from ...probes import ProbeResult
-from .windows import BETAS, TOL, Windows, cumsum, same_value  # noqa: F401 (read from here too)
+from .windows import BETAS, Windows, same_value
 
 
 def _ema(raw, rep, rows) -> float | None:
