@@ -7,7 +7,7 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
 ninth, tenth and eleventh (issue 46), the twelfth and thirteenth (issue 55) and the
-fourteenth to seventeenth (held out: each written blind, after the rules of the batch before),
+fourteenth to eighteenth (held out: each written blind, after the rules of the batch before),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from . import ALL_EXPECTED, ALL_SETUPS, report
 from .blind import BLIND, BLIND_EXPECTED
+from .eighteenth import EIGHTEENTH, EIGHTEENTH_EXPECTED
 from .eighth import EIGHTH, EIGHTH_EXPECTED
 from .eleventh import ELEVENTH, ELEVENTH_EXPECTED
 from .fifth import FIFTH, FIFTH_EXPECTED
@@ -54,6 +55,7 @@ BATCHES = {
     "fifteenth": (FIFTEENTH, FIFTEENTH_EXPECTED),
     "sixteenth": (SIXTEENTH, SIXTEENTH_EXPECTED),
     "seventeenth": (SEVENTEENTH, SEVENTEENTH_EXPECTED),
+    "eighteenth": (EIGHTEENTH, EIGHTEENTH_EXPECTED),
 }
 
 
