@@ -250,7 +250,15 @@ EIGHTEENTH_EXPECTED = {
         "H1",
         [
             ("multi-label", "multilabel", "multi-hot", "several tags", "more than one"),
-            ("softmax", "cross_entropy", "cross-entropy", "sigmoid", "bce", "binary", "independent"),
+            (
+                "softmax",
+                "cross_entropy",
+                "cross-entropy",
+                "sigmoid",
+                "bce",
+                "binary",
+                "independent",
+            ),
         ],
     ),
     "eighteenth_h2_flips_drawn_apart": (
