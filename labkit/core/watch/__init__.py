@@ -133,13 +133,15 @@ class Watch:
         grads = [dense_values(p.grad) for p in self.params]
         diffs = self.plan.diffs()
         if self._fast and self._pending is None and not any(g is None for g in grads):
-            # the common case, kept lean: one fused norm call is the whole row
+            # the common case, kept lean: one fused norm call, and the formula's own work
             both = grads + diffs
-            self._add(
-                torch._foreach_norm(both) if self._fused else tensor_norms(both),
-                self._all_present,
-                False,
-            )
+            found = torch._foreach_norm(both) if self._fused else tensor_norms(both)
+            if self.plan.formula is None:
+                self._add(found, self._all_present, False)
+                return
+            gnorms = found[: len(grads)]  # the step used these very gradients
+            known = dict(zip(self._ids, gnorms))
+            self._add([*found, *self.plan.ready(known)], self._all_present, False)
             return
         known = None
         if self._pending is not None:  # measured before a clip: not what the step used
@@ -172,10 +174,9 @@ class Watch:
             grads = [dense_values(p.grad) for p in self.params]
             present = tuple(g is not None for g in grads)
             gnorms = self._fill(self._norms([g for g in grads if g is not None]), grads)
-        width = self.plan.width
         if self.scaler is not None and self._scale_now is None:
             self._scale_now = watch_scaler.read_scale(self)
-        self._add(gnorms + [self._zero] * width, present, skipped=skipped)
+        self._add(gnorms + self.plan.blank(), present, skipped=skipped)
 
     def _add(self, row, present: tuple, skipped: bool) -> None:
         self._rows.append(row)

@@ -54,7 +54,7 @@ import torch
 from .updates import DTYPES, Formula, kind_of, readable
 
 DEFAULT_FRACTION = 0.05  # of the watched parameter bytes: leaves room under 10% for transients
-MIN_BUDGET = 1 << 20  # 1 MiB: models up to 262,144 fp32 parameters (every labkit toy) are exact
+MIN_BUDGET = 40 << 20  # 40 MiB: models up to 10M fp32 parameters are copied whole (exact)
 BLOCK = 256  # largest block: 1 KiB of fp32, contiguous, cheap to gather
 MIN_BLOCK = 16  # a tensor whose size has no divisor in [16, 256] is copied whole
 SMALL = 4 * BLOCK  # tensors this small are always copied whole
@@ -63,11 +63,15 @@ FORMULA_SHARE = 0.04  # of the parameter bytes: the transient of reading updates
 
 
 def default_budget(param_bytes: int) -> int:
-    """All of the parameter bytes while they fit in 1 MiB (exact), else 5% of them.
+    """All of the parameter bytes while they fit in `MIN_BUDGET` (40 MiB, 10M fp32
+    parameters: copied, exact), else 5% of them.
 
-    A sampled model keeps 5% whatever its size: each kept byte is copied before the step and
-    read after it, and a floor above 5% (1 MiB was 40% of a 650k-parameter MLP) spent more
-    memory traffic on the estimate than the bar of 1.10x allows (docs/developer/benchmarks.md).
+    Below 10M parameters a copy is the cheapest exact way for every optimizer but SGD (whose
+    update is read from the step's own numbers, `Plan`): Adam's update read from its moments
+    costs a square root and a division per element, more than a copy and a subtraction
+    (gpt-2M, one thread: 1.05x copied, 1.17x read from the moments). The memory it costs is
+    the model's size again (40 MB at 10M parameters), said in `kept_bytes`. Above, a model
+    keeps 5%: its update is read from the optimizer where it can be, else sampled.
     """
     return param_bytes if param_bytes <= MIN_BUDGET else int(DEFAULT_FRACTION * param_bytes)
 
@@ -246,8 +250,10 @@ class Plan:
         self.budget = budget
         cands = [i for i, p in enumerate(params) if owned[i]]
         exact, covered = cands, []
-        if sum(nbytes(params[i]) for i in cands) > budget:
-            kind = None if optimizer is None else kind_of(optimizer, scaler)
+        kind = None if optimizer is None else kind_of(optimizer, scaler)
+        # SGD's update is read from what the step already has (the gradient norm, or one
+        # pass over its buffer): cheaper than a copy at every size (docs/developer/benchmarks.md)
+        if sum(nbytes(params[i]) for i in cands) > budget or kind == "sgd":
             group_of = (
                 {id(p): g for g in optimizer.param_groups for p in g["params"]} if kind else {}
             )
@@ -260,6 +266,8 @@ class Plan:
             ]
             rest = [i for i in cands if i not in set(covered)]
             exact, used = [], 0
+            if sum(nbytes(params[i]) for i in rest) <= budget:  # the rest fits: copied
+                exact, rest = rest, []
             for i in sorted(rest, key=lambda i: params[i].numel()):
                 if params[i].numel() > SMALL and used + nbytes(params[i]) > EXACT_SHARE * budget:
                     break
@@ -282,6 +290,7 @@ class Plan:
         taken = set(self.exact) | set(covered)
         rest = [i for i in cands if i not in taken]
         self._data = [params[i].detach() for i in self.exact]
+        self._zero = torch.zeros((), device=params[0].device) if params else None
         self._before = [d.clone() for d in self._data]
         self.samples: dict[int, Sample] = {}
         share = max(budget - used, 0) / max(sum(nbytes(params[i]) for i in rest), 1)
@@ -328,16 +337,24 @@ class Plan:
             out += s.after()
         return out
 
-    def combine(self, values: torch.Tensor, n_params: int):
+    def blank(self) -> list[torch.Tensor]:
+        """The `width` columns of a row where the optimizer did not step: no update."""
+        out = [] if self.formula is None else self.formula.blank()
+        return out + [self._zero] * (self.width - len(out))
+
+    def combine(self, values: torch.Tensor, n_params: int, first: int = 0):
         """(steps, width) values of a row -> three (steps, n_params) tensors: the squared
         update norms, the variances of the sampled ones, and a bound on how far each update
-        computed from the optimizer can be from the weights' change (0 where copied)."""
+        computed from the optimizer can be from the weights' change (0 where copied).
+        `first`: the plan's row that the first of `values` is (the formula's scales are
+        kept per row)."""
         sq = torch.zeros(values.shape[0], n_params, dtype=values.dtype)
         var, rounding = torch.zeros_like(sq), torch.zeros_like(sq)
         E, F = len(self.exact), len(self.covered)
         sq[:, self.exact] = values[:, :E] ** 2
         if F:
-            updates, weights = values[:, E : E + F], values[:, E + F : E + 2 * F]
+            updates = self.formula.scaled(values[:, E : E + F], first)
+            weights = self.formula.weight_bounds(values[:, E + F : E + 2 * F], updates)
             sq[:, self.covered] = updates**2
             rounding[:, self.covered] = self.formula.rounding(updates, weights, self.formula.dtypes)
         for j, (i, s) in enumerate(self.samples.items()):

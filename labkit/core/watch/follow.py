@@ -43,7 +43,8 @@ def _plan(w, owned: set) -> None:
     )
     # gradient norms from the fused call: every parameter the plan does not sample
     w._dense = [i for i in range(len(w.params)) if i not in w.plan.samples]
-    w._fast = w.plan.all_exact and w._norm_dtype is None
+    w._fast = not w.plan.samples and w._norm_dtype is None
+    w._ids = [id(p) for p in w.params]
     # small real tensors only: one fused norm call, without `norms`' look at each tensor
     w._fused = all(p.numel() <= FUSED_MAX and not p.is_complex() for p in w.params)
     w.findings = findings(w._model, w._named, owned)

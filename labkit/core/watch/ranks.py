@@ -269,7 +269,8 @@ def _last_row(w):
         row = w._blocks[-1][-1].double().cpu()
     else:
         return None
-    return row[:P], w.plan.combine(row[P:].view(1, -1), P)[0][0].sqrt()
+    at = sum(b.shape[0] for b in w._blocks) + len(w._rows) - 1  # the plan's row
+    return row[:P], w.plan.combine(row[P:].view(1, -1), P, first=at)[0][0].sqrt()
 
 
 def _differ(values: torch.Tensor) -> bool:

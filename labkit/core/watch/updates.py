@@ -31,6 +31,7 @@ GradScaler, which may skip inside the kernel) is left to the copy or the sample.
 
 from __future__ import annotations
 
+import array
 import functools
 import math
 
@@ -129,11 +130,6 @@ def _centered_ratio(grads, squares, means, *, eps):
     return t
 
 
-def _times(values: list, factor: float) -> list:
-    """Each 0-d tensor times `factor`, in one call (a 0-d multiplication costs a dispatch)."""
-    return list(torch._foreach_mul(values, factor)) if values else []
-
-
 def _dense(t):
     return t.coalesce().values() if t is not None and t.is_sparse else t
 
@@ -147,10 +143,15 @@ class Formula:
         self._col = {id(params[i]): j for j, i in enumerate(self.index)}
         self._zero = torch.zeros((), device=params[self.index[0]].device)
         self.dtypes = [params[i].dtype for i in self.index]
-        self._params, self._steps, self._weights, self._grad_norms = params, 0, [], {}
+        self._params, self._steps, self._grad_norms = params, 0, {}
         self._batches: dict = {}  # the layout of each set of rows, kept between steps
         self._detached: dict = {}
         self._before: dict[int, torch.Tensor] = {}
+        self.scales = array.array("f")  # per row, one scale per parameter: see `after`
+        self._ids = [id(params[i]) for i in self.index]
+        where = {id(p): k for k, g in enumerate(optimizer.param_groups) for p in g["params"]}
+        self._group_index = [where[key] for key in self._ids]
+        self._unread = [torch.full((), math.nan, device=self._zero.device)] * len(self.index)
         self.how = {
             "sgd": "from the gradients and SGD's momentum buffers (exact, no copy)",
             "adam": "from the gradients and Adam's moments (exact, no copy)",
@@ -175,7 +176,7 @@ class Formula:
     def before(self) -> None:
         """Before the step: SGD's updates that need the old weights (decay, Nesterov)."""
         self._before = {}
-        if self.kind != "sgd":
+        if self.kind != "sgd" or self._plain():
             return
         for g, ps in self._groups():
             mom, wd = _num(g["momentum"]), _num(g["weight_decay"])
@@ -201,31 +202,73 @@ class Formula:
                 fn = functools.partial(_sgd_direction, wd=wd, sign=sign, mom=mom, scale=scale)
                 batches = self._batches.setdefault((id(g), scale), Batches())
                 for p, norm in zip(batch, chunked_norms(fn, rows, self.chunk, batches)):
-                    self._before[id(p)] = norm * lr
+                    self._before[id(p)] = (norm, lr)
 
     def after(self, grad_norms: dict | None = None) -> list[torch.Tensor]:
-        """After the step: one 0-d update norm per parameter of `index` (0 where unmoved),
-        then a bound on the norm of its weights, which bounds what storing the update in the
-        weights' precision rounded (`rounding`). `grad_norms`: the watch's own norms of
-        these gradients as the step left them, by id (no clipping since): SGD reuses them.
+        """After the step: one 0-d norm per parameter of `index` (0 where unmoved), before
+        its scale (the learning rate's factor, a float kept in `scales`: the multiplication
+        is done once for all steps, when the table is read), then the norm of its weights
+        on the steps they are read (every `REREAD`), NaN between. `grad_norms`: the watch's
+        own norms of these gradients as the step left them, by id (no clipping since):
+        plain SGD's update norm is one of them times the learning rate.
 
-        The weights' norm is read exactly every `REREAD` steps; in between it is bounded by
-        that reading plus the update norms since (the triangle inequality), so that a step
-        does not pay a pass over the weights."""
+        The weights' norm bounds what storing the update in the weights' precision rounded
+        (`rounding`); between two readings `weight_bounds` bounds it by the last reading
+        plus the update norms since (the triangle inequality), so that a step does not pay
+        a pass over the weights."""
         n = len(self.index)
-        out = [self._zero] * (2 * n)
-        self._grad_norms = grad_norms or {}
-        for g, ps in self._groups():
-            for p, norm in zip(ps, getattr(self, "_" + self.kind)(g, ps)):
-                out[self._col[id(p)]] = norm
+        if grad_norms is not None and self._plain():  # |lr| * ||g||: the row has ||g||
+            zero, lrs = self._zero, [abs(_num(g["lr"])) for g in self.optimizer.param_groups]
+            out = [grad_norms.get(key, zero) for key in self._ids]  # None: unmoved
+            self.scales.extend([lrs[k] for k in self._group_index])
+        else:
+            out, scale = [self._zero] * n, [0.0] * n
+            self._grad_norms = grad_norms or {}
+            for g, ps in self._groups():
+                for p, (norm, factor) in zip(ps, getattr(self, "_" + self.kind)(g, ps)):
+                    j = self._col[id(p)]
+                    out[j], scale[j] = norm, factor
+            self.scales.extend(scale)
         if self._steps % REREAD == 0:
-            params = [self._params[i] for i in self.index]
-            self._weights = norms([p.detach() for p in params])
-        else:  # new tensors: the rows already kept hold the earlier ones
-            self._weights = torch._foreach_add(self._weights, out[:n])
+            out += norms([self._params[i].detach() for i in self.index])
+        else:
+            out += self._unread
         self._steps += 1
-        out[n:] = self._weights
         return out
+
+    def _plain(self) -> bool:
+        """Every group plain SGD (no momentum, no weight decay): the update is -lr * g."""
+        return self.kind == "sgd" and all(
+            _num(g["momentum"]) == 0 and _num(g["weight_decay"]) == 0
+            for g in self.optimizer.param_groups
+        )
+
+    def blank(self) -> list[torch.Tensor]:
+        """A row where the optimizer did not step: no update, the weights not read."""
+        self.scales.extend([0.0] * len(self.index))
+        return [self._zero] * len(self.index) + self._unread
+
+    def scaled(self, values: torch.Tensor, first: int = 0) -> torch.Tensor:
+        """(steps, F) norms as `after` gave them, from row `first` of this plan -> the
+        update norms: each times its step's scale."""
+        F = len(self.index)
+        sc = torch.frombuffer(self.scales, dtype=torch.float32) if self.scales else None
+        if sc is None:
+            return torch.zeros_like(values)
+        sc = sc.view(-1, F)[first : first + values.shape[0]].to(values.dtype)
+        return values * sc
+
+    @staticmethod
+    def weight_bounds(weights: torch.Tensor, updates: torch.Tensor) -> torch.Tensor:
+        """(steps, F) weight norms, NaN where not read, and the update norms -> a bound on
+        each step's weight norm: the last reading plus the updates since."""
+        S = weights.shape[0]
+        read = ~torch.isnan(weights)
+        total = updates.cumsum(0)
+        rows = torch.arange(S).view(-1, 1).expand_as(weights)
+        last = torch.where(read, rows, -1).cummax(0).values  # the last reading's row, or -1
+        base = torch.where(read, weights - total, 0.0).gather(0, last.clamp(min=0))
+        return torch.where(last >= 0, base, 0.0) + total
 
     def rounding(self, updates, weights, dtypes) -> torch.Tensor:
         """How far the weights' change can be from the update computed: each stored weight
@@ -240,12 +283,12 @@ class Formula:
         if _num(g["momentum"]) == 0 and _num(g["weight_decay"]) == 0:
             known = self._grad_norms
             if all(id(p) in known for p in ps):
-                return _times([known[id(p)] for p in ps], lr)
-            return _times(norms([_dense(p.grad) for p in ps]), lr)
+                return [(known[id(p)], lr) for p in ps]
+            return [(n, lr) for n in norms([_dense(p.grad) for p in ps])]
         if id(ps[0]) in self._before:
             return [self._before[id(p)] for p in ps]
         bufs = [_dense(self.optimizer.state[p]["momentum_buffer"]) for p in ps]
-        return _times(norms(bufs), lr)
+        return [(n, lr) for n in norms(bufs)]
 
     def _adam(self, g, ps) -> list:
         b1, b2 = _num(g["betas"][0]), _num(g["betas"][1])
@@ -272,21 +315,21 @@ class Formula:
             )
             batches = self._batches.setdefault((id(g), len(norms)), Batches())
             for p, n in zip(batch, chunked_norms(fn, rows, self.chunk, batches)):
-                norms[id(p)] = n * scale
+                norms[id(p)] = (n, scale)
         return [norms[id(p)] for p in ps]
 
     def _rmsprop(self, g, ps) -> list:
         lr, eps, mom = abs(_num(g["lr"])), _num(g["eps"]), _num(g["momentum"])
         state = self.optimizer.state
         if mom > 0:  # -lr * buf, the buffer as the step left it
-            return _times(norms([state[p]["momentum_buffer"] for p in ps]), lr)
+            return [(n, lr) for n in norms([state[p]["momentum_buffer"] for p in ps])]
         fn = functools.partial(_ratio, eps=eps)  # -lr * g / (sqrt(avg) + eps); no decay here
         rows = [(p.grad, state[p]["square_avg"]) for p in ps]
         if g.get("centered"):  # avg = square_avg - grad_avg**2
             fn = functools.partial(_centered_ratio, eps=eps)
             rows = [row + (state[p]["grad_avg"],) for row, p in zip(rows, ps)]
         batches = self._batches.setdefault((id(g), "rmsprop"), Batches())
-        return _times(chunked_norms(fn, rows, self.chunk, batches), lr)
+        return [(n, lr) for n in chunked_norms(fn, rows, self.chunk, batches)]
 
     def _adagrad(self, g, ps) -> list:
         lr, eps, decay = _num(g["lr"]), _num(g["eps"]), _num(g["lr_decay"])
@@ -300,12 +343,12 @@ class Formula:
             for p in [p for p in batch if p.grad.is_sparse]:  # the rows the batch touched
                 grad = p.grad.coalesce()
                 std = state[p]["sum"].sparse_mask(grad)._values().sqrt().add_(eps)
-                out[id(p)] = torch.linalg.vector_norm(grad._values() / std) * clr
+                out[id(p)] = (torch.linalg.vector_norm(grad._values() / std), clr)
             batch = [p for p in batch if not p.grad.is_sparse]
             rows = [(p.grad, state[p]["sum"]) for p in batch]
             fn = functools.partial(_ratio, eps=eps)
             for p, n in zip(batch, chunked_norms(fn, rows, self.chunk)):
-                out[id(p)] = n * clr
+                out[id(p)] = (n, clr)
         return [out[id(p)] for p in ps]
 
     def _sparse_adam(self, g, ps) -> list:  # the rows of the batch: a few, one norm each
@@ -315,11 +358,11 @@ class Formula:
         for p in ps:
             grad, state = p.grad.coalesce(), self.optimizer.state[p]
             if grad._values().numel() == 0:
-                out.append(self._zero)
+                out.append((self._zero, 0.0))
                 continue
             step = _num(state["step"])
             m = state["exp_avg"].sparse_mask(grad)._values()
             v = state["exp_avg_sq"].sparse_mask(grad)._values()
             step_size = lr * math.sqrt(1 - b2**step) / (1 - b1**step)
-            out.append(torch.linalg.vector_norm(m / v.sqrt().add_(eps)) * abs(step_size))
+            out.append((torch.linalg.vector_norm(m / v.sqrt().add_(eps)), abs(step_size)))
         return out

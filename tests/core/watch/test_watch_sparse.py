@@ -13,7 +13,7 @@ import labkit
 @pytest.mark.parametrize(
     "rows, optimizer",
     [(1000, "SparseAdam"), (200_000, "SparseAdam"), (1000, "SGD")],
-    ids=["exact-sparseadam", "sampled-sparseadam", "exact-sgd"],
+    ids=["exact-sparseadam", "large-sparseadam", "exact-sgd"],
 )
 def test_sparse_updates_are_measured_and_untouched_rows_read_zero(rows, optimizer):
     torch.manual_seed(0)
@@ -26,7 +26,9 @@ def test_sparse_updates_are_measured_and_untouched_rows_read_zero(rows, optimize
         else torch.optim.SGD(model.parameters(), lr=0.1)
     )
     watch = labkit.watch(model, opt)
-    assert watch.plan.all_exact == (rows == 1000)
+    # copied under the copy floor, except SGD (read from the gradient); above it, read from
+    # SparseAdam's moments
+    assert watch.plan.all_exact == (rows == 1000 and optimizer == "SparseAdam")
     updates, grads = [], []
     for step in range(3):
         ids = torch.randint(0, rows, (40,), generator=torch.Generator().manual_seed(step))
