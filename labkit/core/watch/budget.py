@@ -38,10 +38,6 @@ one of three ways:
   ``update_norm_bound`` is the half-width, beside ``update_norm`` in the table. The bound
   was checked against the parameters' change in float64 (tests/core/watch/test_watch_exact.py).
 
-  (Before 2026-12-07 the spread was one fixed systematic sample, every s-th block from one
-  random offset, drawn once per watch. Unbiased only on average over offsets, it was 24% off
-  at every step of a 1M-parameter MLP under SGD, whose gradients repeat with the rows.)
-
 An update that is exactly zero reads exactly zero: parameters the optimizer does not hold
 are never measured and read 0, a zero learning rate reads 0, and every sampled difference of
 an unchanged tensor is 0.
@@ -55,6 +51,7 @@ from .updates import DTYPES, Formula, kind_of, readable
 
 DEFAULT_FRACTION = 0.05  # of the watched parameter bytes: leaves room under 10% for transients
 MIN_BUDGET = 40 << 20  # 40 MiB: models up to 10M fp32 parameters are copied whole (exact)
+SGD_COPIED = 1 << 20  # 1 MiB: under SGD, models up to 262,144 fp32 parameters are copied
 BLOCK = 256  # largest block: 1 KiB of fp32, contiguous, cheap to gather
 MIN_BLOCK = 16  # a tensor whose size has no divisor in [16, 256] is copied whole
 SMALL = 4 * BLOCK  # tensors this small are always copied whole
@@ -66,11 +63,11 @@ def default_budget(param_bytes: int) -> int:
     """All of the parameter bytes while they fit in `MIN_BUDGET` (40 MiB, 10M fp32
     parameters: copied, exact), else 5% of them.
 
-    Below 10M parameters a copy is the cheapest exact way for every optimizer but SGD (whose
-    update is read from the step's own numbers, `Plan`): Adam's update read from its moments
-    costs a square root and a division per element, more than a copy and a subtraction
-    (gpt-2M, one thread: 1.05x copied, 1.17x read from the moments). The memory it costs is
-    the model's size again (40 MB at 10M parameters), said in `kept_bytes`. Above, a model
+    Below 10M parameters a copy is the cheapest exact way for every optimizer but SGD above
+    1 MiB (whose update is read from the step's own numbers, `Plan`): Adam's update read from
+    its moments costs a square root and a division per element, more than a copy and a
+    subtraction (gpt-2M, one thread: 1.05x copied, 1.17x read from the moments). The memory
+    it costs is the model's size again (40 MB at 10M parameters), said in `kept_bytes`. Above, a model
     keeps 5%: its update is read from the optimizer where it can be, else sampled.
     """
     return param_bytes if param_bytes <= MIN_BUDGET else int(DEFAULT_FRACTION * param_bytes)
@@ -252,8 +249,10 @@ class Plan:
         exact, covered = cands, []
         kind = None if optimizer is None else kind_of(optimizer, scaler)
         # SGD's update is read from what the step already has (the gradient norm, or one
-        # pass over its buffer): cheaper than a copy at every size (docs/developer/benchmarks.md)
-        if sum(nbytes(params[i]) for i in cands) > budget or kind == "sgd":
+        # pass over its buffer), cheaper than a copy, above `SGD_COPIED` (below, a copy keeps
+        # exact what the formula cannot: a step that rounding swallows whole reads 0)
+        total = sum(nbytes(params[i]) for i in cands)
+        if total > budget or (kind == "sgd" and total > SGD_COPIED):
             group_of = (
                 {id(p): g for g in optimizer.param_groups for p in g["params"]} if kind else {}
             )

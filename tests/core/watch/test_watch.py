@@ -105,8 +105,7 @@ def test_labkit_train_records_with_the_same_watch():
     assert isinstance(trainer.watch, labkit.Watch)
     run = trainer.run()
     assert run.meta["watch"]["exact"] is True and run.meta["findings"] == []
-    # SGD: the update read from the step's own numbers, nothing kept
-    assert run.meta["watch"]["kept_bytes"] == 0 and run.meta["watch"]["from_optimizer"]
+    assert run.meta["watch"]["kept_bytes"] == run.meta["watch"]["param_bytes"]
     broken = labkit.train(bug="missing_optimizer_params", steps=3)
     assert "head.weight, head.bias" in broken.meta["findings"][0]
     assert broken.table["update_norm/head"] == [0.0] * 3

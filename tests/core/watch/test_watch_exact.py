@@ -9,10 +9,10 @@ parameters before every step (here, not in the watch) and compares, step by step
 
 ``python tests/core/watch/test_watch_exact.py`` runs the whole matrix (10k, 1M and 25M
 parameters; the tests run the first two) and prints the worst error and the coverage of each
-case, which docs/own/watch.md quotes. At 10k the watch measures as it does by default for
-every model under 10M parameters (SGD read from its own numbers, every other optimizer
-copied); at 1M and 25M with the budget it gives a model above that (5% of the parameter
-bytes: torch's optimizers read from their state, any other sampled).
+case, which docs/own/watch.md quotes. At 10k the watch copies (as it does by default for
+every model under 1 MiB); at 1M and 25M it has the budget it gives a model above 10M
+parameters (5% of the parameter bytes: torch's optimizers read from their state, any other
+sampled).
 """
 
 from __future__ import annotations
@@ -163,14 +163,12 @@ def test_every_number_is_exact_or_inside_its_bound(size, case):
         assert not r["meta"]["exact"] and r["estimated_steps"] == steps
         assert r["coverage"] >= 0.99, r
         assert r["bound_share"] < 0.25  # a band that says something
-    else:  # copied (10k fits the budget: all but SGD) or read from the optimizer (SGD at
-        # every size, the rest at 1M): exact, except where the update is so small that the
-        # weights' rounding could reach 0.1% of it (OneCycleLR's last step, lr 4e-7): there
-        # the bound is shown, and rigorous
+    else:  # copied (10k fits the budget) or read from the optimizer (1M): exact, except
+        # where the update is so small that the weights' rounding could reach 0.1% of it
+        # (OneCycleLR's last step, lr 4e-7): there the bound is shown, and rigorous
         assert r["meta"]["exact"] and r["coverage"] in (None, 1.0), r
-        assert (r["estimated_steps"] > 0) == (case == "sgd_schedule"), r
-        sgd = case.startswith("sgd")
-        assert bool(r["meta"]["from_optimizer"]) == (size == "1M" or sgd), r
+        assert (r["estimated_steps"] > 0) == (case == "sgd_schedule" and size == "1M"), r
+        assert bool(r["meta"]["from_optimizer"]) == (size == "1M"), r
 
 
 def test_the_old_fixed_sample_would_have_failed_this_check():
