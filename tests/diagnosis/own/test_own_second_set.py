@@ -8,7 +8,11 @@ import math
 import torch
 import torch.nn.functional as F
 
+from labkit import Run
+from labkit.diagnosis.own.step1_capture import replay
 from labkit.diagnosis.own.step1_capture.loops import LoopResult
+from labkit.diagnosis.own.step2_h3 import logcount
+from labkit.diagnosis.own.step2_h3.logger import check_logger
 from labkit.diagnosis.own.step3_h2.data import label_signal
 from labkit.diagnosis.own.step4_h1 import targets
 
@@ -72,3 +76,39 @@ def test_multi_hot_rows_under_cross_entropy_are_read_as_several_classes_on():
     one_off = F.one_hot(torch.randint(0, 5, (40,), generator=_gen(8)), 5).float()
     one_off[:2, :] = 1.0  # two rows of forty with every class on: under MULTI, left alone
     assert targets.multi_hot("cross_entropy", logits, one_off) is None
+
+
+def _columns_run(shown_column):
+    """Three outputs' squared errors per step, the loss their mean; the report is the epoch
+    running mean of column `shown_column` (None: of the loss itself)."""
+    per_epoch, g = 8, _gen(9)
+    cols = (torch.rand(32, 3, generator=g) + torch.tensor([0.2, 1.0, 2.0])).tolist()
+    raw = [sum(c) / 3 for c in cols]
+    values = raw if shown_column is None else [c[shown_column] for c in cols]
+    reported, total = [], 0.0
+    for t, v in enumerate(values):
+        total = (0.0 if t % per_epoch == 0 else total) + v
+        reported.append(total / (t % per_epoch + 1))
+    run = Run.from_log({"step": list(range(32)), "loss_raw": raw, "loss_reported": reported},
+                       seed=0, started_at=0.0)  # fmt: skip
+    forwards = [{"step": t, "columns": {"mse": c, "l1": c}} for t, c in enumerate(cols)]
+    return run, logcount._columns(forwards, 32), per_epoch
+
+
+def test_one_output_shown_as_the_loss_is_named_and_the_mean_over_outputs_is_honest():
+    run, series, per_epoch = _columns_run(1)
+    found = check_logger(run, per_epoch=per_epoch, series=series)
+    assert found.details["mechanism"] == "column1of3_mse_shown"
+    assert "column 1 of the 3 outputs" in found.verdict
+    run, series, per_epoch = _columns_run(None)
+    assert check_logger(run, per_epoch=per_epoch, series=series).details["agree"]
+
+
+def test_columns_are_read_only_for_float_labels_of_the_outputs_shape():
+    out = torch.randn(6, 3, generator=_gen(10))
+    assert replay._columns(out, (torch.zeros(6, 4), torch.randint(0, 3, (6,)))) is None  # ids
+    assert replay._columns(out[:, :1], (torch.zeros(6, 4), torch.zeros(6, 1))) is None  # one
+    assert replay._columns(out, (torch.zeros(6, 4), torch.zeros(6, 2))) is None  # other shape
+    found = replay._columns(out, (torch.zeros(6, 4), torch.zeros(6, 3)))
+    assert torch.allclose(torch.tensor(found["mse"]), (out**2).mean(0))
+    assert logcount._columns([{"step": 0, "columns": found}], 2) == {}  # a step without one
