@@ -6,15 +6,18 @@ curves)."""
 import math
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 from labkit import Run
 from labkit.diagnosis.own.step1_capture import replay
+from labkit.diagnosis.own.step1_capture.replay import Replay
 from labkit.diagnosis.own.step1_capture.loops import LoopResult
 from labkit.diagnosis.own.step2_h3 import logcount
 from labkit.diagnosis.own.step2_h3.logger import check_logger
 from labkit.diagnosis.own.step3_h2.data import label_signal
 from labkit.diagnosis.own.step4_h1 import targets
+from labkit.diagnosis.own.step5_sign import acquit
 
 
 def _gen(seed):
@@ -112,3 +115,50 @@ def test_columns_are_read_only_for_float_labels_of_the_outputs_shape():
     found = replay._columns(out, (torch.zeros(6, 4), torch.zeros(6, 3)))
     assert torch.allclose(torch.tensor(found["mse"]), (out**2).mean(0))
     assert logcount._columns([{"step": 0, "columns": found}], 2) == {}  # a step without one
+
+
+class _Tagged(nn.Module):
+    """A body and a head; `extra` is built beside them: used, frozen, tied or never used."""
+
+    def __init__(self, extra: str):
+        super().__init__()
+        self.body, self.head, self.extra = nn.Linear(4, 8), nn.Linear(8, 3), extra
+        self.table = nn.Embedding(5, 8)  # used only by "used" and "frozen"
+        self.scale = nn.Parameter(torch.ones(8))  # a bare parameter, used unless "bare"
+        if extra == "frozen":
+            self.table.requires_grad_(False)
+        if extra == "tied":
+            self.table.weight = self.head.weight  # tied: one tensor, read by both names
+
+    def forward(self, x):  # (B, 4) -> (B, 3)
+        h = torch.relu(self.body(x))
+        if self.extra != "bare":
+            h = h * self.scale
+        if self.extra in ("used", "frozen"):
+            h = h + self.table(torch.zeros(len(x), dtype=torch.long))
+        return self.head(h)
+
+
+def _never_grad(extra, exclude=()):
+    model = _Tagged(extra)
+    params = [p for n, p in model.named_parameters() if not n.startswith(exclude)]
+    opt = torch.optim.SGD(params, lr=0.1)
+    x, y = torch.randn(16, 4, generator=_gen(11)), torch.randint(0, 3, (16,), generator=_gen(12))
+    with Replay() as rp:
+        for _ in range(3):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+    return acquit.never_grad(rp)
+
+
+def test_a_parameter_the_optimizer_holds_and_the_loss_never_reads_is_named():
+    assert _never_grad("unused") == [("table.weight", 40, False)]  # its module never ran
+    assert _never_grad("bare") == [("scale", 8, True), ("table.weight", 40, False)]
+
+
+def test_frozen_tied_used_or_left_out_parameters_are_not_named():
+    assert _never_grad("used") == []
+    assert _never_grad("frozen") == []  # requires_grad off: a freeze, read elsewhere
+    assert _never_grad("tied") == []  # the head's weight, under a second name
+    assert _never_grad("unused", exclude=("table",)) == []  # left out of the optimizer

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 
 from ..step1_capture import setup as proto
-from ..step5_sign.acquit import checked
+from ..step5_sign.acquit import beside, checked
 from ..step3_h2.data import REPEATED, WHITE, describe_signal, held_out_verdict
 from ..step3_h2.data import barely_varying, label_signal, scale_shift
 from .evidence import SeedEvidence
@@ -331,7 +331,8 @@ def _healthy_or_unknown(evs) -> OwnFinding:
         return _unknown(
             f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}"
         )
-    return OwnFinding("NONE", "healthy", checked(evs, plain[0]) + "; " + references(evs, plain))
+    line = checked(evs, plain[0]) + "; " + references(evs, plain)
+    return OwnFinding("NONE", "healthy", beside(evs, line))
 
 
 def decide(evs: list[SeedEvidence]) -> OwnFinding:
