@@ -15,6 +15,7 @@ from labkit.diagnosis.own.step1_capture.replay import Replay
 from labkit.diagnosis.own.step1_capture.loops import LoopResult
 from labkit.diagnosis.own.step2_h3 import logcount
 from labkit.diagnosis.own.step2_h3.logger import check_logger
+from labkit.diagnosis.own.step3_h2 import paired
 from labkit.diagnosis.own.step3_h2.data import label_signal
 from labkit.diagnosis.own.step4_h1 import targets
 from labkit.diagnosis.own.step5_sign import acquit
@@ -162,3 +163,45 @@ def test_frozen_tied_used_or_left_out_parameters_are_not_named():
     assert _never_grad("frozen") == []  # requires_grad off: a freeze, read elsewhere
     assert _never_grad("tied") == []  # the head's weight, under a second name
     assert _never_grad("unused", exclude=("table",)) == []  # left out of the optimizer
+
+
+def _blobs(n, seed, shape="wedge", dark=False):
+    """(N, 1, 12, 12) images of one shape at a random place in noise, and its (N, 1, 12, 12)
+    mask; a wedge is asymmetric left to right, a square centred left to right is not."""
+    g = _gen(seed)
+    masks = torch.zeros(n, 1, 12, 12)
+    for i in range(n):
+        r, c = (int(v) for v in torch.randint(0, 7, (2,), generator=g))
+        for k in range(5):
+            if shape == "square":  # centred left to right: a flip leaves it where it was
+                masks[i, 0, r + k, 4:8] = 1.0
+            else:
+                masks[i, 0, r + k, c : c + k + 1] = 1.0
+    images = (-1.0 if dark else 1.0) * masks + 0.3 * torch.randn(n, 1, 12, 12, generator=g)
+    return images, masks
+
+
+def _flipped(images, masks, seed, apart):
+    g = _gen(seed)
+    a = torch.rand(len(images), generator=g) < 0.5
+    b = torch.rand(len(images), generator=g) < 0.5 if apart else a
+    images, masks = images.clone(), masks.clone()
+    images[a], masks[b] = images[a].flip(-1), masks[b].flip(-1)
+    return [(images[i : i + 16], masks[i : i + 16]) for i in range(0, len(images), 16)]
+
+
+def test_masks_flipped_with_their_images_or_symmetric_or_dark_are_not_read_as_apart():
+    x, m = _blobs(64, 13)
+    assert paired.readings(_flipped(x, m, 14, apart=False))["share"] < paired.SHARE
+    x, m = _blobs(64, 15, shape="square")
+    assert paired.readings(_flipped(x, m, 16, apart=True))["share"] < paired.SHARE
+    x, m = _blobs(64, 17, dark=True)  # the object darker than the ground: r < 0 as given
+    assert paired.readings(_flipped(x, m, 18, apart=False))["share"] < paired.SHARE
+    ids = [(torch.randint(0, 9, (16, 12)), torch.randint(0, 2, (16, 12)))]  # not images
+    assert paired.readings(ids) is None
+
+
+def test_masks_flipped_apart_from_their_images_are_read():
+    x, m = _blobs(64, 19)
+    found = paired.readings(_flipped(x, m, 20, apart=True))
+    assert found["share"] > 0.3 and found["how"] == "left-right"

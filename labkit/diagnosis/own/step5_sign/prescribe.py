@@ -120,6 +120,10 @@ CHANGES = {
         ("keep each label with its own input when the data is shuffled, split or joined"),
     ),
     "noise_inputs": ({DATA}, "feed the real features, not noise of the same shape"),
+    "masks_transformed_apart": (
+        {DATA},
+        "draw each random transform once per pair and apply it to the image and to its mask",
+    ),
     "order_unmixed": (
         {DATA},
         (

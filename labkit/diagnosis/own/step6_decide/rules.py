@@ -52,7 +52,7 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
-from ..step3_h2 import blank, calls, layout, mask, padid
+from ..step3_h2 import blank, calls, layout, mask, padid, paired
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
@@ -155,7 +155,8 @@ def _h2(evs) -> OwnFinding | None:
             variable=("labels", "as given", "permuted across the epoch"),
             expect="same",
         )
-    return layout.layout_rule(evs) or mask.mask_rule(evs) or padid.collision_rule(evs)
+    found = layout.layout_rule(evs) or mask.mask_rule(evs) or padid.collision_rule(evs)
+    return found or paired.paired_rule(evs)
 
 
 def _label_signal(evs) -> dict:
