@@ -12,7 +12,7 @@ alike flipped (a square) matches both ways and is not counted.
 
 Where that share reaches SHARE on every seed, a plain loop with the learner's model, loss and
 optimizer is trained on the same batches with those masks flipped back; it must end below
-HALF of the same loop on the batches as given, on every seed and below both seeds of it, for
+half of the same loop on the batches as given, on every seed and below both seeds of it, for
 the finding to stand.
 """
 
@@ -21,14 +21,14 @@ from __future__ import annotations
 import torch
 
 from ...finding import OwnFinding
-from ..margins import above, below
+from ..margins import above
 from ..step1_capture import setup as proto
 from ..step1_capture.loops import changed_data
+from .layout import far_better
 
 MARGIN = 0.2  # a flipped mask's |r| with the image above the given one's by this much
 MATCH = 0.3  # and at least this: the flipped mask plainly marks the object
 SHARE = 0.15  # this share of the pairs matching better flipped: the draws were apart
-HALF = 0.5  # the plain loop on the re-paired batches ends below this share of the one as given
 FLIPS = {"left-right": (-1,), "upside down": (-2,)}
 
 
@@ -112,15 +112,8 @@ def paired_rule(evs) -> OwnFinding | None:
     ):
         return None
     how = read[0]["how"]
-    fixed = [repaired(ev, how).level() for ev in evs]
-    plain = [ev.arm("own").level() for ev in evs]
-    if not (
-        all(
-            below("paired.repaired_learns", f, HALF * p, seed=ev.seed)
-            for p, f, ev in zip(plain, fixed, evs)
-        )
-        and below("paired.seeds_apart", max(fixed), min(plain))
-    ):
+    fixed, plain = far_better(evs, [repaired(ev, how) for ev in evs], "paired.repaired_learns")
+    if fixed is None:
         return None
     r = read[0]
     return OwnFinding(
