@@ -69,6 +69,23 @@ def _counts(batch) -> tuple[int, int, int] | None:
     return len(y), y.numel(), kept
 
 
+@torch.no_grad()
+def _columns(out, batch) -> dict | None:
+    """Each output column's squared and absolute error against float labels of the same shape
+    (B, K), K > 1: one output's part of a regression loss (a report may show one of them);
+    None for any other output or batch."""
+    try:
+        y = labels_of(batch) if batch is not None else None
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None
+    if not (torch.is_tensor(out) and torch.is_tensor(y) and y.is_floating_point()):
+        return None
+    if out.shape != y.shape or out.dim() != 2 or out.shape[1] < 2:
+        return None
+    d = out.detach().float() - y.float()
+    return {"mse": (d * d).mean(0).tolist(), "l1": d.abs().mean(0).tolist()}
+
+
 def _eval_layers(module) -> list[str]:
     """The layers of `module` that train otherwise than they evaluate and are in eval mode,
     named by class, once each."""
@@ -219,6 +236,7 @@ class Replay:
                 "param_dtypes": sorted({str(p.dtype) for p in module.parameters()}),
                 "eval_layers": _eval_layers(module) if grad_on else [],
                 "counts": _counts(self._batches.get(id(first))) if first is not None else None,
+                "columns": _columns(out, self._batches.get(id(first))) if grad_on else None,
             }
         )
 

@@ -130,6 +130,23 @@ def _series(ev) -> dict:
         "grad_norm": [last.get(t) for t in range(len(steps))],
         "lr": lrs,
         "lr_next": lrs[1:] + [final],
+        **_columns(ev.replay.forwards, len(steps)),
+    }
+
+
+def _columns(forwards, steps: int) -> dict:
+    """Per step, each output column's error (`replay._columns`) on its last forward with grad
+    on, by key ``column<c>of<K>_<mse|l1>``; {} unless every step has one."""
+    last = {f["step"]: f["columns"] for f in forwards if f.get("columns")}
+    if len(last) < steps or any(t not in last for t in range(steps)):
+        return {}
+    k = len(last[0]["mse"])
+    if any(len(last[t]["mse"]) != k for t in range(steps)):
+        return {}
+    return {
+        f"column{c}of{k}_{kind}": [last[t][kind][c] for t in range(steps)]
+        for kind in ("mse", "l1")
+        for c in range(k)
     }
 
 

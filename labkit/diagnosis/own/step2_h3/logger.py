@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from ...probes import ProbeResult
-from .windows import BETAS, Windows, same_value
+from .windows import BETAS, Windows, column_words, same_value
 
 
 def _ema(raw, rep, rows) -> float | None:
@@ -338,7 +338,7 @@ def check_logger(
         shown = honest_matches(values, rep, rows, Windows(values, per_epoch, set(rows), sizes))
         if shown:
             details["mechanism"] = f"{key}_shown"
-            what, hint = SERIES[key]
+            what, hint = SERIES[key] if key in SERIES else column_words(key)
             return ProbeResult(
                 "raw vs reported",
                 f"disagree: the reported value is the {shown[0].replace('raw loss', 'value')} "

@@ -14,6 +14,19 @@ def same_value(a, b, tol=TOL) -> bool:
     return abs(a - b) <= tol * max(abs(b), 1e-8) + 1e-9
 
 
+def column_words(key: str) -> tuple[str, str]:
+    """(what, hint) of a ``column<c>of<K>_<mse|l1>`` series (`logcount._columns`)."""
+    column, _, kind = key.partition("_")
+    c, k = column.removeprefix("column").split("of")
+    error = "squared" if kind == "mse" else "absolute"
+    what = f"one output's error alone: the mean {error} error of column {c} of the {k} outputs"
+    hint = (
+        "the loss passed to backward() averages every output; report that loss (the mean over "
+        "the outputs), or name the output shown"
+    )
+    return what, hint
+
+
 class Windows:
     """Sums and counts of a per-row series over the windows a logger may keep."""
 

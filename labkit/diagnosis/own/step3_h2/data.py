@@ -159,20 +159,22 @@ def label_signal(real: list, shuffled: list) -> dict:
         for i, g in enumerate(gaps)
     ):
         out["verdict"] = "signal"
+        return out
+    # the runs' ends: a mean over the whole run carries each seed's start (an init whose
+    # outputs sit far from the targets' mean), which can swamp a gap that the ends show
+    levels_r, levels_s = [r.level() for r in real], [s.level() for s in shuffled]
+    ends = [s - r for r, s in zip(levels_r, levels_s)]
+    end_spread = max(abs(levels_r[0] - levels_r[1]), abs(levels_s[0] - levels_s[1]))
+    if all(map(math.isfinite, levels_r + levels_s)) and all(
+        above("signal.end_over_spread", g, max(3 * end_spread, floor), seed=i)
+        for i, g in enumerate(ends)
+    ):  # real ends apart from shuffled: never "no signal" (an acquittal's reading, `rules`)
+        out["ends"] = (levels_r, levels_s, ends, end_spread)
     elif all(
         not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i)
         for i, g in enumerate(gaps)
     ):
         out["verdict"] = "none"
-    else:  # between the two: the runs' ends (an acquittal's reading only, see `rules`)
-        levels_r, levels_s = [r.level() for r in real], [s.level() for s in shuffled]
-        ends = [s - r for r, s in zip(levels_r, levels_s)]
-        end_spread = max(abs(levels_r[0] - levels_r[1]), abs(levels_s[0] - levels_s[1]))
-        if all(map(math.isfinite, levels_r + levels_s)) and all(
-            above("signal.end_over_spread", g, max(3 * end_spread, floor), seed=i)
-            for i, g in enumerate(ends)
-        ):
-            out["ends"] = (levels_r, levels_s, ends, end_spread)
     return out
 
 

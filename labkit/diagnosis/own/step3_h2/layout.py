@@ -76,6 +76,20 @@ def reread(ev):
     return changed_data(ev, "reread", reread_batches)
 
 
+def far_better(evs, changed: list, name: str, half: float = HALF) -> tuple:
+    """(levels of the `changed` plain loops, of the plain loop on the batches as given), one
+    per seed, where each changed one ends below `half` of the one as given and below both of
+    its seeds; (None, None) otherwise."""
+    fixed = [c.level() for c in changed]
+    plain = [ev.arm("own").level() for ev in evs]
+    if not (
+        all(below(name, f, half * p, seed=ev.seed) for p, f, ev in zip(plain, fixed, evs))
+        and below(name.split(".")[0] + ".seeds_apart", max(fixed), min(plain))
+    ):
+        return None, None
+    return fixed, plain
+
+
 def layout_rule(evs) -> OwnFinding | None:
     """H2 where the images read as channels-last memory have colours and, so read, a plain
     loop learns beyond the seed spread better than on the inputs as given (see above)."""
@@ -87,15 +101,8 @@ def layout_rule(evs) -> OwnFinding | None:
     ):
         return None
 
-    fixed = [reread(ev).level() for ev in evs]
-    plain = [ev.arm("own").level() for ev in evs]
-    if not (
-        all(
-            below("layout.reread_learns", f, HALF * p, seed=ev.seed)
-            for p, f, ev in zip(plain, fixed, evs)
-        )
-        and below("layout.seeds_apart", max(fixed), min(plain))
-    ):
+    fixed, plain = far_better(evs, [reread(ev) for ev in evs], "layout.reread_learns")
+    if fixed is None:
         return None
     (given, again), shape = read[0], tuple(proto.inputs_of(evs[0].batches[0]).shape)
     return OwnFinding(

@@ -192,13 +192,14 @@ def audit(setup, seed: int, batches) -> dict:
         params = [p for p in model.parameters() if p.requires_grad]
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         zero = all(g is None or not g.any() for g in grads)
-    floor = copies = None
+    floor = copies = multi = None
     if mode.meets:
         func, name, args, kwargs = mode.meets[0]
         target = args[1] if len(args) > 1 else kwargs.get("target")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             floor = targets.floor(func, name, args, kwargs, target)
+            multi = targets.multi_hot(name, args[0], target)
             if targets.same_tokens(target, batch, kwargs):
                 copies = targets.causal(lambda b: _first_prediction(setup, model, b, seed), batch)
     return {
@@ -209,6 +210,7 @@ def audit(setup, seed: int, batches) -> dict:
         "unpaired": unpaired,
         "floor": floor,
         "copies": copies,
+        "multi_hot": multi,
         "batch_softmax": mode.batch_softmax,
         "weights": targets.class_weights(mode.weighted[0], batch, batches)
         if mode.weighted

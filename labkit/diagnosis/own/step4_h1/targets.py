@@ -23,6 +23,8 @@
 - **regression targets truncated to integers**: a regression loss whose targets come from
   labels of an integer type that take a few small values on both sides of 0, mostly 0, as
   standardised values cast to ``torch.long`` are (H2, the labels);
+- **several classes on in a row**: ``cross_entropy``'s class-probability targets whose rows
+  sum above 1 (multi-hot tags): one softmax over labels that are not exclusive (H1, the loss);
 - **a softmax over the batch**: ``softmax`` / ``log_softmax`` of the model's output taken
   over dim 0, the examples of the batch, instead of over the classes (H1, the loss). A square
   matrix (examples against examples, as a contrastive loss builds) is left alone.
@@ -49,6 +51,7 @@ AMPLIFY = 3.0  # the weighted shares this many times as uneven as the counts: we
 UNEVEN = 5.0  # and the weighted shares at least this uneven (largest over smallest)
 FLOOR = 0.8  # best reachable loss / loss of a uniform guess at or above this: nothing to learn
 MARGINS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # logit margins tried for the confident right answer
+MULTI = 0.1  # this share of rows summing above 1 (several classes on): not distributions
 
 
 @torch.no_grad()
@@ -56,12 +59,9 @@ def floor(func, name, args, kwargs, target) -> dict | None:
     """The loss this very call gives a confident, correct prediction (the best over MARGINS)
     and a uniform one, with the call's own targets and options; None when not measurable."""
     pred = args[0]
-    if (
-        not torch.is_tensor(target)
-        or target.is_floating_point()
-        or pred.dim() < 2
-        or pred.shape[1] < 2
-    ):
+    if not torch.is_tensor(target) or target.is_floating_point() or pred.dim() < 2:
+        return None
+    if pred.shape[1] < 2:
         return None
     classes = pred.shape[1]
     if tuple(target.shape) != (pred.shape[0],) + tuple(pred.shape[2:]):
@@ -90,6 +90,22 @@ def floor(func, name, args, kwargs, target) -> dict | None:
         "call": name,
         "label_smoothing": float(kwargs.get("label_smoothing", 0.0) or 0.0),
     }
+
+
+@torch.no_grad()
+def multi_hot(name, pred, target) -> dict | None:
+    """Class-probability targets (float, the logits' shape, in [0, 1]) whose rows sum above 1
+    on at least MULTI of the rows; None for one-hot, soft or smoothed labels (rows sum to 1)."""
+    if name != "cross_entropy" or not torch.is_tensor(target) or not target.is_floating_point():
+        return None
+    if target.shape != pred.shape or target.dim() < 2 or target.shape[1] < 2:
+        return None
+    t = target.detach().float()
+    sums, share = t.sum(1).flatten(), float((t.sum(1) > 1.01).float().mean())
+    if t.min() < 0 or t.max() > 1 or share < MULTI:
+        return None
+    binary = bool(((t == 0) | (t == 1)).all())
+    return {"share": share, "mean": float(sums.mean()), "classes": t.shape[1], "binary": binary}
 
 
 def same_tokens(target, batch, kwargs) -> bool:
@@ -291,6 +307,17 @@ def finding(found: list[dict]) -> OwnFinding | None:
             f"perfectly confident, correct prediction scores {fl['best']:.3g} at best, "
             f"against {fl['chance']:.3g} for a uniform guess; {cause}",
         )
+    if all(f.get("multi_hot") for f in found):
+        m = found[0]["multi_hot"]
+        rows = "hold more than one 1 (multi-hot)" if m["binary"] else "sum above 1"
+        text = (
+            f"cross_entropy is given float targets as class probabilities, and {m['share']:.0%} "
+            f"of the first batch's rows {rows} (a row sums to {m['mean']:.3g} on average): the "
+            f"loss fits one softmax over the {m['classes']} classes, as if exactly one were on, "
+            "so labels that are not exclusive (multi-label tags) compete for one unit of "
+            "probability; score each label on its own: binary_cross_entropy_with_logits"
+        )
+        return OwnFinding("H1", "multi_hot_softmax", text)
     if all(f.get("outside") for f in found):
         name, low, high = found[0]["outside"]
         return OwnFinding(

@@ -11,6 +11,7 @@ import math
 
 from ..step3_h2 import features
 from ..step4_h1 import audit, leaves
+from ..step4_h1.flow import param_names
 
 
 def _lr(ev) -> str | None:
@@ -20,6 +21,49 @@ def _lr(ev) -> str | None:
     if not lrs or not base:
         return None
     return f"the LR reaches {max(lrs):.2g} (base {base:.2g})"
+
+
+def never_grad(rp) -> list[tuple[str, int, bool]]:
+    """(name, values, whether its module ran in a forward) of each parameter that the optimizer
+    holds and that requires grad, yet had no gradient after any backward(): the loss never
+    depends on it (built and never used in forward). A frozen parameter (requires_grad off),
+    one left out of the optimizer, or one tied to a used one (the same tensor) is not listed."""
+    names = param_names(rp.models.values())
+    held = {id(p) for o in rp.optimizers.values() for g in o.param_groups for p in g["params"]}
+    return sorted(
+        (names[id(p)][0], p.numel(), names[id(p)][1] in rp.called)
+        for p in rp.watched()
+        if p.requires_grad and id(p) in held and id(p) not in rp.ever_grad and id(p) in names
+    )
+
+
+def beside(evs, line: str) -> str:
+    """The acquittal's `line` with the finding it states beside itself, if any: parameters the
+    loss never reads (`never_grad`, on the first seed)."""
+    found = never_grad(evs[0].replay)
+    return line + "; " + unused_words(found, len(evs[0].replay.backwards)) if found else line
+
+
+def unused_words(found: list, backwards: int) -> str:
+    """The finding about the parameters `never_grad` found."""
+    parts = [
+        f"{name} ({n} values{'' if ran else ', its module never ran in a forward'})"
+        for name, n, ran in found[:4]
+    ]
+    more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+    one = len(found) == 1
+    return (
+        f"finding: the optimizer holds {len(found)} parameter{'' if one else 's'} that "
+        f"require{'s' if one else ''} grad and had no gradient after any of the "
+        f"{backwards} backward() calls: {', '.join(parts)}{more}; your loss never "
+        "depends on "
+        + ("it" if one else "them")
+        + " (built and never used in forward?): use "
+        + ("it" if one else "them")
+        + " where the model was meant to, or leave "
+        + ("it" if one else "them")
+        + " out"
+    )
 
 
 def checked(evs, plain_level: float) -> str:

@@ -242,6 +242,11 @@ def plan(finding, evs):
 
         key = finding.arm[5:]
         return _plan_data(evs, lambda ev: inverted_run(ev, key), lambda b: inverted_batches(b, key))
+    if finding.arm.startswith("repaired:"):  # masks flipped back to their images (`paired`)
+        from ..step3_h2.paired import repaired, repaired_batches
+
+        how = finding.arm[9:]
+        return _plan_data(evs, lambda ev: repaired(ev, how), lambda b: repaired_batches(b, how))
     if known_arm(finding.arm):
         return _plan_arm(finding, evs)
     return None

@@ -47,6 +47,8 @@ _LOSS_SENTENCE = {
     "per-example errors, not the error of the batch means",
     "floor_near_chance": "use the loss's default target: drop the label_smoothing (or set it "
     "to 0.1 at most) so the right class is rewarded",
+    "multi_hot_softmax": "score each label on its own: binary_cross_entropy_with_logits(logits, "
+    "targets.float()) in place of cross_entropy over labels that are not exclusive",
     "softmax_over_batch": "normalise over the classes: softmax/log_softmax with dim=1 (or -1), "
     "not dim=0",
     "class_weights": "weigh each class by the inverse of its frequency in the labels "
@@ -118,6 +120,10 @@ CHANGES = {
         ("keep each label with its own input when the data is shuffled, split or joined"),
     ),
     "noise_inputs": ({DATA}, "feed the real features, not noise of the same shape"),
+    "masks_transformed_apart": (
+        {DATA},
+        "draw each random transform once per pair and apply it to the image and to its mask",
+    ),
     "order_unmixed": (
         {DATA},
         (

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 
 from ..step1_capture import setup as proto
-from ..step5_sign.acquit import checked
+from ..step5_sign.acquit import beside, checked
 from ..step3_h2.data import REPEATED, WHITE, describe_signal, held_out_verdict
 from ..step3_h2.data import barely_varying, label_signal, scale_shift
 from .evidence import SeedEvidence
@@ -52,7 +52,7 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
-from ..step3_h2 import blank, calls, layout, mask, padid
+from ..step3_h2 import blank, calls, layout, mask, padid, paired
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
@@ -155,7 +155,8 @@ def _h2(evs) -> OwnFinding | None:
             variable=("labels", "as given", "permuted across the epoch"),
             expect="same",
         )
-    return layout.layout_rule(evs) or mask.mask_rule(evs) or padid.collision_rule(evs)
+    found = layout.layout_rule(evs) or mask.mask_rule(evs) or padid.collision_rule(evs)
+    return found or paired.paired_rule(evs)
 
 
 def _label_signal(evs) -> dict:
@@ -331,7 +332,8 @@ def _healthy_or_unknown(evs) -> OwnFinding:
         return _unknown(
             f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}"
         )
-    return OwnFinding("NONE", "healthy", checked(evs, plain[0]) + "; " + references(evs, plain))
+    line = checked(evs, plain[0]) + "; " + references(evs, plain)
+    return OwnFinding("NONE", "healthy", beside(evs, line))
 
 
 def decide(evs: list[SeedEvidence]) -> OwnFinding:
