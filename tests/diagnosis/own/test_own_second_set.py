@@ -110,12 +110,51 @@ def test_one_output_shown_as_the_loss_is_named_and_the_mean_over_outputs_is_hone
 
 def test_columns_are_read_only_for_float_labels_of_the_outputs_shape():
     out = torch.randn(6, 3, generator=_gen(10))
-    assert replay._columns(out, (torch.zeros(6, 4), torch.randint(0, 3, (6,)))) is None  # ids
+    ids = replay._columns(out, (torch.zeros(6, 4), torch.randint(0, 3, (6,))))
+    assert set(ids) == {"accuracy"}  # class ids: the accuracy, no columns
     assert replay._columns(out[:, :1], (torch.zeros(6, 4), torch.zeros(6, 1))) is None  # one
     assert replay._columns(out, (torch.zeros(6, 4), torch.zeros(6, 2))) is None  # other shape
     found = replay._columns(out, (torch.zeros(6, 4), torch.zeros(6, 3)))
     assert torch.allclose(torch.tensor(found["mse"]), (out**2).mean(0))
     assert logcount._columns([{"step": 0, "columns": found}], 2) == {}  # a step without one
+
+
+def _metric_run(shown: str | None):
+    """Batch accuracies that rise while the loss falls; the report is the epoch running mean
+    of the loss (None), of the accuracy, or of the error rate."""
+    per_epoch, g = 8, _gen(11)
+    accuracy = [
+        min(1.0, 0.2 + t / 40 + 0.05 * float(torch.rand((), generator=g))) for t in range(32)
+    ]
+    raw = [1.6 * (1 - a) + 0.05 for a in accuracy]  # a loss that follows it, not equal to it
+    values = {None: raw, "accuracy": accuracy, "error_rate": [1 - a for a in accuracy]}[shown]
+    reported, total = [], 0.0
+    for t, v in enumerate(values):
+        total = (0.0 if t % per_epoch == 0 else total) + v
+        reported.append(total / (t % per_epoch + 1))
+    run = Run.from_log({"step": list(range(32)), "loss_raw": raw, "loss_reported": reported},
+                       seed=0, started_at=0.0)  # fmt: skip
+    forwards = [{"step": t, "columns": {"accuracy": a}} for t, a in enumerate(accuracy)]
+    return run, logcount._columns(forwards, 32), per_epoch
+
+
+def test_the_accuracy_or_the_error_rate_shown_as_the_loss_is_named_and_the_loss_is_not():
+    for shown in ("accuracy", "error_rate"):
+        run, series, per_epoch = _metric_run(shown)
+        found = check_logger(run, per_epoch=per_epoch, series=series)
+        assert found.details["mechanism"] == f"{shown}_shown", found.verdict
+        assert "a metric is not the loss" in found.verdict
+    run, series, per_epoch = _metric_run(None)
+    assert check_logger(run, per_epoch=per_epoch, series=series).details["agree"]
+
+
+def test_accuracy_counts_only_the_positions_a_loss_scores():
+    logits = torch.zeros(2, 3, 4)
+    logits[..., 1] = 1.0  # every position predicts class 1
+    labels = torch.tensor([[1, 2, -100], [1, -100, -100]])  # three scored, two of them right
+    assert replay._columns(logits, (torch.zeros(2, 3), labels)) == {"accuracy": 2 / 3}
+    every = torch.full((2, 3), -100)
+    assert replay._columns(logits, (torch.zeros(2, 3), every)) is None  # nothing scored
 
 
 class _Tagged(nn.Module):

@@ -73,13 +73,21 @@ def _counts(batch) -> tuple[int, int, int] | None:
 def _columns(out, batch) -> dict | None:
     """Each output column's squared and absolute error against float labels of the same shape
     (B, K), K > 1: one output's part of a regression loss (a report may show one of them);
-    None for any other output or batch."""
+    against class ids, the accuracy of the argmax; None for any other output or batch."""
     try:
         y = labels_of(batch) if batch is not None else None
     except (TypeError, ValueError, KeyError, IndexError):
         return None
-    if not (torch.is_tensor(out) and torch.is_tensor(y) and y.is_floating_point()):
+    if not (torch.is_tensor(out) and torch.is_tensor(y) and out.is_floating_point()):
         return None
+    if not y.is_floating_point():  # class ids: the share the argmax gets right (a metric a
+        # report may show as the loss), over the positions not ignored (-100)
+        if out.dim() < 2 or out.shape[-1] < 2 or out.shape[:-1] != y.shape or not y.numel():
+            return None
+        kept = y != -100
+        n = int(kept.sum())
+        hits = int(((out.detach().argmax(-1) == y) & kept).sum())
+        return {"accuracy": hits / n} if n else None
     if out.shape != y.shape or out.dim() != 2 or out.shape[1] < 2:
         return None
     d = out.detach().float() - y.float()

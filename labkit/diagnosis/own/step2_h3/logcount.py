@@ -136,9 +136,15 @@ def _series(ev) -> dict:
 
 def _columns(forwards, steps: int) -> dict:
     """Per step, each output column's error (`replay._columns`) on its last forward with grad
-    on, by key ``column<c>of<K>_<mse|l1>``; {} unless every step has one."""
+    on, by key ``column<c>of<K>_<mse|l1>``, or the batch's accuracy and error rate (class
+    ids); {} unless every step has one."""
     last = {f["step"]: f["columns"] for f in forwards if f.get("columns")}
     if len(last) < steps or any(t not in last for t in range(steps)):
+        return {}
+    if all("accuracy" in last[t] for t in range(steps)):  # class ids: the batch's accuracy
+        accuracy = [last[t]["accuracy"] for t in range(steps)]
+        return {"accuracy": accuracy, "error_rate": [1 - a for a in accuracy]}
+    if any("mse" not in last[t] for t in range(steps)):
         return {}
     k = len(last[0]["mse"])
     if any(len(last[t]["mse"]) != k for t in range(steps)):

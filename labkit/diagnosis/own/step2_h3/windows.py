@@ -14,8 +14,21 @@ def same_value(a, b, tol=TOL) -> bool:
     return abs(a - b) <= tol * max(abs(b), 1e-8) + 1e-9
 
 
+METRIC_WORDS = {
+    "accuracy": "the training accuracy (the share of the batch whose argmax is its label)",
+    "error_rate": "the training error rate (1 - accuracy: the share of the batch it gets wrong)",
+}
+
+
 def column_words(key: str) -> tuple[str, str]:
-    """(what, hint) of a ``column<c>of<K>_<mse|l1>`` series (`logcount._columns`)."""
+    """(what, hint) of a ``column<c>of<K>_<mse|l1>`` series, or of the accuracy or error rate
+    (`logcount._columns`)."""
+    if key in METRIC_WORDS:
+        return METRIC_WORDS[key], (
+            "a metric is not the loss: it falls by steps of 1/batch and stops at 0 while the "
+            "loss goes on; report the loss passed to backward() and the metric in a column of "
+            "its own"
+        )
     column, _, kind = key.partition("_")
     c, k = column.removeprefix("column").split("of")
     error = "squared" if kind == "mse" else "absolute"
