@@ -82,6 +82,15 @@ def test_multi_hot_rows_under_cross_entropy_are_read_as_several_classes_on():
     assert targets.multi_hot("cross_entropy", logits, one_off) is None
 
 
+def _epoch_means(values, per_epoch):
+    """The running mean of `values` within each epoch of `per_epoch` steps."""
+    reported, total = [], 0.0
+    for t, v in enumerate(values):
+        total = (0.0 if t % per_epoch == 0 else total) + v
+        reported.append(total / (t % per_epoch + 1))
+    return reported
+
+
 def _columns_run(shown_column):
     """Three outputs' squared errors per step, the loss their mean; the report is the epoch
     running mean of column `shown_column` (None: of the loss itself)."""
@@ -89,10 +98,7 @@ def _columns_run(shown_column):
     cols = (torch.rand(32, 3, generator=g) + torch.tensor([0.2, 1.0, 2.0])).tolist()
     raw = [sum(c) / 3 for c in cols]
     values = raw if shown_column is None else [c[shown_column] for c in cols]
-    reported, total = [], 0.0
-    for t, v in enumerate(values):
-        total = (0.0 if t % per_epoch == 0 else total) + v
-        reported.append(total / (t % per_epoch + 1))
+    reported = _epoch_means(values, per_epoch)
     run = Run.from_log({"step": list(range(32)), "loss_raw": raw, "loss_reported": reported},
                        seed=0, started_at=0.0)  # fmt: skip
     forwards = [{"step": t, "columns": {"mse": c, "l1": c}} for t, c in enumerate(cols)]
@@ -128,10 +134,7 @@ def _metric_run(shown: str | None):
     ]
     raw = [1.6 * (1 - a) + 0.05 for a in accuracy]  # a loss that follows it, not equal to it
     values = {None: raw, "accuracy": accuracy, "error_rate": [1 - a for a in accuracy]}[shown]
-    reported, total = [], 0.0
-    for t, v in enumerate(values):
-        total = (0.0 if t % per_epoch == 0 else total) + v
-        reported.append(total / (t % per_epoch + 1))
+    reported = _epoch_means(values, per_epoch)
     run = Run.from_log({"step": list(range(32)), "loss_raw": raw, "loss_reported": reported},
                        seed=0, started_at=0.0)  # fmt: skip
     forwards = [{"step": t, "columns": {"accuracy": a}} for t, a in enumerate(accuracy)]
