@@ -19,6 +19,7 @@ from labkit.diagnosis.own.step3_h2 import paired
 from labkit.diagnosis.own.step3_h2.data import label_signal
 from labkit.diagnosis.own.step4_h1 import targets
 from labkit.diagnosis.own.step5_sign import acquit
+from labkit.diagnosis.own.step5_sign.intervene import _epoch_mean
 
 
 def _gen(seed):
@@ -82,15 +83,6 @@ def test_multi_hot_rows_under_cross_entropy_are_read_as_several_classes_on():
     assert targets.multi_hot("cross_entropy", logits, one_off) is None
 
 
-def _epoch_means(values, per_epoch):
-    """The running mean of `values` within each epoch of `per_epoch` steps."""
-    reported, total = [], 0.0
-    for t, v in enumerate(values):
-        total = (0.0 if t % per_epoch == 0 else total) + v
-        reported.append(total / (t % per_epoch + 1))
-    return reported
-
-
 def _columns_run(shown_column):
     """Three outputs' squared errors per step, the loss their mean; the report is the epoch
     running mean of column `shown_column` (None: of the loss itself)."""
@@ -98,7 +90,7 @@ def _columns_run(shown_column):
     cols = (torch.rand(32, 3, generator=g) + torch.tensor([0.2, 1.0, 2.0])).tolist()
     raw = [sum(c) / 3 for c in cols]
     values = raw if shown_column is None else [c[shown_column] for c in cols]
-    reported = _epoch_means(values, per_epoch)
+    reported = _epoch_mean(values, per_epoch)
     run = Run.from_log({"step": list(range(32)), "loss_raw": raw, "loss_reported": reported},
                        seed=0, started_at=0.0)  # fmt: skip
     forwards = [{"step": t, "columns": {"mse": c, "l1": c}} for t, c in enumerate(cols)]
@@ -134,7 +126,7 @@ def _metric_run(shown: str | None):
     ]
     raw = [1.6 * (1 - a) + 0.05 for a in accuracy]  # a loss that follows it, not equal to it
     values = {None: raw, "accuracy": accuracy, "error_rate": [1 - a for a in accuracy]}[shown]
-    reported = _epoch_means(values, per_epoch)
+    reported = _epoch_mean(values, per_epoch)
     run = Run.from_log({"step": list(range(32)), "loss_raw": raw, "loss_reported": reported},
                        seed=0, started_at=0.0)  # fmt: skip
     forwards = [{"step": t, "columns": {"accuracy": a}} for t, a in enumerate(accuracy)]
