@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import forgery_reviews
 from helpers import labkit_cli
 
 pytestmark = pytest.mark.slow  # two gradings, each of several notebooks in kernels
@@ -510,6 +511,9 @@ def grades(tmp_path_factory):
     write_data(hidden, "honest")
     for name, (block, _) in DATA_FORGERIES.items():
         write_data(hidden, f"forged_{name}", block)
+    forgery_reviews.write(hidden, "honest")
+    for name, (block, _) in forgery_reviews.FORGERIES.items():
+        forgery_reviews.write(hidden, f"forged_{name}", block)
     mine = Path(target.__file__)
     try:
         done = {  # forgeries in the kernel: without the sandbox, in this process (warm kernels)
@@ -567,19 +571,24 @@ def test_a_forged_hand_over_changes_answers_never_verdicts(grades, forgery):
         assert all(r[2].startswith("no answer was handed over: ") for r in rows), rows
 
 
-@pytest.mark.parametrize("forgery", sorted(TARGETED))
-def test_a_forged_answer_fails_its_row_and_leaves_the_others_as_the_twins(grades, forgery):
-    honest, forged = (
-        grades["hidden"]["honest"]["json"],
-        grades["hidden"][f"forged_{forgery}"]["json"],
-    )
-    says = TARGETED[forgery][1]
+def only_rows_fail(forged: list, honest: list, says: dict) -> None:
+    """The forged notebook's JSON rows: each check in `says` failed, its message starting with
+    what `says` holds for it; every other row is the honest twin's."""
     assert [r[0] for r in forged] == [r[0] for r in honest]
     for mine, twin in zip(forged, honest):
         if mine[0] in says:
             assert mine[1] == "failed" and mine[2].startswith(says[mine[0]]), mine
         else:
             assert mine == twin
+
+
+@pytest.mark.parametrize("forgery", sorted(TARGETED))
+def test_a_forged_answer_fails_its_row_and_leaves_the_others_as_the_twins(grades, forgery):
+    honest, forged = (
+        grades["hidden"]["honest"]["json"],
+        grades["hidden"][f"forged_{forgery}"]["json"],
+    )
+    only_rows_fail(forged, honest, TARGETED[forgery][1])
 
 
 def test_the_data_twin_fails_each_wrong_answer(grades):
@@ -604,14 +613,26 @@ def test_made_up_data_fails_its_row_and_leaves_the_others_as_the_twins(grades, f
     that data again as the exercise's cell does, and the row says which part differs."""
     honest = grades["hidden"]["ex_cef_honest"]
     forged = grades["hidden"][f"ex_cef_forged_{forgery}"]
-    says = DATA_FORGERIES[forgery][1]
-    assert [r[0] for r in forged["json"]] == [r[0] for r in honest["json"]]
-    for mine, twin in zip(forged["json"], honest["json"]):
-        if mine[0] in says:
-            assert mine[1] == "failed" and mine[2].startswith(says[mine[0]]), mine
-        else:
-            assert mine == twin
+    only_rows_fail(forged["json"], honest["json"], DATA_FORGERIES[forgery][1])
     for form in ("csv", "gradescope"):  # the same points as the twin's, in every report
         assert [r[-2 if form == "gradescope" else -1] for r in forged[form]] == [
             r[-2 if form == "gradescope" else -1] for r in honest[form]
         ], form
+
+
+def test_the_review_twin_passes_each_review(grades):
+    rows = grades["hidden"]["ex_rev_honest"]["json"]  # and Exercise A's hidden checks after
+    assert [(r[0], r[1]) for r in rows if "hidden" not in r[0]] == [
+        (f"ex_{e}_{kind}", "passed") for kind in ("predict", "review") for e in "abdef"
+    ], rows
+
+
+@pytest.mark.parametrize("forgery", sorted(forgery_reviews.FORGERIES))
+def test_a_run_under_another_name_fails_its_review_and_leaves_the_others_as_the_twins(
+    grades, forgery
+):
+    """A review's runs by their names (`forgery_reviews`): another setup under the name fails
+    that review's row with both setups; every other row is the twin's."""
+    honest = grades["hidden"]["ex_rev_honest"]["json"]
+    forged = grades["hidden"][f"ex_rev_forged_{forgery}"]["json"]
+    only_rows_fail(forged, honest, forgery_reviews.FORGERIES[forgery][1])
