@@ -456,3 +456,37 @@ def test_every_argument_the_grader_makes_again_is_one_its_check_takes():
     for name, makers in GIVEN.items():
         fn = getattr(getattr(check, name), "__wrapped__", getattr(check, name))
         assert set(makers) <= set(inspect.signature(fn).parameters), name
+
+
+def test_a_lab15_record_is_measured_again_row_by_row():
+    """Lab 15's record (`check.ex.mystery`): the grader trains its runs again, so an edited
+    hashes row, overfit verdict or list of seeds fails with both values; the record as the lab
+    filled it reaches the check."""
+    import copy
+
+    from labkit.check import lab15_conviction
+    from labkit.diagnosis.record.triage import TriageRecord
+
+    import forgery_lab15
+
+    record = forgery_lab15.filled({"fix": "logger"})
+    defect = "logger divides by the wrong count"
+    said = verdict(lab15_conviction, "lab15_conviction", handed_text("A", record, defect))
+    assert said[0] == "passed", said
+    prefix = (
+        "the answer to lab15_conviction could not be checked: record (given as argument 2) is "
+        "not the record of mystery A's runs: "
+    )
+    for (row, key, value), says in (
+        (("hashes", "seed", 4), "its hashes row's seed is 4, and the grader's run has 3"),
+        (("overfit", "reached", False), "its overfit row's reached is False, and the grader's"),
+        (("seeds", None, [3, 5]), "its seeds are [3, 5], and its runs' are [3, 4]"),
+    ):
+        edited = copy.deepcopy(record.to_dict())
+        if key is None:
+            edited[row] = value
+        else:
+            edited["rows"][row]["data"][key] = value
+        edited = TriageRecord.from_dict(edited)
+        said = verdict(lab15_conviction, "lab15_conviction", handed_text("A", edited, defect))
+        assert said[0] == "failed" and said[1].startswith(prefix + says), said

@@ -16,7 +16,10 @@ data round: a second honest twin calls Exercises C, E and F's checks that work t
 of data handed over beside the answer (wrong answers, all six), and each forgery makes that
 data up to fit (an empty sweep and an x10 arm made to fall, a halved ||g||^2, the split's rows
 whose floor is the answer, sixteen classes of labels and a transposed matrix); graded with the
-hidden checks, in the same grading.
+hidden checks, in the same grading. So are two more twins and their forgeries: the reviews of
+Exercises A, B, D, E and F, handed runs of other setups under the exercise's names
+(`forgery_reviews`), and Lab 15's conviction, handed another mystery's name or a record edited
+after its runs (`forgery_lab15`).
 """
 
 import csv
@@ -29,6 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import forgery_lab15
 import forgery_reviews
 from helpers import labkit_cli
 
@@ -511,9 +515,10 @@ def grades(tmp_path_factory):
     write_data(hidden, "honest")
     for name, (block, _) in DATA_FORGERIES.items():
         write_data(hidden, f"forged_{name}", block)
-    forgery_reviews.write(hidden, "honest")
-    for name, (block, _) in forgery_reviews.FORGERIES.items():
-        forgery_reviews.write(hidden, f"forged_{name}", block)
+    for twin in (forgery_reviews, forgery_lab15):
+        twin.write(hidden, "honest")
+        for name, (block, _) in twin.FORGERIES.items():
+            twin.write(hidden, f"forged_{name}", block)
     mine = Path(target.__file__)
     try:
         done = {  # forgeries in the kernel: without the sandbox, in this process (warm kernels)
@@ -572,12 +577,14 @@ def test_a_forged_hand_over_changes_answers_never_verdicts(grades, forgery):
 
 
 def only_rows_fail(forged: list, honest: list, says: dict) -> None:
-    """The forged notebook's JSON rows: each check in `says` failed, its message starting with
-    what `says` holds for it; every other row is the honest twin's."""
+    """The forged notebook's JSON rows: each row of a check in `says` (by its name, or by its
+    name and cell) failed, its message starting with what `says` holds for it; every other row
+    is the honest twin's."""
     assert [r[0] for r in forged] == [r[0] for r in honest]
     for mine, twin in zip(forged, honest):
-        if mine[0] in says:
-            assert mine[1] == "failed" and mine[2].startswith(says[mine[0]]), mine
+        starts = says.get(mine[0], says.get((mine[0], mine[3])))
+        if starts is not None:
+            assert mine[1] == "failed" and mine[2].startswith(starts), mine
         else:
             assert mine == twin
 
@@ -636,3 +643,19 @@ def test_a_run_under_another_name_fails_its_review_and_leaves_the_others_as_the_
     honest = grades["hidden"]["ex_rev_honest"]["json"]
     forged = grades["hidden"][f"ex_rev_forged_{forgery}"]["json"]
     only_rows_fail(forged, honest, forgery_reviews.FORGERIES[forgery][1])
+
+
+def test_the_lab15_twin_fails_its_wrong_defect_and_its_missed_forecast(grades):
+    rows = grades["hidden"]["lab15_honest"]["json"]
+    assert [(r[0], r[1]) for r in rows] == [("lab15_conviction", "failed")] * 2, rows
+    assert rows[0][2].startswith("H3 is the right system, but"), rows
+    assert "the intervention run did not meet its FORECAST" in rows[1][2], rows
+
+
+@pytest.mark.parametrize("forgery", sorted(forgery_lab15.FORGERIES))
+def test_a_forged_mystery_or_record_fails_its_conviction(grades, forgery):
+    """Lab 15 (`forgery_lab15`): another mystery's name, a FORECAST set to met, an
+    uninformative one made to fit: each row they touch fails with what differs."""
+    honest = grades["hidden"]["lab15_honest"]["json"]
+    forged = grades["hidden"][f"lab15_forged_{forgery}"]["json"]
+    only_rows_fail(forged, honest, forgery_lab15.FORGERIES[forgery][1])

@@ -14,6 +14,7 @@ be that setup: the zoo bug, the exercise's seams and every setting of its config
 exercise sets it, on the notebook's seed (`Notebook`, read from its parameters cells); only how
 long it trained is free, since the grader trains it again as long. A review never fails on a
 miss, so a run under another name would change only what it says: it is refused all the same.
+Lab 15's mystery and the runs its record measured are made again in `mystery`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 from dataclasses import dataclass
 
 from .c import LRS
+from .mystery import measured_record, notebook_mystery
 
 SWEEP = {"step": 100, "batches": 10, "factors": (0.1, 1.0, 10.0)}  # Exercise C's sweep_from
 P_TOKEN, N_TOKENS = 0.95, 10  # Exercise F's exact-match question
@@ -348,4 +350,5 @@ GIVEN = {  # check -> {argument: maker(given, nb, arguments) -> {what: the grade
         "p_token": constant("per-token accuracy", P_TOKEN),
         "n_tokens": constant("number of tokens", N_TOKENS),
     },
+    "lab15_conviction": {"mystery": notebook_mystery, "record": measured_record},
 }
