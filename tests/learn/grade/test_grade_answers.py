@@ -460,11 +460,12 @@ def test_every_argument_the_grader_makes_again_is_one_its_check_takes():
 
 def test_a_lab15_record_is_measured_again_row_by_row():
     """Lab 15's record (`check.ex.mystery`): the grader trains its runs again, so an edited
-    hashes row, overfit verdict or list of seeds fails with both values; the record as the lab
-    filled it reaches the check."""
+    hashes row, overfit verdict or list of seeds fails with both values, and a FORECAST judged
+    too far on is refused untrained; the record as the lab filled it reaches the check."""
     import copy
 
     from labkit.check import lab15_conviction
+    from labkit.diagnosis.record.prediction import Prediction
     from labkit.diagnosis.record.triage import TriageRecord
 
     import forgery_lab15
@@ -473,6 +474,8 @@ def test_a_lab15_record_is_measured_again_row_by_row():
     defect = "logger divides by the wrong count"
     said = verdict(lab15_conviction, "lab15_conviction", handed_text("A", record, defect))
     assert said[0] == "passed", said
+    far = Prediction("loss < 2 by step 99999", sealed_at=1.0)  # a run the grader would train
+    far.content_hash = far._digest()  # for hours: refused untrained
     prefix = (
         "the answer to lab15_conviction could not be checked: record (given as argument 2) is "
         "not the record of mystery A's runs: "
@@ -481,6 +484,7 @@ def test_a_lab15_record_is_measured_again_row_by_row():
         (("hashes", "seed", 4), "its hashes row's seed is 4, and the grader's run has 3"),
         (("overfit", "reached", False), "its overfit row's reached is False, and the grader's"),
         (("seeds", None, [3, 5]), "its seeds are [3, 5], and its runs' are [3, 4]"),
+        (("forecast", None, far.__dict__), "its FORECAST 'loss < 2 by step 99999' is judged"),
     ):
         edited = copy.deepcopy(record.to_dict())
         if key is None:

@@ -124,6 +124,11 @@ def _intervention(rec, rows: dict, mystery: str) -> str | None:
                 f"runs on a second seed, not {first}"
             )
     steps = max(50, forecast.parse()["step"] + 1)  # the lab's 50, or as far as the FORECAST
+    if steps > LONGEST:
+        return (
+            f"its FORECAST {forecast.text!r} is judged at step {steps - 1}, and the grader trains "
+            f"the lab's runs again to step {LONGEST} at most (the lab's run 50 steps)"
+        )
     for row, seed in seeds.items():
         data = rows[row]["data"]
         run = _run(mystery, seed, steps, declared["fix"], declared["lr_factor"])
