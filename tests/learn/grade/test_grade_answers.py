@@ -494,3 +494,24 @@ def test_a_lab15_record_is_measured_again_row_by_row():
         edited = TriageRecord.from_dict(edited)
         said = verdict(lab15_conviction, "lab15_conviction", handed_text("A", edited, defect))
         assert said[0] == "failed" and said[1].startswith(prefix + says), said
+
+
+def test_data_the_grader_cannot_make_again_is_a_row_never_a_traceback(monkeypatch):
+    """Whatever made-up data makes a maker raise (here torch's RuntimeError) is the row's
+    sentence; it never stops the grading of the class."""
+    from labkit.check import ex_f_exact_match
+    from labkit.learn.check.ex import made
+
+    def breaks(value, nb, arguments):
+        raise RuntimeError("shape '[3]' is invalid for input of size 2")
+
+    monkeypatch.setitem(made.GIVEN, "ex_f_exact_match", {"p_token": breaks})
+    said = verdict(ex_f_exact_match, "ex_f_exact_match", handed_text(0.95, 10, 0.6))
+    assert said == (
+        "failed",
+        (
+            "the answer to ex_f_exact_match could not be checked: the grader could not make "
+            "p_token (given as argument 1) again to compare (RuntimeError: shape '[3]' is invalid "
+            "for input of size 2); pass what the exercise's cell made"
+        ),
+    )
