@@ -4,11 +4,11 @@ A review never fails on a miss: it says which predictions hit. So a run handed t
 another name (the detached run as the healthy one, the two broken optimizers swapped, the
 control as the dropout run) changes only what the review says, and the points stay. The twin
 seals Exercises A, B, D, E and F's predictions, starts their runs after the seals (real
-three-step runs, trained once here and handed over as JSON) and reviews each; each forgery
+three-step runs, trained once here and handed over as JSON) and reviews each; the forgery
 hands the reviews real runs of other setups under the exercise's names, with the data made
 beside them (E's first batches, D's four-way table) made from those runs, so that only the
-names are forged. The grader refuses each with the setup the name stands for and the one the
-run was trained with.
+names are forged (and Exercise F's run is a real run of its data at another LR). The grader
+refuses each with the setup the name stands for and the one the run was trained with.
 """
 
 import functools
@@ -66,13 +66,15 @@ SETUPS = {  # name in the notebook -> labkit.train's arguments (three steps each
     # minority recall leaves 0 by step 2, the original's does not
 }
 FORGERIES = {  # name -> (the block added to the runs' cell, {check: its row starts})
-    "names": (  # runs swapped under each other's names, the data beside them made to fit
+    "names": (  # runs swapped under each other's names, the data beside them made to fit, and
+        # Exercise F's run a real run of its data at another LR
         """healthy, detached = detached, healthy
 runs_b["backbone_only"], runs_b["head_only"] = runs_b["head_only"], runs_b["backbone_only"]
 run_d, control_d = control_d, run_d
 seen = table_of(run_d)
 for swapped in (runs_e, batches):
     swapped["correct"], swapped["double_shift"] = swapped["double_shift"], swapped["correct"]
+run_f = f_lr
 """,
         {
             "ex_a_review": "the answer to ex_a_review could not be checked: healthy (given as "
@@ -87,11 +89,6 @@ for swapped in (runs_e, batches):
             "argument 2) is not the runs the exercise names (correct, double_shift, "
             "padding_in_loss, all_masked_labels, prompt_in_loss): the run under 'correct' was "
             "trained with bug='double_shift', not None",
-        },
-    ),
-    "setup": (  # Exercise F's run: a real run of the imbalanced data, at another LR
-        "run_f = f_lr\n",
-        {
             "ex_f_review": "the answer to ex_f_review could not be checked: run (given as "
             "argument 2) is not the original run: it was trained with lr=30.0, not 0.1",
         },
