@@ -80,6 +80,9 @@ def lab15_conviction(mystery: str, record: TriageRecord, defect: str) -> str:
         )
     try:
         line = record.verdict()
+        strict.require_overfit_gate(record, conv["system"], conv["mechanism"])  # two rules the
+        if record.forecast is not None:  # record applied as it was filled: again, on its data
+            strict.require_informative(record, record.forecast)
     except TriageRefused as exc:
         raise CheckFailed(f"The record refuses a verdict {tries}: {exc}") from None
     system, mechanism = conv["system"], conv["mechanism"]

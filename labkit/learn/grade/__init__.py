@@ -28,7 +28,15 @@ from pathlib import Path
 
 from .missing import missing
 from .formats import STATUSES, format_table, summary  # noqa: F401 (the table is a format too)
-from .read import Unreadable, check_names, checks_in, notebooks_in, read_notebook, seed_of  # noqa: F401
+from .read import (  # noqa: F401
+    Unreadable,
+    check_names,
+    checks_in,
+    notebooks_in,
+    parameters_of,
+    read_notebook,
+    seed_of,
+)
 from .run import DEFAULT_TIMEOUT_S, STUBS, GradeError, check_timeout, execute  # noqa: F401
 from ..check._predict import replaying
 from .sites import hand_over, occurrence
@@ -110,14 +118,14 @@ def grade_notebook(
         sandbox=sandbox,
         notebook_timeout=notebook_timeout,
     )
-    return _rows(path, plan, run, names, hidden, sandbox, seed_of(nb))
+    return _rows(path, plan, run, names, hidden, sandbox, parameters_of(nb))
 
 
 def _error_of(cell) -> dict | None:
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def _rows(path, plan, run, names, hidden, sandbox="none", seed=0) -> list[Row]:
+def _rows(path, plan, run, names, hidden, sandbox="none", notebook=None) -> list[Row]:
     """One row per planned check call: the grader's verdict on the answer its own cell handed
     over, or, where none was, what stopped the cell."""
     from .. import check as checks
@@ -141,7 +149,7 @@ def _rows(path, plan, run, names, hidden, sandbox="none", seed=0) -> list[Row]:
                 hidden.checks[name] if hidden and name in hidden.checks else getattr(checks, name)
             )
             text = run.answers.get((i, name, occurrence(plan, at)))
-            got = verdict(check, name, text, sandbox, seed)
+            got = verdict(check, name, text, sandbox, notebook)
             rows.append(_row(path, i, name, names, got, run, unsealed))
             rows[-1].prose = prose_of(check, text)
     return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)

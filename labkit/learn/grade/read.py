@@ -127,11 +127,26 @@ def exercises_in(notebooks) -> set[str]:
 SEED_RANGE = (0, 2**31 - 1)  # what torch.manual_seed and the exercises' data take
 
 
-def seed_of(nb) -> int:
-    """The seed the notebook runs with: the last ``seed = N`` (a whole number) in its
-    parameters cells (papermill's injected one included), else the exercises' 0. The grader
-    makes the exercise's data again from it (`labkit.learn.grade.truth.given`)."""
-    seed = 0
+def _whole(v) -> bool:
+    return type(v) is int and SEED_RANGE[0] <= v <= SEED_RANGE[1]
+
+
+PARAMETERS = {  # what the grader makes data from, by name: whether a value is one it takes
+    "seed": _whole,
+    "draw_seed": _whole,  # Lab 15's, when its mystery is "random"
+    "dropout": lambda v: type(v) in (int, float) and 0 <= v < 1,  # Exercise D's
+    "mystery": lambda v: type(v) is str,  # Lab 15's: "A" to "D", or "random"
+}
+
+
+def parameters_of(nb):
+    """The parameters the notebook runs with (a `labkit.learn.check.ex.made.Notebook`): the
+    last ``NAME = literal`` of each name in `PARAMETERS` in its parameters cells (papermill's
+    injected one included), else the notebooks' defaults. The grader makes the exercise's data
+    again from them (`labkit.learn.grade.truth.given`)."""
+    from ..check.ex.made import Notebook
+
+    found = {}
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.cell_type != "code" or not {"parameters", "injected-parameters"} & set(tags):
@@ -141,12 +156,23 @@ def seed_of(nb) -> int:
         except SyntaxError:
             continue
         for node in tree.body:
+            names = [getattr(t, "id", None) for t in getattr(node, "targets", ())]
+            value = getattr(getattr(node, "value", None), "value", None)
             if (
                 isinstance(node, ast.Assign)
-                and [getattr(t, "id", None) for t in node.targets] == ["seed"]
+                and len(names) == 1
+                and names[0] in PARAMETERS
                 and isinstance(node.value, ast.Constant)
-                and type(node.value.value) is int
-                and SEED_RANGE[0] <= node.value.value <= SEED_RANGE[1]
+                and PARAMETERS[names[0]](value)
             ):
-                seed = node.value.value
-    return seed
+                found[names[0]] = value
+    mystery = found.get("mystery", Notebook.mystery)
+    if mystery == "random":  # as the notebook draws it: labkit.diagnosis.lab15.draw(draw_seed)
+        mystery = f"random-{found.get('draw_seed', 0)}"
+    seed, dropout = found.get("seed", Notebook.seed), found.get("dropout", Notebook.dropout)
+    return Notebook(seed=seed, dropout=float(dropout), mystery=mystery)
+
+
+def seed_of(nb) -> int:
+    """The seed the notebook runs with (`parameters_of`), else the exercises' 0."""
+    return parameters_of(nb).seed

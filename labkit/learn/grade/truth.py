@@ -139,8 +139,8 @@ def _train(config, bug, seams, steps: int, where: str):
         own = Seams().replace(**{k: GIVEN[k, v] for k, v in seams.items()})
         trainer = Trainer(Config(**config), bug=bug, seams=own)
         return trainer.run(steps=steps)
-    except (TypeError, ValueError, KeyError) as exc:
-        raise NotReproduced(
+    except Exception as exc:  # noqa: BLE001 -- whatever a made-up config makes torch raise is
+        raise NotReproduced(  # this row's sentence, never a traceback that stops the class
             f"the grader could not train the run given as {where} again from its config "
             f"({type(exc).__name__}: {str(exc)[:160]})"
         ) from None
@@ -179,14 +179,17 @@ def _same(a, b) -> bool:
     return math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL)
 
 
-def given(name: str, check, args: list, kwargs: dict, seed: int = 0) -> tuple[list, dict]:
+def given(name: str, check, args: list, kwargs: dict, notebook=None) -> tuple[list, dict]:
     """`args` and `kwargs` of check `name` with each argument the exercise makes
-    (`labkit.learn.check.ex.made.GIVEN`) replaced by the grader's own, made from `seed`;
-    NotReproduced names the first that is none of the data the exercise's cells make."""
+    (`labkit.learn.check.ex.made.GIVEN`) replaced by the grader's own, made from the
+    `notebook`'s parameters (a `made.Notebook`; None: the notebooks' defaults); NotReproduced
+    names the first that is none of the data the exercise's cells make."""
     import copy
     import inspect
 
-    from ..check.ex.made import GIVEN
+    from ..check.ex.made import GIVEN, Notebook
+
+    notebook = notebook or Notebook()
 
     makers = GIVEN.get(name)
     if not makers or any(a is ... for a in (*args, *kwargs.values())):
@@ -200,14 +203,14 @@ def given(name: str, check, args: list, kwargs: dict, seed: int = 0) -> tuple[li
             continue
         value, where = bound.arguments[param], _where(bound, param)
         try:
-            own = make(value, seed, dict(bound.arguments))
+            own = make(value, notebook, dict(bound.arguments))
         except ValueError as exc:
             raise NotReproduced(
                 f"{param} (given as {where}) is not {exc}; pass what the exercise's cell made, "
                 "unchanged"
             ) from None
-        except (TypeError, KeyError, AttributeError, IndexError) as exc:
-            raise NotReproduced(
+        except Exception as exc:  # noqa: BLE001 -- whatever made-up data makes a maker raise
+            raise NotReproduced(  # is this row's sentence, never a traceback that stops the class
                 f"the grader could not make {param} (given as {where}) again to compare "
                 f"({type(exc).__name__}: {str(exc)[:160]}); pass what the exercise's cell made"
             ) from None
@@ -218,7 +221,7 @@ def given(name: str, check, args: list, kwargs: dict, seed: int = 0) -> tuple[li
             others = f" (nor {', '.join(list(differs)[1:])})" if len(differs) > 1 else ""
             raise NotReproduced(
                 f"{param} (given as {where}) is not {what}, as the exercise's cell makes it "
-                f"from seed {seed}{others}: {why}; pass what that cell made, unchanged"
+                f"from seed {notebook.seed}{others}: {why}; pass what that cell made, unchanged"
             )
         bound.arguments[param] = copy.deepcopy(own[same])  # a check may change what it gets
     return list(bound.args), dict(bound.kwargs)

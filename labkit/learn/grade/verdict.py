@@ -46,11 +46,12 @@ os._exit(0)
 
 
 def verdict(
-    check, name: str, text: str | None, sandbox: str = "none", seed: int = 0
+    check, name: str, text: str | None, sandbox: str = "none", notebook=None
 ) -> tuple[str, str] | None:
     """(status, message) for the answer `text` (the hand-over's JSON) judged by `check` (the
-    answer_check-wrapped function); None when no answer was handed over. `seed`: the
-    notebook's, from which the grader makes the exercise's data again (`truth.given`)."""
+    answer_check-wrapped function); None when no answer was handed over. `notebook`: its
+    parameters (`read.parameters_of`; None: the notebooks' defaults), from which the grader
+    makes the exercise's data again (`truth.given`)."""
     if text is None:
         return None
     try:
@@ -72,7 +73,7 @@ def verdict(
         return judged(check.decide, [observed], {})
     try:
         args, kwargs = recreated(args, kwargs)  # every run it holds, the grader's own
-        args, kwargs = given(name, check, args, kwargs, seed)  # and the exercise's data
+        args, kwargs = given(name, check, args, kwargs, notebook)  # and the exercise's data
     except NotReproduced as exc:
         return "failed", f"the answer to {name} could not be checked: {exc}"
     if (bad := not_finite(args, kwargs)) is not None:

@@ -328,7 +328,7 @@ def test_a_made_up_run_is_refused_and_a_real_one_is_judged_on_the_graders_own():
     from labkit.check import ex_d_first_gap
     from labkit.learn.check.ex.d import three_at
 
-    control = labkit.train(steps=3)
+    control = labkit.train(steps=3, eval_every=16)  # Exercise D's control, for three steps
     first = three_at(control, 0)
     right, wrong = first["online"] - first["train_eval"], 0.5
     made_up = copy.deepcopy(control)  # what a wrapped labkit.train returns: the wrong answer fits
@@ -374,10 +374,12 @@ def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
     from labkit.check import ex_d_first_gap, ex_d_review, ex_e_review, ex_f_exact_match
 
     base = labkit.Config(task="lm", steps=2)
-    setups = {"correct": None, "double_shift": "double_shift"}
-    runs = {name: labkit.train(base, bug=bug) for name, bug in setups.items()}
-    batches = {name: labkit.Trainer(base, bug=bug).batch(0) for name, bug in setups.items()}
-    swapped = dict(zip(batches, reversed(batches.values())))
+    bugs = ("double_shift", "padding_in_loss", "all_masked_labels")  # Exercise E's five runs
+    setups = {"correct": (base, None), **{bug: (base, bug) for bug in bugs}}
+    setups["prompt_in_loss"] = (base.replace(response_only=False), None)
+    runs = {name: labkit.train(cfg, bug=bug) for name, (cfg, bug) in setups.items()}
+    batches = {name: labkit.Trainer(cfg, bug=bug).batch(0) for name, (cfg, bug) in setups.items()}
+    swapped = {**batches, "correct": batches["double_shift"], "double_shift": batches["correct"]}
     said = verdict(ex_e_review, "ex_e_review", handed_text({}, runs, swapped))
     assert said[0] == "failed" and said[1].startswith(
         "the answer to ex_e_review could not be checked: batches (given as argument 3) is not "
@@ -398,13 +400,14 @@ def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
     )
     assert exact[1.0, 1, 1.0] == ("failed", changed)
     assert exact[0.95, 10, ...][0] == "not yet answered"
-    dropout = labkit.train(dropout=0.5, steps=2)  # Exercise D's table, its facts turned over
+    dropout = labkit.train(dropout=0.5, eval_every=16, steps=2)  # Exercise D's runs, and its
+    control = labkit.train(eval_every=16, steps=2)  # table with its facts turned over
     seen = {
         (mode, grad): {"dropout active": mode == "train", "graph recorded": grad == "grad on"}
         for mode in ("train", "eval")
         for grad in ("grad on", "no_grad")
     }
-    said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, dropout, seen))
+    said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, control, seen))
     assert "could not be checked" not in said[1], said  # what PyTorch does: the grader's too
     said = verdict(ex_d_first_gap, "ex_d_first_gap", handed_text(0.1, dropout))
     other = (  # a real run, but not the one the check names: its gap is another's
@@ -414,17 +417,18 @@ def test_data_beside_a_run_is_made_again_and_a_placeholder_stays_unanswered():
     )
     assert said == ("failed", other)
     seen["train", "no_grad"] = {"dropout active": False, "graph recorded": False}
-    said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, dropout, seen))
+    said = verdict(ex_d_review, "ex_d_review", handed_text({}, dropout, control, seen))
     assert said[1].startswith(
         "the answer to ex_d_review could not be checked: seen (given as argument 4) is not the "
         "four-way table of the dropout run's model"
     ), said
 
 
-def test_the_seed_is_read_from_the_parameters_cells_only():
+def test_the_seed_and_the_parameters_are_read_from_the_parameters_cells_only():
     import nbformat
 
-    from labkit.learn.grade import seed_of
+    from labkit.learn.check.ex.made import Notebook
+    from labkit.learn.grade import parameters_of, seed_of
 
     def nb(*cells):
         out = nbformat.v4.new_notebook()
@@ -436,6 +440,9 @@ def test_the_seed_is_read_from_the_parameters_cells_only():
     assert seed_of(nb(("seed = 3", ["parameters"]), ("seed = 7", ["injected-parameters"]))) == 7
     for odd in ("seed = 2.5", "seed = -1", "seed = int('4')", "seed = True", "seed ="):
         assert seed_of(nb((odd, ["parameters"]))) == 0, odd
+    lab = nb(('mystery = "random"\ndraw_seed = 7\ndropout = 0.3', ["parameters"]))
+    assert parameters_of(lab) == Notebook(seed=0, dropout=0.3, mystery="random-7")
+    assert parameters_of(nb(("dropout = 1.5", ["parameters"]))) == Notebook()  # not a dropout
 
 
 def test_every_argument_the_grader_makes_again_is_one_its_check_takes():
@@ -449,3 +456,62 @@ def test_every_argument_the_grader_makes_again_is_one_its_check_takes():
     for name, makers in GIVEN.items():
         fn = getattr(getattr(check, name), "__wrapped__", getattr(check, name))
         assert set(makers) <= set(inspect.signature(fn).parameters), name
+
+
+def test_a_lab15_record_is_measured_again_row_by_row():
+    """Lab 15's record (`check.ex.mystery`): the grader trains its runs again, so an edited
+    hashes row, overfit verdict or list of seeds fails with both values, and a FORECAST judged
+    too far on is refused untrained; the record as the lab filled it reaches the check."""
+    import copy
+
+    from labkit.check import lab15_conviction
+    from labkit.diagnosis.record.prediction import Prediction
+    from labkit.diagnosis.record.triage import TriageRecord
+
+    import forgery_lab15
+
+    record = forgery_lab15.filled({"fix": "logger"})
+    defect = "logger divides by the wrong count"
+    said = verdict(lab15_conviction, "lab15_conviction", handed_text("A", record, defect))
+    assert said[0] == "passed", said
+    far = Prediction("loss < 2 by step 99999", sealed_at=1.0)  # a run the grader would train
+    far.content_hash = far._digest()  # for hours: refused untrained
+    prefix = (
+        "the answer to lab15_conviction could not be checked: record (given as argument 2) is "
+        "not the record of mystery A's runs: "
+    )
+    for (row, key, value), says in (
+        (("hashes", "seed", 4), "its hashes row's seed is 4, and the grader's run has 3"),
+        (("overfit", "reached", False), "its overfit row's reached is False, and the grader's"),
+        (("seeds", None, [3, 5]), "its seeds are [3, 5], and its runs' are [3, 4]"),
+        (("forecast", None, far.__dict__), "its FORECAST 'loss < 2 by step 99999' is judged"),
+    ):
+        edited = copy.deepcopy(record.to_dict())
+        if key is None:
+            edited[row] = value
+        else:
+            edited["rows"][row]["data"][key] = value
+        edited = TriageRecord.from_dict(edited)
+        said = verdict(lab15_conviction, "lab15_conviction", handed_text("A", edited, defect))
+        assert said[0] == "failed" and said[1].startswith(prefix + says), said
+
+
+def test_data_the_grader_cannot_make_again_is_a_row_never_a_traceback(monkeypatch):
+    """Whatever made-up data makes a maker raise (here torch's RuntimeError) is the row's
+    sentence; it never stops the grading of the class."""
+    from labkit.check import ex_f_exact_match
+    from labkit.learn.check.ex import made
+
+    def breaks(value, nb, arguments):
+        raise RuntimeError("shape '[3]' is invalid for input of size 2")
+
+    monkeypatch.setitem(made.GIVEN, "ex_f_exact_match", {"p_token": breaks})
+    said = verdict(ex_f_exact_match, "ex_f_exact_match", handed_text(0.95, 10, 0.6))
+    assert said == (
+        "failed",
+        (
+            "the answer to ex_f_exact_match could not be checked: the grader could not make "
+            "p_token (given as argument 1) again to compare (RuntimeError: shape '[3]' is invalid "
+            "for input of size 2); pass what the exercise's cell made"
+        ),
+    )

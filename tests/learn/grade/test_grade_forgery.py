@@ -16,7 +16,10 @@ data round: a second honest twin calls Exercises C, E and F's checks that work t
 of data handed over beside the answer (wrong answers, all six), and each forgery makes that
 data up to fit (an empty sweep and an x10 arm made to fall, a halved ||g||^2, the split's rows
 whose floor is the answer, sixteen classes of labels and a transposed matrix); graded with the
-hidden checks, in the same grading.
+hidden checks, in the same grading. So are two more twins and their forgeries: the reviews of
+Exercises A, B, D, E and F, handed runs of other setups under the exercise's names
+(`forgery_reviews`), and Lab 15's conviction, handed another mystery's name or a record edited
+after its runs (`forgery_lab15`).
 """
 
 import csv
@@ -29,6 +32,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import forgery_lab15
+import forgery_reviews
 from helpers import labkit_cli
 
 pytestmark = pytest.mark.slow  # two gradings, each of several notebooks in kernels
@@ -510,6 +515,10 @@ def grades(tmp_path_factory):
     write_data(hidden, "honest")
     for name, (block, _) in DATA_FORGERIES.items():
         write_data(hidden, f"forged_{name}", block)
+    for twin in (forgery_reviews, forgery_lab15):
+        twin.write(hidden, "honest")
+        for name, (block, _) in twin.FORGERIES.items():
+            twin.write(hidden, f"forged_{name}", block)
     mine = Path(target.__file__)
     try:
         done = {  # forgeries in the kernel: without the sandbox, in this process (warm kernels)
@@ -567,19 +576,26 @@ def test_a_forged_hand_over_changes_answers_never_verdicts(grades, forgery):
         assert all(r[2].startswith("no answer was handed over: ") for r in rows), rows
 
 
+def only_rows_fail(forged: list, honest: list, says: dict) -> None:
+    """The forged notebook's JSON rows: each row of a check in `says` (by its name, or by its
+    name and cell) failed, its message starting with what `says` holds for it; every other row
+    is the honest twin's."""
+    assert [r[0] for r in forged] == [r[0] for r in honest]
+    for mine, twin in zip(forged, honest):
+        starts = says.get(mine[0], says.get((mine[0], mine[3])))
+        if starts is not None:
+            assert mine[1] == "failed" and mine[2].startswith(starts), mine
+        else:
+            assert mine == twin
+
+
 @pytest.mark.parametrize("forgery", sorted(TARGETED))
 def test_a_forged_answer_fails_its_row_and_leaves_the_others_as_the_twins(grades, forgery):
     honest, forged = (
         grades["hidden"]["honest"]["json"],
         grades["hidden"][f"forged_{forgery}"]["json"],
     )
-    says = TARGETED[forgery][1]
-    assert [r[0] for r in forged] == [r[0] for r in honest]
-    for mine, twin in zip(forged, honest):
-        if mine[0] in says:
-            assert mine[1] == "failed" and mine[2].startswith(says[mine[0]]), mine
-        else:
-            assert mine == twin
+    only_rows_fail(forged, honest, TARGETED[forgery][1])
 
 
 def test_the_data_twin_fails_each_wrong_answer(grades):
@@ -604,14 +620,42 @@ def test_made_up_data_fails_its_row_and_leaves_the_others_as_the_twins(grades, f
     that data again as the exercise's cell does, and the row says which part differs."""
     honest = grades["hidden"]["ex_cef_honest"]
     forged = grades["hidden"][f"ex_cef_forged_{forgery}"]
-    says = DATA_FORGERIES[forgery][1]
-    assert [r[0] for r in forged["json"]] == [r[0] for r in honest["json"]]
-    for mine, twin in zip(forged["json"], honest["json"]):
-        if mine[0] in says:
-            assert mine[1] == "failed" and mine[2].startswith(says[mine[0]]), mine
-        else:
-            assert mine == twin
+    only_rows_fail(forged["json"], honest["json"], DATA_FORGERIES[forgery][1])
     for form in ("csv", "gradescope"):  # the same points as the twin's, in every report
         assert [r[-2 if form == "gradescope" else -1] for r in forged[form]] == [
             r[-2 if form == "gradescope" else -1] for r in honest[form]
         ], form
+
+
+def test_the_review_twin_passes_each_review(grades):
+    rows = grades["hidden"]["ex_rev_honest"]["json"]  # and Exercise A's hidden checks after
+    assert [(r[0], r[1]) for r in rows if "hidden" not in r[0]] == [
+        (f"ex_{e}_{kind}", "passed") for kind in ("predict", "review") for e in "abdef"
+    ], rows
+
+
+@pytest.mark.parametrize("forgery", sorted(forgery_reviews.FORGERIES))
+def test_a_run_under_another_name_fails_its_review_and_leaves_the_others_as_the_twins(
+    grades, forgery
+):
+    """A review's runs by their names (`forgery_reviews`): another setup under the name fails
+    that review's row with both setups; every other row is the twin's."""
+    honest = grades["hidden"]["ex_rev_honest"]["json"]
+    forged = grades["hidden"][f"ex_rev_forged_{forgery}"]["json"]
+    only_rows_fail(forged, honest, forgery_reviews.FORGERIES[forgery][1])
+
+
+def test_the_lab15_twin_fails_its_wrong_defect_and_its_missed_forecast(grades):
+    rows = grades["hidden"]["lab15_honest"]["json"]
+    assert [(r[0], r[1]) for r in rows] == [("lab15_conviction", "failed")] * 2, rows
+    assert rows[0][2].startswith("H3 is the right system, but"), rows
+    assert "the intervention run did not meet its FORECAST" in rows[1][2], rows
+
+
+@pytest.mark.parametrize("forgery", sorted(forgery_lab15.FORGERIES))
+def test_a_forged_mystery_or_record_fails_its_conviction(grades, forgery):
+    """Lab 15 (`forgery_lab15`): another mystery's name, a FORECAST set to met, an
+    uninformative one made to fit: each row they touch fails with what differs."""
+    honest = grades["hidden"]["lab15_honest"]["json"]
+    forged = grades["hidden"][f"lab15_forged_{forgery}"]["json"]
+    only_rows_fail(forged, honest, forgery_lab15.FORGERIES[forgery][1])

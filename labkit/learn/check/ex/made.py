@@ -8,17 +8,42 @@ argument, `GIVEN` names how the exercise's own cell makes it, from the exercise'
 the notebook's seed: the grader (`labkit.learn.grade.truth`) makes it again, keeps the data it
 made if the argument is one of those, and otherwise fails the row with where they differ. Each
 maker is the notebook's cell, unchanged; the sizes and steps are the exercise's.
+
+A run the check names by its setup (the detached run, the control, each run of a review) must
+be that setup: the zoo bug, the exercise's seams and every setting of its config as the
+exercise sets it, on the notebook's seed (`Notebook`, read from its parameters cells); only how
+long it trained is free, since the grader trains it again as long. A review never fails on a
+miss, so a run under another name would change only what it says: it is refused all the same.
+Lab 15's mystery and the runs its record measured are made again in `mystery`.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 
 from .c import LRS
+from .mystery import measured_record, notebook_mystery
 
 SWEEP = {"step": 100, "batches": 10, "factors": (0.1, 1.0, 10.0)}  # Exercise C's sweep_from
 P_TOKEN, N_TOKENS = 0.95, 10  # Exercise F's exact-match question
+FREE = ("steps", "epochs", "device")  # how long and where a run trained: the grader trains it
+# again as long; every other setting is the exercise's
+D_RUNS = {"eval_every": 16}  # Exercise D's config, besides dropout (epochs is a length)
+E_RUNS = {"task": "lm"}
+F_RUNS = {"dataset": "imbalanced", "eval_every": 10}
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """What the grader reads of a notebook's parameters cells to make its data again
+    (`labkit.learn.grade.read.parameters_of`): the seed, Exercise D's dropout, Lab 15's
+    mystery (``random-<draw_seed>`` where it is "random"). The defaults are the notebooks'."""
+
+    seed: int = 0
+    dropout: float = 0.5
+    mystery: str = "A"
 
 
 @functools.cache
@@ -98,7 +123,7 @@ def _first_batch(config: str, bug: str | None):
     return Trainer(Config(**json.loads(config)), bug=bug).batch(0)
 
 
-def first_batches(batches, seed: int, arguments: dict) -> dict:
+def first_batches(batches, nb: Notebook, arguments: dict) -> dict:
     """Exercise E's batches: batch 0 of each run's own setup, under the run's name."""
     what = "batch 0 of each run's own setup, by the run's name"
     runs = arguments.get("runs")
@@ -145,7 +170,7 @@ def _four_way(config: str, bug: str | None) -> dict:
     return four_way_table(trainer.ctx.model, trainer.ctx.data.val["x"])
 
 
-def four_way(seen, seed: int, arguments: dict) -> dict:
+def four_way(seen, nb: Notebook, arguments: dict) -> dict:
     """Exercise D's `seen`: the four-way table of the dropout run's model."""
     meta = getattr(arguments.get("run"), "meta", None)
     if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
@@ -154,84 +179,118 @@ def four_way(seen, seed: int, arguments: dict) -> dict:
     return {"the four-way table of the dropout run's model": _four_way(config, meta.get("bug"))}
 
 
-def sweep_runs(runs, seed: int, arguments: dict) -> dict:
+def sweep_runs(runs, nb: Notebook, arguments: dict) -> dict:
     """Exercise C's runs: one per LR of the sweep, each under the LR its config trained; a
     ValueError says what else they are."""
-    from ....core.run import Run
-
     what = f"one run per LR of the sweep ({', '.join(f'{lr:g}' for lr in LRS)})"
     if not isinstance(runs, dict) or set(runs) != set(LRS):
         keys = list(runs) if isinstance(runs, dict) else type(runs).__name__
         raise ValueError(f"{what}: it holds runs under {keys!r}")
     for lr, run in runs.items():
-        trained = run.meta["config"].get("lr") if isinstance(run, Run) else None
-        if trained != lr:
-            raise ValueError(f"{what}: the run under lr={lr:g} was trained with lr={trained!r}")
+        if why := trained_as(run, nb, lr=lr):
+            raise ValueError(f"{what}: the run under lr={lr:g} {why}")
     return {what: runs}
 
 
-def sweep(result, seed: int, arguments: dict) -> dict:
+def sweep(result, nb: Notebook, arguments: dict) -> dict:
     details = getattr(result, "details", None)
     arms = details.get("arms") if isinstance(details, dict) else None
     one = arms.get(1.0) if isinstance(arms, dict) else None
     lr = one.get("lr") if isinstance(one, dict) else None
     lrs = [x for x in LRS if x == lr] or [1.0]  # the best run's, when it names none of them
-    return {f"lr_sweep from step 100 of the run at lr {lrs[0]:g}": _sweep(seed, lrs[0])}
+    return {f"lr_sweep from step 100 of the run at lr {lrs[0]:g}": _sweep(nb.seed, lrs[0])}
 
 
 def uphill(name: str):
-    return lambda value, seed, arguments: {
-        f"the exercise's {name} at its initial weights and batch 0": _uphill(seed)[name]
+    return lambda value, nb, arguments: {
+        f"the exercise's {name} at its initial weights and batch 0": _uphill(nb.seed)[name]
     }
 
 
-def lm_split(split, seed: int, arguments: dict) -> dict:
-    data, _ = _lm(seed)
+def lm_split(split, nb: Notebook, arguments: dict) -> dict:
+    data, _ = _lm(nb.seed)
     return {"data.val": data.val, "data.train": data.train}
 
 
-def successors(succ, seed: int, arguments: dict) -> dict:
-    return {f"successor_table(50, {seed})": _lm(seed)[1]}
+def successors(succ, nb: Notebook, arguments: dict) -> dict:
+    return {f"successor_table(50, {nb.seed})": _lm(nb.seed)[1]}
 
 
-def labels(y_true, seed: int, arguments: dict) -> dict:
-    data = _imbalanced(seed)
+def labels(y_true, nb: Notebook, arguments: dict) -> dict:
+    data = _imbalanced(nb.seed)
     return {'data.val["y"]': data.val["y"], 'data.train["y"]': data.train["y"]}
 
 
-def confusions(cm, seed: int, arguments: dict) -> dict:
-    return dict(_confusions(seed))
+def confusions(cm, nb: Notebook, arguments: dict) -> dict:
+    return dict(_confusions(nb.seed))
+
+
+def trained_as(run, nb: Notebook, bug=None, seams=None, **config) -> str | None:
+    """How `run` was not trained as the setup of the zoo `bug`, the exercise's `seams` and the
+    `config` values given (the rest at labkit's defaults) on the notebook's seed, in words
+    ("was trained with lr=30.0, not 0.1"); None if it was, however long it trained."""
+    from ....core.config import Config
+
+    meta = getattr(run, "meta", None)
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        return "is not a run labkit.train returned"
+    want = {"bug": bug, "seams": seams or {}, **Config(**config, seed=nb.seed).as_dict()}
+    had = {"bug": meta.get("bug"), "seams": meta.get("seams") or {}, **meta["config"]}
+    wrong = next((k for k, v in want.items() if k not in FREE and had.get(k) != v), None)
+    return (
+        None
+        if wrong is None
+        else f"was trained with {wrong}={had.get(wrong)!r}, not {want[wrong]!r}"
+    )
 
 
 def setup(what: str, bug=None, seams=None, **config):
-    """A run the check names by its setup (`what`, in words): the zoo bug, the exercise's seams
-    and the config values it was trained with; the run itself is the grader's already."""
+    """A run the check names by its setup (`what`, in words), as `trained_as` reads it; the run
+    itself is the grader's already."""
 
-    def check(run, seed: int, arguments: dict) -> dict:
-        meta = getattr(run, "meta", None)
-        if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
-            raise ValueError(f"{what}: it is not a run labkit.train returned")
-        had = {"bug": meta.get("bug"), "seams": meta.get("seams") or {}}
-        for key, want in {"bug": bug, "seams": seams or {}}.items():
-            if had[key] != want:
-                raise ValueError(f"{what}: it was trained with {key}={had[key]!r}, not {want!r}")
-        for key, want in config.items():
-            if meta["config"].get(key) != want:
-                got = meta["config"].get(key)
-                raise ValueError(f"{what}: it was trained with {key}={got!r}, not {want!r}")
+    def check(run, nb: Notebook, arguments: dict) -> dict:
+        if why := trained_as(run, nb, bug, seams, **config):
+            raise ValueError(f"{what}: it {why}")
         return {what: run}
 
     return check
 
 
+def named(optional=(), **setups):
+    """A dict of runs, each under the name of its setup (name -> `trained_as`'s arguments);
+    the names in `optional` may be left out."""
+    what = f"the runs the exercise names ({', '.join(setups)})"
+
+    def check(runs, nb: Notebook, arguments: dict) -> dict:
+        names = set(runs) if isinstance(runs, dict) else None
+        if names is None or not set(setups) - set(optional) <= names <= set(setups):
+            keys = list(runs) if isinstance(runs, dict) else type(runs).__name__
+            raise ValueError(f"{what}: it holds runs under {keys!r}")
+        for name, run in runs.items():
+            if why := trained_as(run, nb, **setups[name]):
+                raise ValueError(f"{what}: the run under {name!r} {why}")
+        return {what: runs}
+
+    return check
+
+
+def dropout_run(run, nb: Notebook, arguments: dict) -> dict:
+    """Exercise D's dropout run: its config with the notebook's dropout parameter."""
+    return setup(f"the dropout={nb.dropout:g} run", dropout=nb.dropout, **D_RUNS)(
+        run, nb, arguments
+    )
+
+
 def constant(name: str, value):
-    return lambda given, seed, arguments: {f"the exercise's {name}": value}
+    return lambda given, nb, arguments: {f"the exercise's {name}": value}
 
 
-HEALTHY = setup("the healthy run")
-GIVEN = {  # check -> {argument: maker(given, seed, arguments) -> {what: the grader's own}};
-    # a maker raises ValueError("WHAT: why not") where the argument cannot be any of them
-    "ex_a_steps_to": {"healthy": HEALTHY, "detached": setup("the detached run", bug="detach")},
+HEALTHY, DETACHED = setup("the healthy run"), setup("the detached run", bug="detach")
+GIVEN = {  # check -> {argument: maker(given, nb, arguments) -> {what: the grader's own}}, in
+    # the order they are made; a maker raises ValueError("WHAT: why not") where the argument
+    # cannot be any of them
+    "ex_a_steps_to": {"healthy": HEALTHY, "detached": DETACHED},
+    "ex_a_review": {"healthy": HEALTHY, "detached": DETACHED},
     "ex_a_transfer": {
         "deeper": setup("the deeper detach's run", seams={"forward": "forward_detach_deeper"})
     },
@@ -239,32 +298,57 @@ GIVEN = {  # check -> {argument: maker(given, seed, arguments) -> {what: the gra
         "run": setup("the backbone_only run", bug="missing_optimizer_params"),
         "healthy": HEALTHY,
     },
+    "ex_b_review": {
+        "runs": named(
+            ("healthy",),
+            healthy={},
+            backbone_only={"bug": "missing_optimizer_params"},
+            head_only={"bug": "missing_optimizer_params:head_only"},
+        )
+    },
     "ex_b_transfer": {
         "run": setup("the run without backbone.2", seams={"optimizer": "optimizer_skip_middle"})
     },
-    "ex_d_first_gap": {"control": setup("the dropout=0 control", dropout=0.0)},
-    "ex_d_transfer": {"new_run": setup("the dropout=0.2 run", dropout=0.2)},
+    "ex_d_first_gap": {"control": setup("the dropout=0 control", dropout=0.0, **D_RUNS)},
+    "ex_d_transfer": {
+        "new_run": setup("the dropout=0.2 run", dropout=0.2, **D_RUNS),
+        "run": dropout_run,
+    },
+    "ex_d_review": {
+        "control": setup("the dropout=0 control", dropout=0.0, **D_RUNS),
+        "run": dropout_run,
+        "seen": four_way,
+    },
     "ex_e_transfer": {
-        "no_eos": setup("the run without EOS", seams={"data": "data_without_eos"}),
-        "correct": setup("the correct run", task="lm", response_only=True),
+        "no_eos": setup("the run without EOS", seams={"data": "data_without_eos"}, **E_RUNS),
+        "correct": setup("the correct run", **E_RUNS),
+    },
+    "ex_e_review": {
+        "runs": named(
+            correct=E_RUNS,
+            double_shift={"bug": "double_shift", **E_RUNS},
+            padding_in_loss={"bug": "padding_in_loss", **E_RUNS},
+            all_masked_labels={"bug": "all_masked_labels", **E_RUNS},
+            prompt_in_loss={**E_RUNS, "response_only": False},
+        ),
+        "batches": first_batches,
     },
     "ex_f_transfer": {
-        "new_run": setup("the 20% minority run", seams={"data": "twenty_percent"}),
-        "run": setup("the original run", dataset="imbalanced"),
+        "new_run": setup("the 20% minority run", seams={"data": "twenty_percent"}, **F_RUNS),
+        "run": setup("the original run", **F_RUNS),
     },
+    "ex_f_review": {"run": setup("the original run", **F_RUNS), "cm_early": confusions},
     "ex_c_review": {"runs": sweep_runs},
     "ex_c_update_ratio": {"runs": sweep_runs},
     "ex_c_uphill_lr": {"g_sq": uphill("g_sq"), "g_h_g": uphill("g_h_g")},
     "ex_c_transfer": {"sweep": sweep},
-    "ex_d_review": {"seen": four_way},
-    "ex_e_review": {"batches": first_batches},
     "ex_e_two_ahead_floor": {"split": lm_split, "succ": successors},
     "ex_f_majority_accuracy": {"y_true": labels},
     "ex_f_constant_loss": {"y_true": labels},
     "ex_f_minority_precision": {"cm": confusions, "minority": constant("minority class", 1)},
-    "ex_f_review": {"cm_early": confusions},
     "ex_f_exact_match": {
         "p_token": constant("per-token accuracy", P_TOKEN),
         "n_tokens": constant("number of tokens", N_TOKENS),
     },
+    "lab15_conviction": {"mystery": notebook_mystery, "record": measured_record},
 }

@@ -1,0 +1,166 @@
+"""Lab 15's truth, made again: the mystery a conviction is judged on, and what its record measured.
+
+``lab15_conviction(mystery, record, defect)`` judges the conviction against the answer of the
+mystery handed over, and lets the record give its verdict from rows the learner's kernel
+filled. Another mystery's name would judge a wrong conviction against another answer; a record
+edited after its runs (the intervention's FORECAST set to met, a hashes row of another setup)
+would give a verdict its runs never earned. So the grader (`labkit.learn.grade.truth.given`)
+takes the mystery from the notebook's parameters cell (`made.Notebook.mystery`), and trains
+again each run the record measured: the baseline (its hashes, its first and last loss and
+gradient norm, the columns a FORECAST is judged against), the overfit probe (its verdict), and
+the one intervention and its confirmation on their seeds (the setup declared, the FORECAST met
+or not, the value observed). A row that differs fails the conviction's row with both values.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+RTOL, ATOL = 1e-5, 1e-7  # as labkit.learn.grade.truth: one machine, another summation order
+HASHES = ("seed", "data_hash", "init_hash")
+LONGEST = 1000  # steps: far above the lab's 50, and what the grader trains again in seconds
+
+
+def notebook_mystery(given, nb, arguments: dict) -> dict:
+    """The mystery the notebook runs: its parameters cell's, drawn as the notebook draws it."""
+    if given != nb.mystery:
+        raise ValueError(
+            f"the notebook's mystery, {nb.mystery!r} (from its parameters cell): it is {given!r}"
+        )
+    return {"the notebook's mystery": given}
+
+
+def measured_record(given, nb, arguments: dict) -> dict:
+    """Lab 15's strict record, each measured row as the grader's own runs measure it."""
+    from ....diagnosis.record.triage import TriageRecord
+
+    what = f"the record of mystery {nb.mystery}'s runs"
+    if isinstance(given, TriageRecord) and given.strict:  # else the check says what it needs
+        try:
+            why = _differs(given, nb.mystery)
+        except (TypeError, KeyError, AttributeError, IndexError) as exc:
+            why = f"its rows cannot be read ({type(exc).__name__}: {str(exc)[:120]})"
+        if why:
+            raise ValueError(f"{what}: {why}")
+    return {what: given}
+
+
+@functools.cache
+def _run(mystery: str, seed: int | None, steps: int, fix: str | None, lr_factor: float):
+    from ....diagnosis import lab15
+
+    return lab15.run_mystery(mystery, seed=seed, steps=steps, fix=fix, lr_factor=lr_factor)
+
+
+@functools.cache
+def _overfit_reached(mystery: str) -> bool:
+    from ....diagnosis import lab15
+    from ....diagnosis.probes.overfit import overfit_probe
+
+    model, batch, forward, loss_fn = lab15.pipeline(mystery)
+    return bool(overfit_probe(model, batch, forward=forward, loss_fn=loss_fn).details["reached"])
+
+
+def _differs(rec, mystery: str) -> str | None:
+    """Where the record's measured rows differ from the grader's runs, in words."""
+    rows = {name: row for name, row in rec.rows.items() if row["status"] != "UNKNOWN"}
+    steps = rows.get("baseline", {}).get("data", {}).get("steps", 50)
+    if type(steps) is not int or not 1 <= steps <= LONGEST:
+        return f"its baseline row has steps={steps!r}, and a baseline has 1 to {LONGEST}"
+    base = _run(mystery, None, steps, None, 1.0)
+    checks = []
+    if "hashes" in rows:
+        hashes = rows["hashes"]["data"]
+        checks += [(f"hashes row's {k}", hashes.get(k), base.meta[k]) for k in HASHES]
+    if "baseline" in rows:
+        data = rows["baseline"]["data"]
+        for column in ("loss", "grad_norm"):
+            mine = base.table["loss_raw" if column == "loss" else column]
+            checks.append((f"baseline row's {column}", data.get(column), [mine[0], mine[-1]]))
+        for column, values in rec.baseline_columns.items():
+            own = base.table.get(column) if column != "loss" else base.table["loss_raw"]
+            checks.append((f"baseline's {column!r} column", values, own))
+    if "overfit" in rows:
+        had = rows["overfit"]["data"].get("reached")
+        checks.append(("overfit row's reached", had, _overfit_reached(mystery)))
+    for what, had, own in checks:
+        if not _same(had, own):
+            return f"its {what} is {_short(had)}, and the grader's run has {_short(own)}"
+    return _intervention(rec, rows, mystery)
+
+
+def _intervention(rec, rows: dict, mystery: str) -> str | None:
+    """The intervention and confirmation rows against the declared setup, run again."""
+    from ....diagnosis import lab15
+    from ....diagnosis.record.prediction import Prediction
+
+    if "met" not in rows.get("intervention", {}).get("data", {}):
+        return None
+    plan = rows["intervention"]["data"]
+    child, parent = plan.get("child"), lab15.setup(mystery)
+    if rec.forecast is None:
+        return "its intervention row was judged, and it holds no FORECAST"
+    try:
+        declared = lab15.setup(mystery, **{k: v for k, v in child.items() if k != "mystery"})
+        forecast = Prediction(rec.forecast.text)
+    except (TypeError, ValueError, AttributeError) as exc:
+        return f"its intervention row declares {child!r}, not a setup of mystery {mystery} ({exc})"
+    changed = [k for k in parent if parent[k] != declared.get(k)]
+    if declared != child or len(changed) != 1:
+        return f"its intervention row declares {child!r}, not one change to {parent!r}"
+    first = lab15.seeds(mystery)[0]
+    seeds = {"intervention": plan.get("seed")}
+    if seeds["intervention"] != first:
+        return (
+            f"its intervention row is on seed {plan.get('seed')!r}, and mystery {mystery}'s "
+            f"baseline (whose controlled variables it keeps) on seed {first}"
+        )
+    if "confirmation" in rows:
+        seeds["confirmation"] = rows["confirmation"]["data"].get("seed")
+        if not _whole(seeds["confirmation"]) or seeds["confirmation"] == first:
+            return (
+                f"its confirmation row is on seed {seeds['confirmation']!r}, and a confirmation "
+                f"runs on a second seed, not {first}"
+            )
+    steps = max(50, forecast.parse()["step"] + 1)  # the lab's 50, or as far as the FORECAST
+    if steps > LONGEST:
+        return (
+            f"its FORECAST {forecast.text!r} is judged at step {steps - 1}, and the grader trains "
+            f"the lab's runs again to step {LONGEST} at most (the lab's run 50 steps)"
+        )
+    for row, seed in seeds.items():
+        data = rows[row]["data"]
+        run = _run(mystery, seed, steps, declared["fix"], declared["lr_factor"])
+        met, observed = forecast.judge(run.table["step"], run.column(forecast.parse()["column"]))
+        for name, own in (("met", met), ("observed", observed)):
+            if not _same(data.get(name), own):
+                return (
+                    f"its {row} row says {name}={_short(data.get(name))}, and the grader's run "
+                    f"of {declared!r} on seed {seed} gives {name}={_short(own)}"
+                )
+    if sorted(set(rec.seeds)) != sorted(set(seeds.values())):
+        return f"its seeds are {rec.seeds!r}, and its runs' are {sorted(set(seeds.values()))}"
+    return None
+
+
+def _whole(v) -> bool:
+    return type(v) is int and 0 <= v < 2**31
+
+
+def _same(a, b) -> bool:
+    """`a` (the record's) is `b` (the grader's): lists value by value, numbers within RTOL."""
+    if isinstance(b, (list, tuple)):
+        return isinstance(a, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
+    if a is None or b is None or isinstance(b, (bool, str)):
+        return type(a) is type(b) and a == b
+    if isinstance(a, bool) or not isinstance(a, (int, float)):
+        return False
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    return math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL)
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 80 else f"{text[:77]}..."
