@@ -46,7 +46,33 @@ hence 1.16. The keypoints' variance is 0.031 a coordinate, their twin's MSE 0.00
 true rates give 1.423, a constant rate 2.199. The autoencoder's dropout was raised from 0.2 to
 0.3 before the score, where the bug gave 0.077 / 0.075 against 0.050 / 0.048.)
 
-SCORE-TODO
+First score (`python -m own_setups.score_nineteenth`, labkit/ as at cb37a22, the setups
+committed at 6a3d18d before it, scored once, 97 s): 7 of 12 right system (1 of 6 bugs, 6 of 6
+twins), 6 of 12 right mechanism on a strict reading, as the scorer counted too (0 of 6 bugs, 6
+of 6 twins acquitted), 0 of 6 healthy convicted (6 acquitted, each NONE), 0 UNKNOWN, 1 CRASH;
+the 1 right conviction granted.
+- first-step pooling: MISS, acquitted (NONE, "no defect found: ... the labels carry signal
+  (real beat shuffled by more than the seed spread), 6 of the 7 tens[ors ...]"; the twin's line
+  says "all 7 tensors": the rest of the line is past the 300 characters the scorer prints);
+- functional dropout at eval: MISS, acquitted (NONE, "... the labels carry signal ..., all 8
+  tensors your loss depends on ...");
+- keypoints over the input size: MISS, acquitted (NONE, "... the labels carry signal ...");
+- split of the sorted table: MISS, acquitted (NONE, "... no feature is a copy of the label,
+  the labels carry signal ..., all 6 tensors your loss depends on ...");
+- log-likelihood shown: CRASH, "ValueError: forecast='loss_reported > 0.000e+00 by step 15'
+  is not understood; write it as '<column> < or > <number> by step <N>', e.g. 'loss < 1.5 by
+  step 100'" (labkit's own forecast, refused by its own parser; 0.6 s);
+- metric broadcast: H3 right, mechanism MISS: "the reported value matches no honest summary of
+  the loss passed to backward() (largest gap to the raw loss 4.06): it is computed from another
+  tensor: another forward pass, the model in eval mode, or another batch (a validation
+  batch?)": the broadcast (B, 1) against (B,) not named (the loop does run a second forward
+  pass under no_grad, same batch and weights, so "another forward pass" is literally so, but
+  not the mechanism); granted.
+The twins' acquittals: the squeezed metric's line says "over the last fifth of each run, real
+beat shuffled by +0.940 / +0.960, over 3 time[s ...]" (32.4 s, the slowest); the other five
+read as their bugs' lines, each with "all N tensors". The scorer prints each verdict's first 300
+characters; the words above are those. No setup broke the setup protocol; no setup was
+changed after the score.
 
 Nothing here uses labkit but `Run.from_log` (through `eleventh._log`).
 """
