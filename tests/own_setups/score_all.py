@@ -7,7 +7,7 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
 ninth, tenth and eleventh (issue 46), the twelfth and thirteenth (issue 55) and the
-fourteenth to eighteenth (held out: each written blind, after the rules of the batch before),
+fourteenth to nineteenth (held out: each written blind, after the rules of the batch before),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -29,6 +29,7 @@ from .fifth import FIFTH, FIFTH_EXPECTED
 from .fifteenth import FIFTEENTH, FIFTEENTH_EXPECTED
 from .fourteenth import FOURTEENTH, FOURTEENTH_EXPECTED
 from .fourth import FOURTH, FOURTH_EXPECTED
+from .nineteenth import NINETEENTH, NINETEENTH_EXPECTED
 from .ninth import NINTH, NINTH_EXPECTED
 from .seventeenth import SEVENTEENTH, SEVENTEENTH_EXPECTED
 from .seventh import SEVENTH, SEVENTH_EXPECTED
@@ -56,6 +57,7 @@ BATCHES = {
     "sixteenth": (SIXTEENTH, SIXTEENTH_EXPECTED),
     "seventeenth": (SEVENTEENTH, SEVENTEENTH_EXPECTED),
     "eighteenth": (EIGHTEENTH, EIGHTEENTH_EXPECTED),
+    "nineteenth": (NINETEENTH, NINETEENTH_EXPECTED),
 }
 
 
