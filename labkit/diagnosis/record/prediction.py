@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ...errors import suggest, teaching_lines
 
 _FORECAST = re.compile(
-    r"^\s*(?P<column>[a-z_]+)\s*(?P<op><|>)\s*(?P<value>-?[0-9.]+(?:e-?\d+)?)"
+    r"^\s*(?P<column>[a-z_]+)\s*(?P<op><|>)\s*(?P<value>-?[0-9.]+(?:[eE][-+]?\d+)?)"
     r"\s+by\s+step\s+(?P<step>\d+)\s*$"
 )
 FORECAST_COLUMNS = ("loss", "loss_raw", "loss_reported", "grad_norm", "update_norm")

@@ -152,6 +152,56 @@ def test_accuracy_counts_only_the_positions_a_loss_scores():
     assert replay._columns(logits, (torch.zeros(2, 3), every)) is None  # nothing scored
 
 
+def test_a_sign_flipped_report_is_named_and_a_positive_scale_keeps_its_words():
+    from labkit.diagnosis.own.step2_h3.rebuild import scaled
+
+    raw = [1.0 / (t + 1) + 0.2 for t in range(30)]
+    honest = _epoch_mean(raw, 10)
+    key, text = scaled(raw, [-v for v in honest], list(range(30)), 10)
+    assert key == "sign_flipped" and "minus the honest mean of the epoch" in text
+    assert "times" not in text  # exactly -1: no factor to name
+    assert "times 2.5" in scaled(raw, [-2.5 * v for v in honest], list(range(30)), 10)[1]
+    assert scaled(raw, [2.5 * v for v in honest], list(range(30)), 10)[0] == "constant_scale"
+
+
+def test_a_forecast_threshold_in_any_exponent_form_is_understood():
+    from labkit.diagnosis.record.prediction import Prediction
+
+    for text, value in (("loss_reported > 0.000e+00 by step 15", 0.0), ("loss < 1.5E-3 by step 2",
+                        0.0015), ("loss < -2e+01 by step 4", -20.0)):  # fmt: skip
+        assert Prediction(text).parse()["value"] == value
+
+
+def _broadcast_run(shown: str):
+    """A (B, 1) regression whose loss is right; the report is the epoch running mean of the
+    loss, or of the error broadcast to (B, B) by a metric given the (B,) labels."""
+    g, per_epoch, raw, broad, forwards = _gen(12), 8, [], [], []
+    for t in range(32):
+        out, y = torch.randn(16, 1, generator=g), torch.randn(16, generator=g) * (1 + t / 8)
+        found = replay._columns(out, (torch.zeros(16, 3), y))
+        forwards.append({"step": t, "columns": found})
+        raw.append(float(((out.squeeze(1) - y) ** 2).mean()))
+        broad.append(found["broadcast_mse"])
+    reported = _epoch_mean(broad if shown == "broadcast" else raw, per_epoch)
+    run = Run.from_log({"step": list(range(32)), "loss_raw": raw, "loss_reported": reported},
+                       seed=0, started_at=0.0)  # fmt: skip
+    return run, logcount._columns(forwards, 32), per_epoch
+
+
+def test_an_error_broadcast_to_b_by_b_is_named_and_the_right_loss_is_honest():
+    run, series, per_epoch = _broadcast_run("broadcast")
+    found = check_logger(run, per_epoch=per_epoch, series=series)
+    assert found.details["mechanism"] == "broadcast_mse_shown", found.verdict
+    run, series, per_epoch = _broadcast_run("loss")
+    assert check_logger(run, per_epoch=per_epoch, series=series).details["agree"]
+    out = torch.zeros(4, 1)
+    assert replay._columns(out, (torch.zeros(4, 2), torch.zeros(4, 1))) is None  # same shape
+    assert replay._columns(out, (torch.zeros(4, 2), torch.ones(4))) == {
+        "broadcast_mse": 1.0,
+        "broadcast_l1": 1.0,
+    }
+
+
 class _Tagged(nn.Module):
     """A body and a head; `extra` is built beside them: used, frozen, tied or never used."""
 

@@ -73,7 +73,8 @@ def _counts(batch) -> tuple[int, int, int] | None:
 def _columns(out, batch) -> dict | None:
     """Each output column's squared and absolute error against float labels of the same shape
     (B, K), K > 1: one output's part of a regression loss (a report may show one of them);
-    against class ids, the accuracy of the argmax; None for any other output or batch."""
+    against class ids, the accuracy of the argmax; for a (B, 1) output against (B,) labels,
+    the errors broadcasting gives (B, B); None for any other output or batch."""
     try:
         y = labels_of(batch) if batch is not None else None
     except (TypeError, ValueError, KeyError, IndexError):
@@ -88,6 +89,9 @@ def _columns(out, batch) -> dict | None:
         n = int(kept.sum())
         hits = int(((out.detach().argmax(-1) == y) & kept).sum())
         return {"accuracy": hits / n} if n else None
+    if y.dim() == 1 and out.shape == (len(y), 1):  # what a (B, 1) against (B,) broadcasts to
+        d = out.detach().float() - y.float()  # (B, B): every prediction against every label
+        return {"broadcast_mse": float((d * d).mean()), "broadcast_l1": float(d.abs().mean())}
     if out.shape != y.shape or out.dim() != 2 or out.shape[1] < 2:
         return None
     d = out.detach().float() - y.float()

@@ -134,6 +134,9 @@ def _series(ev) -> dict:
     }
 
 
+BROADCAST = ("broadcast_mse", "broadcast_l1")
+
+
 def _columns(forwards, steps: int) -> dict:
     """Per step, each output column's error (`replay._columns`) on its last forward with grad
     on, by key ``column<c>of<K>_<mse|l1>``, or the batch's accuracy and error rate (class
@@ -144,6 +147,8 @@ def _columns(forwards, steps: int) -> dict:
     if all("accuracy" in last[t] for t in range(steps)):  # class ids: the batch's accuracy
         accuracy = [last[t]["accuracy"] for t in range(steps)]
         return {"accuracy": accuracy, "error_rate": [1 - a for a in accuracy]}
+    if all("broadcast_mse" in last[t] for t in range(steps)):  # (B, 1) against (B,)
+        return {key: [last[t][key] for t in range(steps)] for key in BROADCAST}
     if any("mse" not in last[t] for t in range(steps)):
         return {}
     k = len(last[0]["mse"])

@@ -184,6 +184,15 @@ def scaled(raw, rep, rows, per_epoch: int, sizes=None) -> tuple[str, str] | None
         c = rep[t0] / honest[t0]
         if _same(c, 1.0) or not all(_same(rep[t], c * honest[t]) for t in rows):
             continue
+        if c < 0:  # the sign flipped: a quantity to maximise shown as the loss
+            times = "" if _same(c, -1.0) else f" times {-c:.4g}"
+            return "sign_flipped", (
+                f"the reported value is minus the honest mean of the {window} so far{times} at "
+                f"every one of the {len(rows)} reports: its sign is flipped, as when a "
+                "log-likelihood (or another score to maximise) is shown where its negative, "
+                "the loss passed to backward(), was meant, so the curve rises as the loss "
+                "falls; report the loss itself"
+            )
         name = next((v for k, v in SCALES.items() if abs(c / k - 1) < 1e-4), None)
         what = f"{name}: x{c:.4g}" if name else f"x{c:.4g}"
         return "constant_scale", (

@@ -18,11 +18,23 @@ METRIC_WORDS = {
     "accuracy": "the training accuracy (the share of the batch whose argmax is its label)",
     "error_rate": "the training error rate (1 - accuracy: the share of the batch it gets wrong)",
 }
+BROADCAST_WORDS = {
+    "broadcast_mse": "the mean squared error",
+    "broadcast_l1": "the mean absolute error",
+}
 
 
 def column_words(key: str) -> tuple[str, str]:
     """(what, hint) of a ``column<c>of<K>_<mse|l1>`` series, or of the accuracy or error rate
     (`logcount._columns`)."""
+    if key in BROADCAST_WORDS:
+        return (
+            f"{BROADCAST_WORDS[key]} of the (B, 1) output against the (B,) labels, which "
+            "broadcast to (B, B): every prediction scored against every label of the batch"
+        ), (
+            "squeeze the output to (B,) (or the labels to (B, 1)) where that error is computed; "
+            "the loss passed to backward() is not this error"
+        )
     if key in METRIC_WORDS:
         return METRIC_WORDS[key], (
             "a metric is not the loss: it falls by steps of 1/batch and stops at 0 while the "
