@@ -460,7 +460,8 @@ def test_every_argument_the_grader_makes_again_is_one_its_check_takes():
 
 def test_a_lab15_record_is_measured_again_row_by_row():
     """Lab 15's record (`check.ex.mystery`): the grader trains its runs again, so an edited
-    hashes row, overfit verdict or list of seeds fails with both values, and a FORECAST judged
+    raw-vs-reported or label-shuffle verdict, hashes row, overfit verdict or list of seeds
+    fails with both values, and a FORECAST judged
     too far on is refused untrained; the record as the lab filled it reaches the check."""
     import copy
 
@@ -480,7 +481,18 @@ def test_a_lab15_record_is_measured_again_row_by_row():
         "the answer to lab15_conviction could not be checked: record (given as argument 2) is "
         "not the record of mystery A's runs: "
     )
+    rows = record.to_dict()["rows"]
+    agree, same = rows["raw_vs_reported"]["data"]["agree"], rows["label_shuffle"]["data"]["same"]
+    flip_text = rows["raw_vs_reported"]["text"].replace("agree", "disagree", 1)
+    if not agree:
+        flip_text = rows["raw_vs_reported"]["text"].replace("disagree", "agree", 1)
     for (row, key, value), says in (
+        (
+            ("raw_vs_reported", "agree", not agree),
+            f"its raw_vs_reported row's agree is {not agree}",
+        ),
+        (("raw_vs_reported", "text", flip_text), "its raw_vs_reported row's verdict is"),
+        (("label_shuffle", "same", not same), f"its label_shuffle row's same is {not same}"),
         (("hashes", "seed", 4), "its hashes row's seed is 4, and the grader's run has 3"),
         (("overfit", "reached", False), "its overfit row's reached is False, and the grader's"),
         (("seeds", None, [3, 5]), "its seeds are [3, 5], and its runs' are [3, 4]"),
@@ -489,6 +501,8 @@ def test_a_lab15_record_is_measured_again_row_by_row():
         edited = copy.deepcopy(record.to_dict())
         if key is None:
             edited[row] = value
+        elif key == "text":
+            edited["rows"][row]["text"] = value
         else:
             edited["rows"][row]["data"][key] = value
         edited = TriageRecord.from_dict(edited)

@@ -7,7 +7,8 @@ edited after its runs (the intervention's FORECAST set to met, a hashes row of a
 would give a verdict its runs never earned. So the grader (`labkit.learn.grade.truth.given`)
 takes the mystery from the notebook's parameters cell (`made.Notebook.mystery`), and trains
 again each run the record measured: the baseline (its hashes, its first and last loss and
-gradient norm, the columns a FORECAST is judged against), the overfit probe (its verdict), and
+gradient norm, the columns a FORECAST is judged against), the raw-vs-reported check on that
+baseline, the overfit probe and the label-shuffle control (their verdicts), and
 the one intervention and its confirmation on their seeds (the setup declared, the FORECAST met
 or not, the value observed). A row that differs fails the conviction's row with both values.
 """
@@ -20,6 +21,9 @@ import math
 RTOL, ATOL = 1e-5, 1e-7  # as labkit.learn.grade.truth: one machine, another summation order
 HASHES = ("seed", "data_hash", "init_hash")
 LONGEST = 1000  # steps: far above the lab's 50, and what the grader trains again in seconds
+RAW_KEYS = ("agree", "steps_compared")  # what the raw_vs_reported row's verdict rests on
+AGREE = {True: "agree", False: "disagree"}  # the head of its line, as the record writes it
+SHUFFLED = {True: "same as", False: "differs from"}
 
 
 def notebook_mystery(given, nb, arguments: dict) -> dict:
@@ -54,12 +58,20 @@ def _run(mystery: str, seed: int | None, steps: int, fix: str | None, lr_factor:
 
 
 @functools.cache
-def _overfit_reached(mystery: str) -> bool:
+def _probes(mystery: str) -> dict:
+    """The overfit probe and the label-shuffle control as the lab calls them, on the
+    mystery's own pipeline: what each row's verdict rests on."""
     from ....diagnosis import lab15
-    from ....diagnosis.probes.overfit import overfit_probe
+    from ....diagnosis.probes.overfit import label_shuffle_control, overfit_probe
 
     model, batch, forward, loss_fn = lab15.pipeline(mystery)
-    return bool(overfit_probe(model, batch, forward=forward, loss_fn=loss_fn).details["reached"])
+    overfit = overfit_probe(model, batch, forward=forward, loss_fn=loss_fn)
+    shuffle = label_shuffle_control(model, batch, real=overfit, forward=forward, loss_fn=loss_fn)
+    return {
+        "overfit row's reached": bool(overfit.details["reached"]),
+        "label_shuffle row's same": bool(shuffle.details["same"]),
+        "label_shuffle row's inconclusive": bool(shuffle.details["inconclusive"]),
+    }
 
 
 def _differs(rec, mystery: str) -> str | None:
@@ -81,9 +93,25 @@ def _differs(rec, mystery: str) -> str | None:
         for column, values in rec.baseline_columns.items():
             own = base.table.get(column) if column != "loss" else base.table["loss_raw"]
             checks.append((f"baseline's {column!r} column", values, own))
-    if "overfit" in rows:
-        had = rows["overfit"]["data"].get("reached")
-        checks.append(("overfit row's reached", had, _overfit_reached(mystery)))
+    if "raw_vs_reported" in rows:  # the verdict's head and its numbers, from the baseline
+        from ....diagnosis.probes.reported import raw_vs_reported
+
+        own, data = raw_vs_reported(base).details, rows["raw_vs_reported"]["data"]
+        head = str(rows["raw_vs_reported"].get("text", "")).split(" ")[0].rstrip(":;")
+        checks += [(f"raw_vs_reported row's {k}", data.get(k), own[k]) for k in RAW_KEYS]
+        checks.append(("raw_vs_reported row's verdict", head, AGREE[own["agree"]]))
+    for row, key in (
+        ("overfit", "reached"),
+        ("label_shuffle", "same"),
+        ("label_shuffle", "inconclusive"),
+    ):
+        if row in rows:
+            what = f"{row} row's {key}"
+            checks.append((what, rows[row]["data"].get(key), _probes(mystery)[what]))
+    if "label_shuffle" in rows:
+        head = str(rows["label_shuffle"].get("text", "")).split(" real labels")[0]
+        same = _probes(mystery)["label_shuffle row's same"]
+        checks.append(("label_shuffle row's verdict", head, SHUFFLED[same]))
     for what, had, own in checks:
         if not _same(had, own):
             return f"its {what} is {_short(had)}, and the grader's run has {_short(own)}"
