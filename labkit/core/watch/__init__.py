@@ -11,9 +11,10 @@ At every ``optimizer.step()`` a step post-hook records, per layer group (`record
 and in total: the gradient norm (None where every gradient of the group is None, never 0;
 taken before clipping, see `watch_clip`), the update norm and each param group's lr. A pre-hook
 copies what the update norm needs, within a memory budget (`labkit.core.watch.budget`): exact for
-small models (a copy) and, above, for torch's SGD, Adam, AdamW and SparseAdam (read from the
-optimizer's state, `labkit.core.watch.updates`); for other optimizers an unbiased estimate with its
-band (`update_norm_bound`). The norms stay on the device as 0-d tensors (one fused
+models up to 10M parameters (a copy; under SGD above 1 MiB, read from its gradients) and, above,
+for torch's SGD, Adam, AdamW, SparseAdam, RMSprop and Adagrad (read from the optimizer's state,
+`labkit.core.watch.updates`); for other optimizers an unbiased estimate with its band
+(`update_norm_bound`). The norms stay on the device as 0-d tensors (one fused
 ``torch._foreach_norm``), read back only by `run()` or a `writer`. `labkit.train` uses this.
 """
 
@@ -275,9 +276,10 @@ def watch(
     (`labkit.core.watch.manual`). `scaler`: your ``torch.amp.GradScaler``, so that a step it
     skips (inf/NaN gradients: no ``optimizer.step()``) is recorded, with ``skipped=True``, the
     scale and an update of exactly 0. `budget`: bytes kept beside the parameters (default: all
-    of them up to 1 MiB, copied: exact; above, 5% of them, for the optimizers whose update
-    cannot be read from their state: those are sampled, with `update_norm_bound` beside the
-    value; see `labkit.core.watch.budget`). Make the watch once the model is on its
+    of them up to 40 MiB, copied: exact, except under SGD above 1 MiB, whose update is read
+    from its gradients; above 40 MiB, 5% of them, for the optimizers whose update cannot be
+    read from their state: those are sampled, with `update_norm_bound` beside the value; see
+    `labkit.core.watch.budget`). Make the watch once the model is on its
     device and the optimizer is built; `watch.findings` names, once, parameters that can
     never move. `writer`: a TensorBoard ``SummaryWriter`` (`labkit.core.watch.writer`).
     Inside a torch.distributed run (DDP), every `check_every` steps the ranks compare their
