@@ -24,6 +24,7 @@ from labkit.learn import grade as g
 from labkit.learn.grade import batch as grade_batch
 from labkit.widgets.flashcards import FlashcardDrill
 from labkit.widgets.sketch import SketchForecast
+grade_batch.preload()  # what `grade` imports first (torch._dynamo among it: 1 s), once
 
 
 def act(i, emit):
