@@ -20,7 +20,6 @@ import torch
 from ...finding import OwnFinding
 from ..margins import above
 from ..step1_capture import inner, setup as proto
-from ..step1_capture.loops import learner_model
 
 RARE = 20  # the rarest present class seen at least this many times: an absence is not chance
 SHARE = 0.25  # at most this share of the classes absent (a wider output is a vocabulary)
@@ -44,7 +43,8 @@ def reading(ev) -> dict | None:
     prediction the loss receives on the first batch; None where that is not a classification
     of (N, C) against (N,) class ids."""
     try:
-        pred = inner.prediction(ev.setup, learner_model(ev), ev.batches[0], ev.seed)
+        model = proto.make_model(ev.setup, ev.seed)  # its width only: no training needed
+        pred = inner.prediction(ev.setup, model, ev.batches[0], ev.seed)
         labels = [proto.labels_of(b) for b in ev.batches]
     except Exception:  # a batch or a loss this reading cannot follow: nothing measured
         return None
