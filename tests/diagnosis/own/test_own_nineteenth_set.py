@@ -127,3 +127,18 @@ def test_a_recurrent_weight_whose_gradient_is_exactly_zero_at_every_step_is_name
 
 def test_a_recurrent_layer_read_at_its_last_step_has_no_zero_gradient():
     assert _zero_grad(False) == []
+
+
+def test_the_one_change_run_reads_a_one_way_rnn_in_reverse_time():
+    from labkit.diagnosis.own.step6_decide.parts import reversed_rnn
+
+    torch.manual_seed(0)
+    model, x = _Seq(True), torch.randn(4, 5, 3)
+    last = _Seq(False)
+    last.load_state_dict(model.state_dict())
+    reversed_rnn(model, ["rnn"])
+    assert torch.allclose(model(x), last(x))  # position 0 now holds the whole sequence's state
+    gru = nn.GRU(3, 8)  # sequence-first: time is dim 0
+    out, _ = gru(x.transpose(0, 1))
+    reversed_rnn(gru, [""])
+    assert torch.equal(gru(x.transpose(0, 1))[0], out.flip(0))

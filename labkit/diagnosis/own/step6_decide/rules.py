@@ -58,7 +58,7 @@ from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
 from .gaps import loop_gap, noted as _noted, references, spread_margin, summed_rule
-from .parts import clip_gap, dropout_gap, init_first, init_gap
+from .parts import clip_gap, dropout_gap, first_step_gap, init_first, init_gap
 from .evalnoise import eval_random_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
@@ -315,7 +315,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     if behind:  # a measured gap decides: the data each call re-makes, else the loop
         return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
     found = clip_gap(evs, own) or init_gap(evs, plain) or dropout_gap(evs)
-    found = found or eval_random_rule(evs)  # a dropout left on after model.eval()
+    found = found or eval_random_rule(evs) or first_step_gap(evs)  # eval noise, step 0 read
     found = found or blank.blank_rule(evs)  # two groups: examples learned, examples blank
     if found is not None:
         return found
