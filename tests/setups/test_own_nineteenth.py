@@ -8,7 +8,9 @@ since, each read here on the bug and its one-change twin:
 - a table sorted by class and split by slicing: a class the output has never reaches the
   training labels (`unseen.reading`);
 - a one-way LSTM read at its first step: its recurrent weight's gradient is exactly 0 at every
-  step, a finding beside the acquittal (`acquit.zero_grad`).
+  step (`acquit.zero_grad`), a finding beside an acquittal, convicted where the same plain loop
+  with the layer's outputs read in reverse time order learns beyond the seed spread
+  (`parts.first_step_gap`).
 
 Not read: the keypoints normalised by the input size (see docs/developer/triage-scores.md).
 """

@@ -78,8 +78,8 @@ def unseen_rule(evs) -> OwnFinding | None:
         f"class{'' if one else 'es'} {ids} never reach{'es' if one else ''} training: your model "
         f"has {g['classes']} outputs, and not one of the {g['rows']} training labels of an epoch "
         f"is {'that class' if one else 'one of them'}, while every other class is present (the "
-        f"rarest {g['rarest']} times), so the model is never taught "
-        f"{'it' if one else 'them'} and will not predict {'it' if one else 'them'}; labkit "
+        f"rarest {g['rarest']} times), so nothing in training "
+        f"teaches the model to predict {'it' if one else 'them'}; labkit "
         "sees only the training batches, not whether your other splits hold it: check how the "
         "rows were split (a table sorted by class and sliced leaves its last classes out): "
         "shuffle the rows, or split each class apart (stratified), before the split",
