@@ -130,7 +130,7 @@ def test_a_recurrent_layer_read_at_its_last_step_has_no_zero_gradient():
 
 
 def test_the_one_change_run_reads_a_one_way_rnn_in_reverse_time():
-    from labkit.diagnosis.own.step6_decide.parts import reversed_rnn
+    from labkit.diagnosis.own.step5_sign.reread import reversed_rnn
 
     torch.manual_seed(0)
     model, x = _Seq(True), torch.randn(4, 5, 3)

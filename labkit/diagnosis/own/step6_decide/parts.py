@@ -10,9 +10,8 @@ import torch
 
 from ...finding import OwnFinding
 from ..margins import above, below
-from ..step1_capture import setup as proto
 from ..step1_capture.loops import held_out_loss, learner_model, plain_loop
-from ..step5_sign.acquit import zero_grad
+from ..step5_sign.reread import first_step_rnns, with_reversed
 from .gaps import _pair, spread_margin
 
 INIT_MARGIN = 0.1  # the default init's loop below the learner's init's by this share of the start
@@ -139,62 +138,21 @@ def clip_gap(evs, own: list[float]) -> OwnFinding | None:
     )
 
 
-def _reverse(module, args, out):
-    """An RNN's forward hook: its output sequence in reverse time order, the state unchanged."""
-    seq, rest = (out[0], out[1:]) if isinstance(out, tuple) else (out, ())
-    if not torch.is_tensor(seq):  # a PackedSequence: left as it is
-        return out
-    seq = seq.flip(1 if module.batch_first and seq.dim() == 3 else 0)
-    return (seq, *rest) if isinstance(out, tuple) else seq
-
-
-def reversed_rnn(model, names: list[str]):
-    """`model` with the outputs of its RNN layers named in `names` read in reverse time order:
-    the position 0 a forward reads then holds the state after the whole sequence."""
-    for name, module in model.named_modules():
-        if name in names:
-            module.register_forward_hook(_reverse)
-    return model
-
-
-class _Reversed:
-    """The learner's setup, its make_model's RNN layers `names` read in reverse time order."""
-
-    def __init__(self, setup, names: list[str]):
-        self._setup, self._names = setup, names
-
-    def __getattr__(self, key):
-        return getattr(self._setup, key)
-
-    def make_model(self, seed):
-        return reversed_rnn(proto.make_model(self._setup, seed), self._names)
-
-
 def first_step_gap(evs) -> OwnFinding | None:
     """H1: a one-way RNN's hidden-to-hidden weight had a gradient of exactly 0 at every step
     (`zero_grad`: only its first step is read, its state before it being 0), and the same plain
     loop with that layer's outputs read in reverse time order (its last step where the forward
     reads the first) ends below the loop as written by more than the seed spread, on every
     seed."""
-    try:
-        zero = zero_grad(evs[0].replay)
-    except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
-        return None
-    modules = dict(learner_model(evs[0]).named_modules())
-    names = sorted(
-        prefix
-        for name, _, recurrent in zero
-        if recurrent
-        for prefix in [name.rsplit(".", 1)[0] if "." in name else ""]
-        if isinstance(modules.get(prefix), torch.nn.RNNBase) and not modules[prefix].bidirectional
-    )
+    names = first_step_rnns(evs[0])
     if not names:
         return None
+    modules = dict(learner_model(evs[0]).named_modules())
     plain = [ev.arm("own").level() for ev in evs]
     flipped = [
         ev.once(
             "reversed_rnn",
-            lambda ev=ev: plain_loop(_Reversed(ev.setup, names), ev.seed, ev.steps, "own"),
+            lambda ev=ev: plain_loop(with_reversed(ev.setup, names), ev.seed, ev.steps, "own"),
         ).level()
         for ev in evs
     ]
