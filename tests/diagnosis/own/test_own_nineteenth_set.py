@@ -67,6 +67,17 @@ def test_dropout_that_follows_eval_batchnorm_and_plain_models_repeat_exactly():
         assert found["relative"] == 0 and found["drops"] == [], middle
 
 
+class _TrainsInLoss(_Setup):
+    def loss_fn(self, model, batch):
+        model.train()  # a loss_fn that puts the model back in train mode: nn.Dropout is on
+        return super().loss_fn(model, batch)
+
+
+def test_a_loss_fn_that_puts_the_model_in_train_mode_is_not_read():
+    torch.manual_seed(0)
+    assert evalnoise.repeat(_TrainsInLoss(), _Net("module"), _batches(), seed=0) is None
+
+
 def test_the_model_is_left_in_the_mode_it_came_in():
     model = _Net("functional")
     model.train()

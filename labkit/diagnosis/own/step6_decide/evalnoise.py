@@ -8,7 +8,8 @@ NOISE of their size keeps something random on. The calls are followed op by op: 
 (`F.dropout`, `alpha_dropout`, `dropout2d`, ...) called with `training=True` while the model is
 in eval mode names the source (the functional form's `training` defaults to True and does not
 follow `model.eval()`). Randomness from another op (a sampling layer, as a VAE draws its code)
-is measured and not named here: it may be the model's design.
+is measured and not named here: it may be the model's design. A `loss_fn` that puts the model
+back in train mode is not read (its dropout is meant to be on).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def repeat(setup, model, batches, seed: int) -> dict | None:
     try:
         one, first, drops = _outputs(setup, model, batches[:BATCHES], seed)
         two, second, _ = _outputs(setup, model, batches[:BATCHES], seed + 1)
+        if any(m.training for m in model.modules()):  # loss_fn put it back in train mode
+            return None
     except Exception:  # a loss this reading cannot call twice (a carried state): nothing read
         return None
     finally:
