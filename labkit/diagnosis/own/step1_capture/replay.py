@@ -122,6 +122,7 @@ class Replay:
             int, list
         ] = {}  # id(param) -> [sum of grad norms, of update norms, steps]
         self.ever_grad: set[int] = set()  # ids of parameters that had a gradient after a backward
+        self.ever_nonzero: set[int] = set()  # ... and a gradient not exactly 0 after one
         self.graph = Graph()
         self._depth, self._busy, self._since_step, self._stepped = 0, False, 0, False
         self._batches: dict[int, object] = {}
@@ -286,6 +287,13 @@ class Replay:
     def _backward_end(self):
         params = self.watched()
         self.ever_grad.update(id(p) for p in params if p.grad is not None)
+        self.ever_nonzero.update(
+            id(p)
+            for p in params
+            if id(p) not in self.ever_nonzero
+            and p.grad is not None
+            and (p.grad.is_sparse or bool(p.grad.any()))
+        )
         self.graph.after_backward()
         self.backwards[-1]["grad_norm_after"] = total_norm([p.grad for p in params])
         own_manual.after_backward_norms(self, params)

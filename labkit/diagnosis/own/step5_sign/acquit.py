@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from ..step3_h2 import features
 from ..step4_h1 import audit, leaves
 from ..step4_h1.flow import param_names
@@ -37,11 +39,60 @@ def never_grad(rp) -> list[tuple[str, int, bool]]:
     )
 
 
+def zero_grad(rp) -> list[tuple[str, int, bool]]:
+    """(name, values, whether it is a recurrent layer's hidden-to-hidden weight) of each
+    parameter that the optimizer holds and that had a gradient after a backward(), exactly 0
+    after every one, while another parameter's was not: the loss never reads what it computes.
+    A recurrent layer's `weight_hh` gets exactly 0 where only its first time step is read (the
+    state before it is 0)."""
+    if not getattr(rp, "ever_nonzero", None):
+        return []
+    names = param_names(rp.models.values())
+    held = {id(p) for o in rp.optimizers.values() for g in o.param_groups for p in g["params"]}
+    recurrent = {
+        id(p)
+        for m in rp.models.values()
+        for mod in m.modules()
+        if isinstance(mod, torch.nn.RNNBase)
+        for n, p in mod.named_parameters(recurse=False)
+        if n.startswith("weight_hh")
+    }
+    return sorted(
+        (names[id(p)][0], p.numel(), id(p) in recurrent)
+        for p in rp.watched()
+        if id(p) in held
+        and id(p) in rp.ever_grad
+        and id(p) not in rp.ever_nonzero
+        and id(p) in names
+    )
+
+
 def beside(evs, line: str) -> str:
-    """The acquittal's `line` with the finding it states beside itself, if any: parameters the
-    loss never reads (`never_grad`, on the first seed)."""
-    found = never_grad(evs[0].replay)
-    return line + "; " + unused_words(found, len(evs[0].replay.backwards)) if found else line
+    """The acquittal's `line` with the findings it states beside itself, if any: parameters the
+    loss never reads (`never_grad`, `zero_grad`, on the first seed)."""
+    rp, backwards = evs[0].replay, len(evs[0].replay.backwards)
+    found, zero = never_grad(rp), zero_grad(rp)
+    line += "; " + unused_words(found, backwards) if found else ""
+    return line + "; " + zero_words(zero, backwards) if zero else line
+
+
+def zero_words(found: list, backwards: int) -> str:
+    """The finding about the parameters `zero_grad` found."""
+    parts = [f"{name} ({n} values)" for name, n, _ in found[:4]]
+    more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+    one = len(found) == 1
+    line = (
+        f"finding: {', '.join(parts)}{more} had a gradient of exactly 0 after every one of the "
+        f"{backwards} backward() calls, while the other parameters' gradients were not: your "
+        f"loss never reads what {'it computes' if one else 'they compute'}"
+    )
+    if any(rec for _, _, rec in found):
+        line += (
+            " (a recurrent layer's hidden-to-hidden weight gets exactly 0 where only its first "
+            "time step is read, its state before that step being 0: a one-way RNN's summary of the "
+            "sequence is its last step's output (out[:, -1] batch-first), not its first)"
+        )
+    return line
 
 
 def unused_words(found: list, backwards: int) -> str:

@@ -120,6 +120,20 @@ CHANGES = {
         ("keep each label with its own input when the data is shuffled, split or joined"),
     ),
     "noise_inputs": ({DATA}, "feed the real features, not noise of the same shape"),
+    "class_unseen": (
+        {DATA},
+        (
+            "shuffle the rows (or split each class apart, stratified) before the split, so "
+            "every class the model outputs is in the training batches"
+        ),
+    ),
+    "dropout_at_eval": (
+        {MODEL},
+        (
+            "pass training=self.training to the functional dropout in forward (or use "
+            "nn.Dropout, which follows model.eval())"
+        ),
+    ),
     "masks_transformed_apart": (
         {DATA},
         "draw each random transform once per pair and apply it to the image and to its mask",

@@ -51,6 +51,10 @@ def own_plan(finding, evs):
         from .stepped import moving_plan
 
         return moving_plan(evs)
+    if finding.key == "first_step_read":  # the RNN read in reverse time order (`reread`)
+        from .reread import plan as reread_plan
+
+        return reread_plan(evs)
     if finding.key == "order_unmixed":  # the same rows mixed across the epoch (`mixed`)
         from .mixed import plan as mixed_plan
 

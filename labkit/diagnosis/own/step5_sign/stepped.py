@@ -33,10 +33,11 @@ def _resolve(obj, name: str):
     return obj if isinstance(obj, torch.Tensor) else None
 
 
-def with_optimizer(setup, change):
-    """A shallow copy of `setup` whose ``make_optimizer`` returns the learner's optimizer passed
-    through `change(optimizer, copy, model)`; every other method is the learner's."""
-    make = getattr(type(setup), "make_optimizer", None)
+def with_method(setup, method: str, change):
+    """A shallow copy of `setup` whose `method` (``make_optimizer``, ``make_model``) returns
+    the learner's result passed through `change(result, copy, argument)`; every other method is
+    the learner's."""
+    make = getattr(type(setup), method, None)
     fixed = copy.copy(setup)
     for name, value in list(vars(fixed).items()):  # the deadline's wrappers call the original
         if getattr(value, "labkit_bounded", False):
@@ -44,11 +45,16 @@ def with_optimizer(setup, change):
                 fixed, name
             )  # the class's own method, bound to the copy (train keeps its deadline)
 
-    def make_optimizer(model):
-        return change(make(fixed, model), fixed, model)
+    def changed(argument):
+        return change(make(fixed, argument), fixed, argument)
 
-    fixed.make_optimizer = make_optimizer
+    setattr(fixed, method, changed)
     return fixed
+
+
+def with_optimizer(setup, change):
+    """`with_method` on ``make_optimizer``: `change(optimizer, copy, model)`."""
+    return with_method(setup, "make_optimizer", change)
 
 
 def _with_leaves(setup, names: list[str]):

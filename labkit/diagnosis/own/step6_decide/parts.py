@@ -1,8 +1,8 @@
 """A measured gap decides (issue 55), one part replaced: the learner's run, or the plain loop
 on the learner's parts, against the same loop with one part as PyTorch or the textbook gives
 it: the init (`init_gap`, and `init_first` where the replay blamed the LR), the dropout
-(`dropout_gap`), a clip called where it finds no gradient (`clip_gap`). The loop and the data
-as a whole are in `gaps`."""
+(`dropout_gap`), a clip called where it finds no gradient (`clip_gap`), a one-way RNN read at
+its first step (`first_step_gap`). The loop and the data as a whole are in `gaps`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import torch
 from ...finding import OwnFinding
 from ..margins import above, below
 from ..step1_capture.loops import held_out_loss, learner_model, plain_loop
+from ..step5_sign.reread import first_step_rnns, with_reversed
 from .gaps import _pair, spread_margin
 
 INIT_MARGIN = 0.1  # the default init's loop below the learner's init's by this share of the start
@@ -132,6 +133,47 @@ def clip_gap(evs, own: list[float]) -> OwnFinding | None:
         f"unclipped gradient; a plain loop with your model, data, loss and optimizer and the same "
         f"clip after backward() reaches {_pair(levels)} where your run ends at {_pair(own)}: "
         "call the clip between backward() and step()",
+        arm=None,
+        variable=None,
+    )
+
+
+def first_step_gap(evs) -> OwnFinding | None:
+    """H1: a one-way RNN's hidden-to-hidden weight had a gradient of exactly 0 at every step
+    (`zero_grad`: only its first step is read, its state before it being 0), and the same plain
+    loop with that layer's outputs read in reverse time order (its last step where the forward
+    reads the first) ends below the loop as written by more than the seed spread, on every
+    seed."""
+    names = first_step_rnns(evs[0])
+    if not names:
+        return None
+    modules = dict(learner_model(evs[0]).named_modules())
+    plain = [ev.arm("own").level() for ev in evs]
+    flipped = [
+        ev.once(
+            "reversed_rnn",
+            lambda ev=ev: plain_loop(with_reversed(ev.setup, names), ev.seed, ev.steps, "own"),
+        ).level()
+        for ev in evs
+    ]
+    margin = spread_margin(plain, abs(evs[0].arm("own").losses[0]))
+    if not all(
+        above("gap.first_step", p - f, margin, seed=ev.seed)
+        for p, f, ev in zip(plain, flipped, evs)
+    ):
+        return None
+    return OwnFinding(
+        "H1",
+        "first_step_read",
+        f"your model reads its one-way {type(modules[names[0]]).__name__} "
+        f"({names[0] or 'the model'}) at its first time step, whose state has seen one input: "
+        f"its hidden-to-hidden weight had a gradient of exactly 0 after every backward() (the "
+        f"state before the first step is 0, so nothing read uses it); the same plain loop "
+        f"(your model, data, loss and optimizer) with that layer's outputs read in reverse time "
+        f"order, so that position 0 holds the state after the whole sequence, reaches "
+        f"{_pair(flipped)} where as written it ends at {_pair(plain)} (seeds {evs[0].seed} / "
+        f"{evs[1].seed}): read the last step's output (out[:, -1] batch-first), or the final "
+        "hidden state",
         arm=None,
         variable=None,
     )

@@ -52,13 +52,14 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
-from ..step3_h2 import blank, calls, layout, mask, padid, paired
+from ..step3_h2 import blank, calls, layout, mask, padid, paired, unseen
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
 from ..step4_h1.frozen import frozen_rule
 from .gaps import loop_gap, noted as _noted, references, spread_margin, summed_rule
-from .parts import clip_gap, dropout_gap, init_first, init_gap
+from .parts import clip_gap, dropout_gap, first_step_gap, init_first, init_gap
+from .evalnoise import eval_random_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import logger_check
@@ -156,7 +157,7 @@ def _h2(evs) -> OwnFinding | None:
             expect="same",
         )
     found = layout.layout_rule(evs) or mask.mask_rule(evs) or padid.collision_rule(evs)
-    return found or paired.paired_rule(evs)
+    return found or paired.paired_rule(evs) or unseen.unseen_rule(evs)
 
 
 def _label_signal(evs) -> dict:
@@ -314,6 +315,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     if behind:  # a measured gap decides: the data each call re-makes, else the loop
         return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
     found = clip_gap(evs, own) or init_gap(evs, plain) or dropout_gap(evs)
+    found = found or eval_random_rule(evs) or first_step_gap(evs)  # eval noise, step 0 read
     found = found or blank.blank_rule(evs)  # two groups: examples learned, examples blank
     if found is not None:
         return found
