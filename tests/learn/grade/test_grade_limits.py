@@ -192,13 +192,30 @@ c.NotebookClient._cleanup_kernel = run_sync(stuck)
 from labkit.cli import main
 sys.exit(main(sys.argv[1:]))
 """
-STAYS = """import os, subprocess, sys, time
+STAYS = """import glob, os, subprocess, sys, time
 subprocess.Popen(["sleep", "600.{token}"])  # a child of the kernel
-if os.fork() == 0:  # and a daemon: double-forked into a session of its own
+middle = os.fork()
+if middle == 0:  # and a daemon: double-forked into a session of its own
     os.setsid()
     if os.fork() == 0:
         os.execvp("sleep", ["sleep", "601.{token}"])
     os._exit(0)
+os.waitpid(middle, 0)
+
+
+def exec_done():  # the daemon's command line holds the token once its exec is done
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            if b"601.{token}" in open(path, "rb").read():
+                return True
+        except OSError:
+            pass
+    return False
+
+
+deadline = time.monotonic() + 20
+while not exec_done() and time.monotonic() < deadline:
+    time.sleep(0.05)
 open("running", "w").close()  # the kernel's own folder: the grader's, in the sandbox or not
 time.sleep(600)"""
 
