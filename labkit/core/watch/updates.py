@@ -251,12 +251,10 @@ class Formula:
     def scaled(self, values: torch.Tensor, first: int = 0) -> torch.Tensor:
         """(steps, F) norms as `after` gave them, from row `first` of this plan -> the
         update norms: each times its step's scale."""
-        F = len(self.index)
-        sc = torch.frombuffer(self.scales, dtype=torch.float32) if self.scales else None
-        if sc is None:
+        if not self.scales:  # no row yet
             return torch.zeros_like(values)
-        sc = sc.view(-1, F)[first : first + values.shape[0]].to(values.dtype)
-        return values * sc
+        sc = torch.frombuffer(self.scales, dtype=torch.float32).view(-1, len(self.index))
+        return values * sc[first : first + values.shape[0]].to(values.dtype)
 
     @staticmethod
     def weight_bounds(weights: torch.Tensor, updates: torch.Tensor) -> torch.Tensor:
