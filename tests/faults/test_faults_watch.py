@@ -123,6 +123,8 @@ def test_an_error_inside_the_watch_stops_it_and_never_reaches_the_learners_loop(
         for i in range(5):
             if i == 2:  # from the third step on, labkit's own measuring fails
                 w._norms = w.plan.diffs = _broken
+                if w._ring is not None:  # a small model's steps, kept (watch/ring.py)
+                    w._ring.put = w._ring.diffs = _broken
             optimizer.zero_grad()
             loss = F.cross_entropy(model(x), y)
             loss.backward()  # never raises

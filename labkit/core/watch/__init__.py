@@ -30,6 +30,7 @@ from . import (
     follow as watch_follow,
     manual as watch_manual,
     ranks as watch_ranks,
+    ring as watch_ring,
     scaler as watch_scaler,
     table as watch_table,
     writer as watch_writer,
@@ -127,12 +128,26 @@ class Watch:
     @guarded
     def _pre(self, optimizer, args, kwargs) -> None:
         watch_follow.follow(self)  # a param group added since the last step joins here
-        self.plan.keep()
+        if self._ring is None and self._ring_ok:  # built at the first step, ranks known
+            self._ring = watch_ring.make(self)
+            self._ring_ok = self._ring is not None
+        if self._ring is not None:
+            self._ring.keep()
+        else:
+            self.plan.keep()
 
     @guarded
     def _post(self, optimizer, args, kwargs) -> None:
+        ring = self._ring
+        if ring is not None and self._pending is None:  # a small model: norms taken later
+            grads = [p.grad for p in self.params]
+            if not any(g is None or g.is_sparse for g in grads):
+                if ring.put(grads):
+                    self.fold()
+                self._step_done(self._all_present, False)
+                return
         grads = [dense_values(p.grad) for p in self.params]
-        diffs = self.plan.diffs()
+        diffs = self.plan.diffs() if ring is None else ring.diffs()
         if self._fast and self._pending is None and not any(g is None for g in grads):
             # the common case, kept lean: one fused norm call, and the formula's own work
             both = grads + diffs
@@ -180,7 +195,22 @@ class Watch:
         self._add(gnorms + self.plan.blank(), present, skipped=skipped)
 
     def _add(self, row, present: tuple, skipped: bool) -> None:
+        if self._ring is not None and self._ring.n:  # its steps came first
+            self.fold()
         self._rows.append(row)
+        if len(self._rows) == CHUNK:  # fold 0-d tensors into one block: bounded host memory
+            self._blocks.append(self._stack(self._rows))
+            self._rows = []
+        self._step_done(present, skipped)
+
+    def fold(self) -> None:
+        """The ring's steps (`labkit.core.watch.ring`), as one block after the rows before."""
+        if self._rows:
+            self._blocks.append(self._stack(self._rows))
+            self._rows = []
+        self._blocks.append(self._ring.block())
+
+    def _step_done(self, present: tuple, skipped: bool) -> None:
         self._present.append(present)
         groups = self.optimizer.param_groups
         lr = groups[0]["lr"] if len(groups) == 1 else tuple(_lr(g["lr"]) for g in groups)
@@ -188,9 +218,6 @@ class Watch:
         self._skipped.append(skipped)
         if self.scaler is not None:
             self._scales.append(self._scale_now)
-        if len(self._rows) == CHUNK:  # fold 0-d tensors into one block: bounded host memory
-            self._blocks.append(self._stack(self._rows))
-            self._rows = []
         watch_writer.guarded(self, flush=False)  # TensorBoard: every `every` steps, one host read
         if self._ranks is not None:
             self._ranks.step_done(self)

@@ -47,6 +47,7 @@ def _plan(w, owned: set) -> None:
     w._ids = [id(p) for p in w.params]
     # small real tensors only: one fused norm call, without `norms`' look at each tensor
     w._fused = all(p.numel() <= FUSED_MAX and not p.is_complex() for p in w.params)
+    w._ring, w._ring_ok = None, True  # a small model's rows, kept (watch/ring.py): at a step
     w.findings = findings(w._model, w._named, owned)
 
 
@@ -56,6 +57,8 @@ def follow(w) -> None:
     if now == w._held:
         return
     w._held = now
+    if w._ring is not None and w._ring.n:
+        w.fold()
     if w._rows:
         w._blocks.append(w._stack(w._rows))
         w._rows = []
@@ -90,4 +93,6 @@ def _join(w, owned: set) -> None:
 
 def segments(w) -> list:
     """(plan, blocks, width) of every segment, the open one last (its rows stacked)."""
+    if w._ring is not None and w._ring.n:
+        w.fold()
     return w._done + [(w.plan, w._blocks + ([w._stack(w._rows)] if w._rows else []), len(w.params))]

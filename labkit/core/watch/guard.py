@@ -41,19 +41,31 @@ def guarded(method):
 
 
 def _rows(w) -> int:
+    ring = w._ring.n if w._ring is not None else 0
     done = sum(b.shape[0] for _, blocks, _ in w._done for b in blocks)
-    return done + sum(b.shape[0] for b in w._blocks) + len(w._rows)
+    return done + sum(b.shape[0] for b in w._blocks) + len(w._rows) + ring
 
 
 def stop(w, exc: Exception) -> None:
     """Remove every hook, keep the complete steps, and say so once."""
+    if w._ring is not None and w._ring.n:  # its rows first, as blocks; if that fails, dropped
+        try:
+            w.fold()
+        except Exception:  # noqa: BLE001 - the steps it held are lost, and trimmed below
+            w._ring.n = 0
     per_step = [w._present, w._lrs, w._skipped] + ([w._scales] if w.scaler is not None else [])
     rows = _rows(w)
     n = min([rows] + [len(x) for x in per_step])
     for x in per_step:
         del x[n:]
-    if rows > n:
-        del w._rows[len(w._rows) - (rows - n) :]
+    extra = rows - n  # rows of a step not complete: the last ones, in rows then blocks
+    while extra > 0 and w._rows:
+        w._rows.pop()
+        extra -= 1
+    while extra > 0 and w._blocks:
+        keep = max(w._blocks[-1].shape[0] - extra, 0)
+        extra -= w._blocks[-1].shape[0] - keep
+        w._blocks[-1:] = [w._blocks[-1][:keep]] if keep else []
     w._pending, w._marked = None, min(w._marked, n)
     w.stopped = f"{type(exc).__name__}: {exc}"
     try:

@@ -89,7 +89,7 @@ def describe(w) -> dict:
     return {
         "budget_bytes": w.budget,
         "param_bytes": w.param_bytes,
-        "kept_bytes": w.plan.kept_bytes,
+        "kept_bytes": kept_bytes(w),
         "exact": not estimated,
         "estimated": estimated,
         "exact_groups": [g for g in w.groups if g not in estimated],
@@ -101,6 +101,12 @@ def describe(w) -> dict:
     }
 
 
+def kept_bytes(w) -> int:
+    """What the watch keeps beside the parameters: the plan's copies, and a small model's
+    rows of gradients and updates not yet normed (`labkit.core.watch.ring`)."""
+    return w.plan.kept_bytes + (w._ring.bytes if w._ring is not None else 0)
+
+
 def text(w) -> str:
     """`repr(watch)`: what is hooked, how many steps, and the findings."""
     how = "estimated where sampled (update_norm_bound beside them)" if w.plan.estimated else "exact"
@@ -108,7 +114,7 @@ def text(w) -> str:
     head = (
         f"Watch({w.model_name}, {type(w.optimizer).__name__}: {len(w.params)} "
         f"tensors in {len(w.groups)} groups, {w.steps} steps, update norms {how}, "
-        f"{w.plan.kept_bytes:,} bytes kept, {state})"
+        f"{kept_bytes(w):,} bytes kept, {state})"
     )
     return head + "".join(f"\n  finding: {f}" for f in w.findings)
 

@@ -9,6 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import labkit
+from labkit.core.watch.ring import MAX_ROWS, RING_BYTES
 from labkit.probes import raw_vs_reported
 from labkit.core.record import group_name
 from labkit.diagnosis.record.triage import Prediction, TriageRecord
@@ -105,26 +106,48 @@ def test_labkit_train_records_with_the_same_watch():
     assert isinstance(trainer.watch, labkit.Watch)
     run = trainer.run()
     assert run.meta["watch"]["exact"] is True and run.meta["findings"] == []
-    assert run.meta["watch"]["kept_bytes"] == run.meta["watch"]["param_bytes"]
+    # a small model keeps its last MAX_ROWS steps' gradients and updates (watch/ring.py)
+    info = run.meta["watch"]
+    assert info["kept_bytes"] == 2 * MAX_ROWS * info["param_bytes"] <= RING_BYTES
     broken = labkit.train(bug="missing_optimizer_params", steps=3)
     assert "head.weight, head.bias" in broken.meta["findings"][0]
     assert broken.table["update_norm/head"] == [0.0] * 3
 
 
-def test_more_than_256_steps_fold_into_blocks_without_changing_values():
-    model = net()
+@pytest.mark.parametrize("mix", ["ring", "mixed"])
+def test_steps_fold_into_blocks_in_order_without_changing_values(mix):
+    """A small model's steps are kept MAX_ROWS at a time and normed together (watch/ring.py).
+    Steps the ring does not take (a layer's gradients set to None, gradients measured before a
+    clip) and a read of the table mid-run fall between them: each in its place, every step
+    against a float64 copy made here."""
+    model, data = net(), batches(300, rows=4)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    data = batches(300, rows=4)
-    watch = labkit.watch(model, opt)
-    own_loop(model, opt, data)
-    assert len(watch._blocks) == 1 and len(watch._rows) == 300 - 256
+    watch, truth, mid = labkit.watch(model, opt), [], None
+    for i, (x, y) in enumerate(data):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        if mix == "mixed" and i % 7 == 3:
+            for p in model[2].parameters():
+                p.grad = None
+        grads = [p.grad.double() for p in model.parameters() if p.grad is not None]
+        if mix == "mixed" and i % 11 == 5:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        before = [p.detach().double() for p in model.parameters()]
+        opt.step()
+        moved = [p.detach().double() - b for p, b in zip(model.parameters(), before)]
+        truth.append([math.sqrt(sum(float(t.pow(2).sum()) for t in ts)) for ts in (grads, moved)])
+        if mix == "mixed" and i == 40:
+            mid = watch.columns()
+    assert watch._ring is not None and watch._ring.rows == MAX_ROWS
+    assert sum(b.shape[0] for b in watch._blocks) + len(watch._rows) + watch._ring.n == 300
     cols = watch.columns()
     watch.close()
-    ref_model = net()
-    ref = reference(ref_model, torch.optim.SGD(ref_model.parameters(), lr=0.05), data)
-    for step in (0, 255, 256, 299):
-        assert cols["grad_norm/2"][step] == pytest.approx(ref[step][0]["2"], rel=1e-6)
-        assert cols["update_norm/4"][step] == pytest.approx(ref[step][1]["4"], rel=1e-5)
+    assert cols["grad_norm"] == pytest.approx([g for g, _ in truth], rel=1e-5)
+    assert cols["update_norm"] == pytest.approx([u for _, u in truth], rel=1e-5)
+    if mix == "mixed":
+        assert mid["update_norm"] == cols["update_norm"][:41]
+        assert [v is None for v in cols["grad_norm/2"]] == [i % 7 == 3 for i in range(300)]
+        assert all(cols["update_norm/2"][i] == 0.0 for i in range(3, 300, 7))
 
 
 # ---- above the budget: an honest estimate -------------------------------------------------
