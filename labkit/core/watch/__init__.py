@@ -127,7 +127,9 @@ class Watch:
 
     @guarded
     def _pre(self, optimizer, args, kwargs) -> None:
-        watch_follow.follow(self)  # a param group added since the last step joins here
+        groups = optimizer.param_groups  # a param group added since the last step joins here
+        if len(groups) != 1 or len(groups[0]["params"]) != self._held:
+            watch_follow.follow(self)
         if self._ring is None and self._ring_ok:  # built at the first step, ranks known
             self._ring = watch_ring.make(self)
             self._ring_ok = self._ring is not None
@@ -140,9 +142,12 @@ class Watch:
     def _post(self, optimizer, args, kwargs) -> None:
         ring = self._ring
         if ring is not None and self._pending is None:  # a small model: norms taken later
-            grads = [p.grad for p in self.params]
-            if not any(g is None or g.is_sparse for g in grads):
-                if ring.put(grads):
+            try:  # refused whole, before anything is written, for a None or sparse gradient
+                full = ring.put([p.grad for p in self.params])
+            except (TypeError, RuntimeError):
+                pass  # that step is measured now, as a row of its own
+            else:
+                if full:
                     self.fold()
                 self._step_done(self._all_present, False)
                 return
@@ -218,7 +223,8 @@ class Watch:
         self._skipped.append(skipped)
         if self.scaler is not None:
             self._scales.append(self._scale_now)
-        watch_writer.guarded(self, flush=False)  # TensorBoard: every `every` steps, one host read
+        if self._writer is not None:  # TensorBoard: every `every` steps, one host read
+            watch_writer.guarded(self, flush=False)
         if self._ranks is not None:
             self._ranks.step_done(self)
 

@@ -31,11 +31,18 @@ def safely(w, fn, *args, **kwargs):
 
 
 def guarded(method):
-    """`method` of a Watch, made safe to run inside the learner's calls."""
+    """`method` of a Watch, made safe to run inside the learner's calls (`safely`, inlined:
+    the optimizer's hooks run it at every step)."""
 
     @functools.wraps(method)
     def run(self, *args, **kwargs):
-        return safely(self, method, self, *args, **kwargs)
+        if self.stopped is not None:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the learner's loop goes on
+            stop(self, exc)
+            return None
 
     return run
 

@@ -60,9 +60,11 @@ class Ring:
 
     def put(self, grads: list) -> bool:
         """After a step the ring takes: its update and gradients, as row `n`. True when the
-        buffers are full (the watch then folds them into a block)."""
-        torch._foreach_sub_(self._update_rows[self.n], self._data)
+        buffers are full (the watch then folds them into a block). A None gradient raises
+        TypeError, a sparse one RuntimeError, before the update is taken: the watch then
+        measures that step on its own, from `diffs`."""
         torch._foreach_copy_(self._grad_rows[self.n], grads)
+        torch._foreach_sub_(self._update_rows[self.n], self._data)
         self.n += 1
         return self.n == self.rows
 
