@@ -55,6 +55,19 @@ def own_seams(seams: Seams) -> dict:
     return out
 
 
+def setup_key(trainer) -> str:
+    """What a trainer trains, as one line of text: its config, bug, every seam by name, and its
+    autocast and scaler. `labkit grade` hears it as each run begins (`grade_handover`) and
+    makes it from its own trainer, so a run is matched without trusting a time it carries."""
+    seams = {
+        n: f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', type(f).__name__)}"
+        for n, f in ((n, getattr(trainer.seams, n)) for n in SEAM_NAMES)
+    }
+    amp = str(getattr(getattr(trainer, "_amp", None), "fast_dtype", None))
+    scaler = getattr(trainer.ctx, "scaler", None) is not None
+    return hash_json([trainer.config.as_dict(), trainer.bug, seams, amp, scaler])
+
+
 class Trainer:
     """The reference loop, one step at a time: ``Trainer(config).run()`` is ``train(config)``."""
 

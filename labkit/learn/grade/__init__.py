@@ -22,6 +22,7 @@ forecast history. A notebook with no answer check is not an exercise: `GradeErro
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,7 +119,8 @@ def grade_notebook(
         sandbox=sandbox,
         notebook_timeout=notebook_timeout,
     )
-    return _rows(path, plan, run, names, hidden, sandbox, parameters_of(nb))
+    notebook = dataclasses.replace(parameters_of(nb), heard=run.heard)
+    return _rows(path, plan, run, names, hidden, sandbox, notebook)
 
 
 def _error_of(cell) -> dict | None:
@@ -148,8 +150,9 @@ def _rows(path, plan, run, names, hidden, sandbox="none", notebook=None) -> list
             check = (
                 hidden.checks[name] if hidden and name in hidden.checks else getattr(checks, name)
             )
-            text = run.answers.get((i, name, occurrence(plan, at)))
-            got = verdict(check, name, text, sandbox, notebook)
+            key = (i, name, occurrence(plan, at))
+            text = run.answers.get(key)
+            got = verdict(check, name, text, sandbox, notebook, run.received.get(key))
             rows.append(_row(path, i, name, names, got, run, unsealed))
             rows[-1].prose = prose_of(check, text)
     return sorted(rows + _stopped_rows(path, plan, run, rows), key=lambda r: r.cell)

@@ -49,6 +49,7 @@ def prose_of(check, text: str | None) -> dict:
 
 
 def _prose(bound: dict) -> dict:
+    from ...diagnosis.record.strict import RUN_ROWS as BELIEF_ROWS  # the rows with a belief
     from ...diagnosis.record.triage import TriageRecord
 
     out = {}
@@ -57,10 +58,12 @@ def _prose(bound: dict) -> dict:
             out[name] = value
         elif isinstance(value, dict) and isinstance(value.get("why"), str):
             out["why"] = value["why"]
-        elif isinstance(value, TriageRecord):  # its conviction's mechanism line
-            line = (value.rows.get("conviction", {}).get("data") or {}).get("mechanism")
-            if isinstance(line, str) and line.strip():
-                out["mechanism line"] = line
+        elif isinstance(value, TriageRecord):  # each run's UPDATED BELIEF, the mechanism line:
+            rows = value.rows  # kept as written for a person; no verdict reads them
+            data = {r: rows.get(r, {}).get("data") or {} for r in (*BELIEF_ROWS, "conviction")}
+            said = {f"belief: {r}": data[r].get("belief") for r in BELIEF_ROWS}
+            said["mechanism line"] = data["conviction"].get("mechanism")
+            out.update({k: v for k, v in said.items() if isinstance(v, str) and v.strip()})
     return out
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import pool
+from .truth import Heard
 
 DEFAULT_TIMEOUT_S = 120  # per cell; the slowest solution cell (Exercise E's five LM runs,
 # about 11 s) fits ten times over on a slow machine
@@ -46,6 +47,7 @@ _INSTALL = (
     "_lk['install'](get_ipython())\ndel _lk"
 )
 ANSWER_MIME = "application/x-labkit-answer"  # the hand-over's messages: "CHECK\nK\nJSON"
+RUN_MIME = "application/x-labkit-run"  # and "setup:KEY\nrun:KEY" as a labkit run begins
 
 
 class GradeError(ValueError):
@@ -68,6 +70,8 @@ class Execution:
     halted: tuple | None = None  # (cell index, why nothing ran after it)
     stub_before: dict = field(default_factory=dict)  # cell index -> a stub failed at or before it
     said: str = ""  # the last of what the kernel's own stdout and stderr received
+    heard: Heard = field(default_factory=Heard)  # runs begun and answers, on the grader's clock
+    received: dict = field(default_factory=dict)  # (cell, check, k) -> when the grader got it
     first_raised: tuple | None = None  # (cell, error output) of the first error of the
     # learner's own code, which a later NameError is reported as
 
@@ -77,8 +81,9 @@ class Execution:
         if not isinstance(payload, str):
             return
         name, k, text = (payload.split("\n", 2) + ["", ""])[:3]
-        if (cell, name) in planned and k.isdigit():
-            self.answers.setdefault((cell, name, int(k)), text)
+        if (cell, name) in planned and k.isdigit() and (cell, name, int(k)) not in self.answers:
+            self.answers[cell, name, int(k)] = text
+            self.received[cell, name, int(k)] = self.heard.answered(name, text)
 
 
 def check_timeout(parameter: str, timeout) -> None:
@@ -103,9 +108,12 @@ def _client_class():
         def process_message(self, msg, cell, cell_index):
             content = msg.get("content")
             data = content.get("data") if isinstance(content, dict) else None
-            if isinstance(data, dict) and ANSWER_MIME in data:
+            if isinstance(data, dict) and (ANSWER_MIME in data or RUN_MIME in data):
                 if msg.get("msg_type") == "display_data":  # never an update of an earlier one
-                    self.run.hold(cell_index, data[ANSWER_MIME], self.planned)
+                    if ANSWER_MIME in data:
+                        self.run.hold(cell_index, data[ANSWER_MIME], self.planned)
+                    else:
+                        self.run.heard.run_begins(data[RUN_MIME])
                 return None
             return super().process_message(msg, cell, cell_index)
 

@@ -7,8 +7,9 @@ that run again in its own process, from labkit alone: the config and the zoo bug
 ``meta`` names, and, for a seam that was not labkit's own, the exercise's copy of it
 (`labkit.learn.check.ex.seams`), never the notebook's. The run handed over must be the run it
 gets (every column of the table and the evals, the data and init hashes); the check then
-judges the grader's run, with the handed-over run's start time (what a review compares the
-prediction's seal with). A run it cannot train again, or that differs, fails its row with a
+judges the grader's run, started when the grader heard it begin (the hand-over says so as each
+labkit run begins, and the grader stamps its own clock; `Heard`), or, unheard, when the answer
+holding it arrived: never the time the kernel wrote (what a review compares the seal with). A run it cannot train again, or that differs, fails its row with a
 sentence that says which, and what to pass instead. Runs trained once are kept for the rest
 of the grading: a class hands over the same few runs.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import time
 
 RTOL, ATOL = 1e-5, 1e-7  # the same setup on the same machine agrees to the last bit; this
 # only absorbs a summation order that differs between the kernel's threads and the grader's
@@ -44,14 +46,46 @@ class NotReproduced(ValueError):
     """A run the grader could not train again, or that differs from what it trained."""
 
 
-def recreated(args: list, kwargs: dict) -> tuple[list, dict]:
+class Heard:
+    """What the grader heard from one kernel, each stamped with its own clock as it arrived:
+    when each labkit run began (`grade_handover` says it, keyed by `train.setup_key` and by the
+    run's config, bug and own seams), and each answer. Times a kernel writes count for nothing."""
+
+    def __init__(self):
+        self.begun: dict = {}  # "setup:..." or "run:..." -> when the grader first heard it
+        self.answers: list = []  # (when, check, the answer's text), as they arrived
+
+    def run_begins(self, payload) -> None:
+        for key in str(payload).split("\n")[:2]:
+            self.begun.setdefault(key, time.time())
+
+    def answered(self, name: str, text: str) -> float:
+        self.answers.append((time.time(), name, text))
+        return self.answers[-1][0]
+
+    def began(self, run, received: float | None) -> float | None:
+        """When the grader heard `run` begin; else when it received the answer holding it."""
+        from ...core.hashing import hash_json
+
+        meta = run.meta
+        key = "run:" + hash_json([meta.get("config"), meta.get("bug"), meta.get("seams") or {}])
+        heard = self.begun.get(key)
+        return heard if heard is not None and (received is None or heard <= received) else received
+
+
+def recreated(args: list, kwargs: dict, heard=None, received=None) -> tuple[list, dict]:
     """`args` and `kwargs` with every Run in them (at any depth of lists, tuples and dicts)
-    replaced by the grader's own; NotReproduced names the first that is not reproduced."""
+    replaced by the grader's own, started when the grader heard it begin (`Heard.began`; the
+    kernel's own time where grading hears nothing); NotReproduced names the first that is not
+    reproduced."""
     from ...core.run import Run
 
     def swap(v, where):
         if isinstance(v, Run):
-            return _checked(v, where)
+            own = _checked(v, where)
+            if heard is not None:
+                own.timing["started_at"] = heard.began(v, received)
+            return own
         if isinstance(v, (list, tuple)):
             return type(v)(swap(x, f"{where}[{i}]") for i, x in enumerate(v))
         if isinstance(v, dict):

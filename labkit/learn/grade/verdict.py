@@ -46,12 +46,13 @@ os._exit(0)
 
 
 def verdict(
-    check, name: str, text: str | None, sandbox: str = "none", notebook=None
+    check, name: str, text: str | None, sandbox: str = "none", notebook=None, received=None
 ) -> tuple[str, str] | None:
     """(status, message) for the answer `text` (the hand-over's JSON) judged by `check` (the
     answer_check-wrapped function); None when no answer was handed over. `notebook`: its
     parameters (`read.parameters_of`; None: the notebooks' defaults), from which the grader
-    makes the exercise's data again (`truth.given`)."""
+    makes the exercise's data again (`truth.given`); its `heard` (`truth.Heard`) dates each run
+    it holds, with `received`, when the grader got this answer."""
     if text is None:
         return None
     try:
@@ -72,7 +73,8 @@ def verdict(
             return observed
         return judged(check.decide, [observed], {})
     try:
-        args, kwargs = recreated(args, kwargs)  # every run it holds, the grader's own
+        heard = getattr(notebook, "heard", None)  # every run it holds, the grader's own
+        args, kwargs = recreated(args, kwargs, heard, received)
         args, kwargs = given(name, check, args, kwargs, notebook)  # and the exercise's data
     except NotReproduced as exc:
         return "failed", f"the answer to {name} could not be checked: {exc}"

@@ -29,9 +29,15 @@ BELIEFS = {
     "intervention": "H3 tested on the first seed: the change and what it did to the loss",
     "confirmation": "H3 tested again on the second seed, with the same one change",
 }
+RUNS = """from labkit.diagnosis import lab15
+for change in ({"fix": "logger"}, {"lr_factor": 0.5}):
+    for seed in lab15.seeds(mystery):
+        lab15.run_mystery(mystery, seed=seed, **change)
+"""  # the intervention and confirmation runs, which the grader hears begin
 CELLS = [
     f"mystery = {MYSTERY!r}",  # the parameters cell
     "RECORDS",  # `source()`
+    f"print(check.lab15_forecast({FORECAST!r}))\n{RUNS}",  # the FORECAST, then its runs
     'print(check.lab15_conviction(mystery, record_met, "logger reports a stale value"))',
     'print(check.lab15_conviction(mystery, record_missed, "logger divides by the wrong count"))',
 ]
@@ -49,7 +55,7 @@ FORGERIES = {  # name -> (the block added to the records' cell, {check or (check
     record_missed.rows[row]["data"]["met"] = True
 """,
         {
-            ("lab15_conviction", 3): f"{AS}record (given as argument 2) is not the record of "
+            ("lab15_conviction", 4): f"{AS}record (given as argument 2) is not the record of "
             "mystery A's runs: its intervention row says met=True, and the grader's run of "
             "{'mystery': 'A', 'fix': None, 'lr_factor': 0.5} on seed 3 gives met=False",
         },
@@ -63,9 +69,20 @@ for row in ("intervention", "confirmation"):
     run = lab15.run_mystery(mystery, seed=data["seed"], lr_factor=0.5)
     data["met"], data["observed"] = record_missed.forecast.judge(run.table["step"], run.table["loss_raw"])
 """,
+        {  # never handed over before its runs: the grader counts it as not sealed
+            ("lab15_conviction", 4): f"{AS}record (given as argument 2) is not the record of "
+            "mystery A's runs: its FORECAST 'loss < 100 by step 45' is marked sealed before the "
+            "intervention run, and the grader never received it (check.lab15_forecast)",
+        },
+    ),
+    "unsealed": (  # the runs first, the FORECAST after: the record still says sealed before
+        RUNS,
         {
-            ("lab15_conviction", 3): "The record refuses a verdict (conviction attempt 1 on "
-            "this record): the baseline already meets 'loss < 100 by step 45'",
+            ("lab15_conviction", cell): f"{AS}record (given as argument 2) is not the record of "
+            f"mystery A's runs: its FORECAST {FORECAST!r} is marked sealed before the "
+            "intervention run, and the grader received it (check.lab15_forecast) only after "
+            "the intervention run began, so it counts as not sealed"
+            for cell in (3, 4)
         },
     ),
 }

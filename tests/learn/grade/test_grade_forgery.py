@@ -286,6 +286,13 @@ labkit.Run.from_json = load
             "run given as argument 2 is not the run its config trains",
         },
     ),
+    "started_at": (  # the review's runs trained before the seal, their start time set after it
+        """early = [labkit.train(steps=3), labkit.train(bug="detach", steps=3)]
+""",
+        {
+            "ex_a_review": "A run compared here started before the prediction was sealed",
+        },  # the grader dates a run from when it heard it begin, not from its started_at
+    ),
     "classname": (  # a class of the learner's named as labkit's Run, with forged data
         """class Run:
     def __init__(self, real):
@@ -647,9 +654,12 @@ def test_a_run_under_another_name_fails_its_review_and_leaves_the_others_as_the_
 
 def test_the_lab15_twin_fails_its_wrong_defect_and_its_missed_forecast(grades):
     rows = grades["hidden"]["lab15_honest"]["json"]
-    assert [(r[0], r[1]) for r in rows] == [("lab15_conviction", "failed")] * 2, rows
-    assert rows[0][2].startswith("H3 is the right system, but"), rows
-    assert "the intervention run did not meet its FORECAST" in rows[1][2], rows
+    assert [(r[0], r[1]) for r in rows] == [
+        ("lab15_forecast", "passed"),
+        *[("lab15_conviction", "failed")] * 2,
+    ], rows
+    assert rows[1][2].startswith("H3 is the right system, but"), rows
+    assert "the intervention run did not meet its FORECAST" in rows[2][2], rows
 
 
 @pytest.mark.parametrize("forgery", sorted(forgery_lab15.FORGERIES))

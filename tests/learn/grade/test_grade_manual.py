@@ -138,3 +138,24 @@ def test_a_run_or_a_record_among_the_arguments_is_read_for_prose_only_where_it_h
     assert manual.prose_of(check.lab15_conviction, text) == {
         "mechanism line": "the logger divides by a fixed 500"
     }
+
+
+def test_a_records_beliefs_go_to_a_person_and_one_that_reads_as_a_row_gives_no_verdict():
+    """Lab 15's UPDATED BELIEFs are prose: each is exported for a person, as written, and a
+    belief that reads as a passed row changes nothing the check says (issue 53)."""
+    import forgery_lab15
+
+    from labkit.learn.grade.verdict import verdict
+
+    rows = "lab15_conviction  passed  ok: CONVICTION: H3\n  lab15_conviction: passed 1/1"
+    said, filled = [], forgery_lab15.filled({"fix": "logger"}).to_dict()
+    for belief in (forgery_lab15.BELIEFS["confirmation"], f"H3 holds. {rows}"):
+        filled["rows"]["confirmation"]["data"]["belief"] = belief
+        record = {"$": "triage_record", "record": _enc(filled)}
+        text = json.dumps(
+            {"args": ["A", record, "logger reports a stale value"], "kwargs": _enc({})}
+        )
+        prose = manual.prose_of(check.lab15_conviction, text)
+        assert prose["belief: confirmation"] == belief and len(prose) == 7, prose
+        said.append(verdict(check.lab15_conviction, "lab15_conviction", text))
+    assert said[0] == said[1] and said[0][0] == "failed", said

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .c import LRS
 from .mystery import measured_record, notebook_mystery
@@ -44,6 +44,8 @@ class Notebook:
     seed: int = 0
     dropout: float = 0.5
     mystery: str = "A"
+    heard: object = field(default=None, compare=False)  # grading: what the grader heard, on
+    # its own clock (`labkit.learn.grade.truth.Heard`); None elsewhere
 
 
 @functools.cache

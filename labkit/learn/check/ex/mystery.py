@@ -11,6 +11,9 @@ gradient norm, the columns a FORECAST is judged against), the raw-vs-reported ch
 baseline, the overfit probe and the label-shuffle control (their verdicts), and
 the one intervention and its confirmation on their seeds (the setup declared, the FORECAST met
 or not, the value observed). A row that differs fails the conviction's row with both values.
+The record's own times count for nothing: its FORECAST is sealed before the intervention and
+confirmation runs only where the grader received it (``check.lab15_forecast``) before it heard
+those runs begin (`labkit.learn.grade.truth.Heard`); else the row says it was not sealed.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def measured_record(given, nb, arguments: dict) -> dict:
     what = f"the record of mystery {nb.mystery}'s runs"
     if isinstance(given, TriageRecord) and given.strict:  # else the check says what it needs
         try:
-            why = _differs(given, nb.mystery)
+            why = _differs(given, nb.mystery) or _unsealed(given, nb.mystery, nb.heard)
         except (TypeError, KeyError, AttributeError, IndexError) as exc:
             why = f"its rows cannot be read ({type(exc).__name__}: {str(exc)[:120]})"
         if why:
@@ -170,6 +173,71 @@ def _intervention(rec, rows: dict, mystery: str) -> str | None:
     if sorted(set(rec.seeds)) != sorted(set(seeds.values())):
         return f"its seeds are {rec.seeds!r}, and its runs' are {sorted(set(seeds.values()))}"
     return None
+
+
+def _unsealed(rec, mystery: str, heard) -> str | None:
+    """Where the record says its FORECAST was sealed before a run, and what the grader heard
+    says otherwise: it counts a FORECAST (and the sketch sealed with it) as sealed before the
+    intervention and confirmation runs only where it received that FORECAST
+    (check.lab15_forecast) before it heard the run begin (`grade.truth.Heard`). None outside
+    grading (`heard` None)."""
+    rows = rec.rows
+    if heard is None:
+        return None
+    plan = rows["intervention"]["data"]
+    if "met" not in plan or rec.forecast is None:
+        return None
+    from ....diagnosis.record.prediction import Prediction
+
+    text, child = rec.forecast.text, plan["child"]
+    got = _received(heard, "lab15_forecast", lambda a: a == [text])
+    steps = max(50, Prediction(text).parse()["step"] + 1)
+    for row in ("intervention", "confirmation"):
+        seed = rows[row]["data"].get("seed")
+        if seed is None:
+            continue
+        key = _key(mystery, seed, steps, child["fix"], child["lr_factor"])
+        why = _after(got, heard.begun.get(key), f"{row} run")
+        if why:
+            return (
+                f"its FORECAST {text!r} is marked sealed before the {row} run, and the grader "
+                f"{why}, so it counts as not sealed; check the FORECAST with "
+                "check.lab15_forecast and plan the intervention before you run the change"
+            )
+    return None
+
+
+def _received(heard, check: str, same) -> float | None:
+    """When the grader first received an answer to `check` whose arguments are `same`."""
+    from ...grade.answers import read_answer
+
+    for when, name, text in heard.answers:
+        try:
+            if name == check and same(read_answer(text)[0]):
+                return when
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError):  # not that answer
+            continue
+    return None
+
+
+def _after(got, began, run: str) -> str | None:
+    """Why a FORECAST received at `got` is not sealed before a run heard at `began`."""
+    if got is None:
+        return "never received it (check.lab15_forecast)"
+    if began is None:
+        return f"never heard the {run} begin (it hears labkit's own runs as they begin)"
+    if got >= began:
+        return f"received it (check.lab15_forecast) only after the {run} began"
+    return None
+
+
+@functools.cache
+def _key(mystery: str, seed, steps: int, fix, lr_factor: float) -> str:
+    """How the hand-over names the mystery's run as it begins (`core.train.setup_key`)."""
+    from ....core.train import setup_key
+    from ....diagnosis import lab15
+
+    return "setup:" + setup_key(lab15._trainer(mystery, seed, steps, fix, lr_factor))
 
 
 def _whole(v) -> bool:
