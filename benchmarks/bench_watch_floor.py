@@ -6,8 +6,9 @@ labkit code: the floor under `labkit.watch`'s per-step ratio at a small size.
 Each variant registers its own two optimizer hooks and is timed against the plain loop in
 interleaved blocks (process CPU time, median of the pairs): empty hooks; the gradient norms
 alone (what reading plain SGD's update from its gradient costs); a copy before the step, a
-subtraction and one fused norm after it (what an exact copied update costs); and
-`labkit.watch` itself.
+subtraction and one fused norm after it (what an exact copied update costs); the calls of a
+small model's ring (`labkit.core.watch.ring`: a copy before the step, a copy of the gradients
+and a subtraction after it, its norms every K steps left out); and `labkit.watch` itself.
 """
 
 from __future__ import annotations
@@ -62,10 +63,24 @@ def main(argv=None) -> int:
         torch._foreach_sub_(before, data)
         keep(torch._foreach_norm([p.grad for p in params] + before))
 
+    # the ring's calls (labkit/core/watch/ring.py), without its norms taken every K steps
+    n_all = sum(p.numel() for p in params)
+    ring = [torch.empty(n_all), torch.empty(n_all)]
+    spans = torch.tensor([0] + [p.numel() for p in params]).cumsum(0).tolist()
+    ring_rows = [[r[a:b].view(p.shape) for p, a, b in zip(params, spans, spans[1:])] for r in ring]
+
+    def ring_copy(*_):
+        torch._foreach_copy_(ring_rows[0], data)
+
+    def ring_put(*_):
+        torch._foreach_copy_(ring_rows[1], [p.grad for p in params])
+        torch._foreach_sub_(ring_rows[0], data)
+
     variants = {
         "empty hooks": (nothing, nothing),
         "gradient norms only": (nothing, grads),
         "copy, subtract, norms": (copy, copied),
+        "ring: copy; copy, subtract": (ring_copy, ring_put),
         "labkit.watch": None,
     }
     block(50)
@@ -89,7 +104,7 @@ def main(argv=None) -> int:
                     h.remove()
         ratio = statistics.median(b / a for a, b in zip(plain, hooked))
         added = (statistics.median(hooked) - statistics.median(plain)) * 1e6
-        print(f"  {name:24s} +{added:6.1f} us a step   ratio {ratio:.3f}", flush=True)
+        print(f"  {name:28s} +{added:6.1f} us a step   ratio {ratio:.3f}", flush=True)
     return 0
 
 
