@@ -9,8 +9,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from labkit.diagnosis.own.step3_h2 import data
 from labkit.diagnosis.own.step4_h1 import padding
 from labkit.diagnosis.own.step5_sign import refloss
+from labkit.diagnosis.own.step6_decide import neighbours
 
 
 # ------------------------------------------------------------------ labels a loss ignores
@@ -70,3 +72,82 @@ def test_the_reference_loss_over_real_tokens_leaves_out_negative_labels():
     value = refloss.unpadded(out, (ids, tags), 0)  # raised IndexError before
     keep = (tags >= 0) & (tags != 0)
     assert torch.allclose(value, F.cross_entropy(out[keep], tags[keep]))
+
+
+# ------------------------------------------------------------------ signal the mean does not show
+class _Loop:
+    """A plain loop's result as `data.label_signal` reads it: its losses, flowing gradients."""
+
+    def __init__(self, start, end, until=0.3, steps=100):  # reaches `end` at `until` of the run
+        self.losses = [start + (end - start) * min(1.0, t / (until * steps)) for t in range(steps)]
+        self.grad_norms, self.update_norms = [1.0] * steps, [0.1] * steps
+
+    @property
+    def mean(self):
+        return sum(self.losses) / len(self.losses)
+
+    def level(self, frac=0.2):
+        tail = self.losses[-int(len(self.losses) * frac) :]
+        return sum(tail) / len(tail)
+
+
+def test_runs_whose_ends_all_sit_apart_are_not_read_as_no_signal():
+    # one seed learns fast, the other slowly: the whole-run means spread wide, the ends do not
+    real = [_Loop(1.1, -0.2, until=0.8), _Loop(1.2, -0.5, until=0.1)]
+    shuffled = [_Loop(1.1, 0.4, until=0.8), _Loop(1.2, 0.3, until=0.1)]
+    sig = data.label_signal(real, shuffled)
+    assert sig["verdict"] != "none" and "apart" in sig
+    # the same shapes with the shuffled runs ending among the real ones stay "no signal"
+    alike = [_Loop(1.1, -0.1, until=0.8), _Loop(1.2, -0.4, until=0.1)]
+    assert data.label_signal(real, alike)["verdict"] == "none"
+
+
+def _branches(n=600, seed=1, mean_only=False):
+    """y = +-f(x) on two branches (its mean 0 at every x), or y drawn apart from x."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 2, generator=g) * 2 - 1
+    sign = torch.where(torch.rand(n, generator=g) < 0.5, 1.0, -1.0)
+    y = sign * (0.3 + x[:, 0].abs() + 0.5 * x[:, 1] ** 2)
+    if mean_only:
+        y = y[torch.randperm(n, generator=g)]
+    return [(x[i : i + 50], y[i : i + 50]) for i in range(0, n, 50)]
+
+
+def test_neighbours_place_two_branch_targets_and_not_targets_drawn_apart():
+    found = neighbours.reading(_branches())
+    assert found["shuffled"] - found["real"] > 2 * neighbours.GAP
+    apart = neighbours.reading(_branches(mean_only=True))
+    assert apart["shuffled"] - apart["real"] < neighbours.GAP
+    tags = [(torch.randn(50, 3), torch.randint(0, 3, (50,))) for _ in range(12)]
+    assert neighbours.reading(tags) is None  # class ids: the control's loss is a likelihood
+
+
+class _Mixture(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(2, 3 * 2)
+
+    def forward(self, x):  # (B, 2) -> three (B, 2): weights' logits, means, log-stds
+        return self.net(x).chunk(3, -1)
+
+
+class _MixtureLoss:
+    def __init__(self, logsumexp: bool):
+        self.logsumexp = logsumexp
+
+    def make_model(self, seed):
+        torch.manual_seed(seed)
+        return _Mixture()
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        logits, mu, log_sd = model(x)
+        terms = F.log_softmax(logits, -1) - log_sd - 0.5 * ((y[:, None] - mu) / log_sd.exp()) ** 2
+        return -(torch.logsumexp(terms, -1) if self.logsumexp else terms.sum(-1)).mean()
+
+
+def test_a_mixture_summed_over_its_logs_is_told_from_one_under_logsumexp():
+    batch = _branches()[0]
+    summed = neighbours._graph_ops(_MixtureLoss(False), 0, batch)
+    assert "LogSoftmaxBackward0" in summed and "LogsumexpBackward0" not in summed
+    assert "LogsumexpBackward0" in neighbours._graph_ops(_MixtureLoss(True), 0, batch)

@@ -165,11 +165,18 @@ def label_signal(real: list, shuffled: list) -> dict:
     levels_r, levels_s = [r.level() for r in real], [s.level() for s in shuffled]
     ends = [s - r for r, s in zip(levels_r, levels_s)]
     end_spread = max(abs(levels_r[0] - levels_r[1]), abs(levels_s[0] - levels_s[1]))
-    if all(map(math.isfinite, levels_r + levels_s)) and all(
-        above("signal.end_over_spread", g, max(3 * end_spread, floor), seed=i)
-        for i, g in enumerate(ends)
+    apart = min(levels_s) - max(levels_r)  # every shuffled end above every real end by this
+    real_spread = abs(levels_r[0] - levels_r[1])
+    if all(map(math.isfinite, levels_r + levels_s)) and (
+        all(
+            above("signal.end_over_spread", g, max(3 * end_spread, floor), seed=i)
+            for i, g in enumerate(ends)
+        )
+        or above("signal.ends_apart", apart, max(real_spread, floor))
     ):  # real ends apart from shuffled: never "no signal" (an acquittal's reading, `rules`)
         out["ends"] = (levels_r, levels_s, ends, end_spread)
+        if not all(g > 3 * end_spread for g in ends):  # apart, by less than 3 spreads
+            out["apart"] = (apart, real_spread)
     elif all(
         not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i)
         for i, g in enumerate(gaps)
@@ -206,9 +213,21 @@ def describe_signal(sig: dict) -> str:
         line += (
             f" (under 3 times it); over the last fifth of each run: real {er[0]:.3f} / "
             f"{er[1]:.3f}, shuffled {es[0]:.3f} / {es[1]:.3f}, gap {gaps[0]:+.3f} / "
-            f"{gaps[1]:+.3f}, over 3 times that spread ({spread:.3f})"
+            f"{gaps[1]:+.3f}, {ends_apart(sig)}"
         )
     return line
+
+
+def ends_apart(sig: dict) -> str:
+    """How the runs' ends tell real labels from shuffled ones (`label_signal`'s "ends")."""
+    spread = sig["ends"][3]
+    if "apart" not in sig:
+        return f"over 3 times the seed spread of {spread:.3f}"
+    apart, real_spread = sig["apart"]
+    return (
+        f"every shuffled run ending {apart:.3f} or more above every real one, more than the "
+        f"real runs' own seed spread ({real_spread:.3f})"
+    )
 
 
 def barely_varying(inputs: dict) -> OwnFinding | None:
