@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from labkit.diagnosis.own.step3_h2 import data
 from labkit.diagnosis.own.step4_h1 import padding
 from labkit.diagnosis.own.step5_sign import refloss
-from labkit.diagnosis.own.step6_decide import neighbours
+from labkit.diagnosis.own.step6_decide import neighbours, padsides
 
 
 # ------------------------------------------------------------------ labels a loss ignores
@@ -151,3 +151,42 @@ def test_a_mixture_summed_over_its_logs_is_told_from_one_under_logsumexp():
     summed = neighbours._graph_ops(_MixtureLoss(False), 0, batch)
     assert "LogSoftmaxBackward0" in summed and "LogsumexpBackward0" not in summed
     assert "LogsumexpBackward0" in neighbours._graph_ops(_MixtureLoss(True), 0, batch)
+
+
+# ------------------------------------------------------------------ ids and labels padded apart
+def _dict_batches(ids_side, labels_side, subwords=False):
+    """Dict batches of a subword tagger: ids padded on `ids_side` with 0, labels (-100 on the
+    padding and, with `subwords`, on every second piece of a word) on `labels_side`."""
+    out = []
+    for b in range(4):
+        ids, _ = _tags(-100, side=ids_side)
+        ids = ids.roll(b, 0)
+        labels = torch.full_like(ids, -100)
+        for i in range(len(ids)):
+            real = ids[i][ids[i] != 0]
+            tags = real % 3
+            if subwords:
+                tags[1::2] = -100
+            n = len(real)
+            at = slice(0, n) if labels_side == "right" else slice(len(ids[i]) - n, None)
+            labels[i, at] = tags
+        out.append({"input_ids": ids, "labels": labels})
+    return out
+
+
+def test_ids_and_labels_padded_on_opposite_sides_are_read():
+    found = padsides.reading(_dict_batches("left", "right"))
+    assert found["apart"] == 1 and found["ids_side"] == "left" and found["pad"] == 0
+    assert found["scored_on_pad"] > 0.5
+    moved = padsides.realigned_batches(_dict_batches("left", "right"), 0)
+    assert padsides.reading(moved)["apart"] == 0
+    assert torch.equal(moved[0]["labels"], _dict_batches("left", "left")[0]["labels"])
+
+
+def test_ids_and_labels_padded_alike_are_not_read():
+    for side in ("left", "right"):
+        for subwords in (False, True):  # -100 on word pieces inside the row too
+            found = padsides.reading(_dict_batches(side, side, subwords))
+            assert found["apart"] == 0 and found["scored_on_pad"] == 0, (side, subwords)
+    no_ignored = [(ids, ids % 3) for ids, _ in [_tags(-100)] * 3]  # every position scored
+    assert padsides.reading(no_ignored) is None

@@ -61,6 +61,7 @@ from .gaps import loop_gap, noted as _noted, references, spread_margin, summed_r
 from .parts import clip_gap, dropout_gap, first_step_gap, init_first, init_gap
 from .evalnoise import eval_random_rule
 from .neighbours import loss_blind_rule
+from .padsides import padsides_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
 from ..step2_h3.logcount import logger_check
@@ -158,7 +159,8 @@ def _h2(evs) -> OwnFinding | None:
             expect="same",
         )
     found = layout.layout_rule(evs) or mask.mask_rule(evs) or padid.collision_rule(evs)
-    return found or paired.paired_rule(evs) or unseen.unseen_rule(evs)
+    found = found or paired.paired_rule(evs) or unseen.unseen_rule(evs)
+    return found or padsides_rule(evs)  # ids and labels padded on opposite sides
 
 
 def _label_signal(evs) -> dict:
