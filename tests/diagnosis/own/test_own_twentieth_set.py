@@ -9,10 +9,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from labkit.diagnosis.own.step1_capture.replay import Replay
 from labkit.diagnosis.own.step3_h2 import data
 from labkit.diagnosis.own.step4_h1 import padding
 from labkit.diagnosis.own.step5_sign import refloss
-from labkit.diagnosis.own.step6_decide import neighbours, padsides
+from labkit.diagnosis.own.step6_decide import gaps, neighbours, padsides
 
 
 # ------------------------------------------------------------------ labels a loss ignores
@@ -190,3 +191,56 @@ def test_ids_and_labels_padded_alike_are_not_read():
             assert found["apart"] == 0 and found["scored_on_pad"] == 0, (side, subwords)
     no_ignored = [(ids, ids % 3) for ids, _ in [_tags(-100)] * 3]  # every position scored
     assert padsides.reading(no_ignored) is None
+
+
+# ------------------------------------------------------------------ BatchNorm on micro-batches
+def _accumulated(piece: int, norm: bool):
+    """Three steps of a conv net (BatchNorm2d or GroupNorm) on batches of 8 images, the
+    gradient accumulated over pieces of `piece` images, as the replay sees them."""
+    torch.manual_seed(0)
+    layer = nn.BatchNorm2d(4) if norm else nn.GroupNorm(1, 4)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), layer, nn.ReLU(), nn.Flatten(), nn.Linear(144, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 1, 8, 8), torch.randint(0, 2, (8,))
+    with Replay() as rp:
+        for _ in range(3):
+            opt.zero_grad()
+            for xs, ys in zip(x.split(piece), y.split(piece)):
+                (F.cross_entropy(model(xs), ys) * len(xs) / len(x)).backward()
+            opt.step()
+    return gaps._norm_pieces(SimpleNamespace(replay=rp, sizes=[8, 8, 8]))
+
+
+def test_batchnorm_fed_micro_batches_of_one_is_named():
+    found = _accumulated(1, norm=True)
+    assert "BatchNorm" in found and "micro-batch of one" in found and "1" in found
+
+
+def test_batchnorm_on_larger_pieces_or_groupnorm_on_one_is_not_named():
+    assert _accumulated(4, norm=True) is None and _accumulated(8, norm=True) is None
+    assert _accumulated(1, norm=False) is None
+
+
+# ------------------------------------------------------------------ a series shuffled, then cut
+def _windows(shuffle_first: bool, n=300, width=12):
+    """(N, 12) windows of a noisy two-tone series and the value after each, in batches of 30;
+    with `shuffle_first`, the series' steps are permuted before the windows are cut."""
+    g = torch.Generator().manual_seed(2)
+    t = torch.arange(n + width).double()
+    s = torch.sin(t / 5) + 0.3 * torch.cos(t / 2) + 0.1 * torch.randn(len(t), generator=g)
+    if shuffle_first:
+        s = s[torch.randperm(len(s), generator=g)]
+    x, y = s.unfold(0, width, 1)[:-1].float(), s[width:].float()
+    order = torch.randperm(n, generator=g)
+    return [(x[order[i : i + 30]], y[order[i : i + 30]]) for i in range(0, n, 30)]
+
+
+def test_windows_of_a_series_shuffled_before_it_was_cut_are_named():
+    assert "windows cut from one series" in data.series_order(_windows(True))
+
+
+def test_windows_cut_in_order_and_rows_that_are_not_windows_are_not_named():
+    assert data.series_order(_windows(False)) is None  # neighbours correlated
+    g = torch.Generator().manual_seed(3)
+    rows = [(torch.randn(30, 12, generator=g), torch.randn(30, generator=g)) for _ in range(10)]
+    assert data.series_order(rows) is None  # white, but no window is another's shift

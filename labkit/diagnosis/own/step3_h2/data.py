@@ -247,3 +247,27 @@ def barely_varying(inputs: dict) -> OwnFinding | None:
         variable=("labels", "as given", "permuted across the epoch"),
         expect="same",
     )
+
+
+def series_order(batches: list) -> str | None:
+    """Where the inputs are windows cut from one series (the window one step later is in the
+    data too, for half the windows or more) and neighbouring values in them are uncorrelated
+    (|lag-1 r| under 0.1): a clause saying so, as a series shuffled before it was windowed is;
+    None otherwise."""
+    X, _ = _inputs_matrix(batches)  # (N, T): a window a row, one value per time step
+    if not X.is_floating_point() or X.shape[1] < 8 or len(X) < 32:
+        return None
+    X = X.double()[:4096]
+    heads = {tuple(r) for r in X[:, :-1].round(decimals=6).tolist()}
+    shifted = sum(tuple(r) in heads for r in X[:, 1:].round(decimals=6).tolist()) / len(X)
+    a, b = X[:, :-1].flatten(), X[:, 1:].flatten()
+    r = float(torch.corrcoef(torch.stack([a, b]))[0, 1])
+    if shifted < 0.5 or not abs(r) < 0.1:
+        return None
+    return (
+        f"; the inputs are windows cut from one series (for {shifted:.0%} of them, the window "
+        f"one step later is in the data too), yet neighbouring values in a window are uncorrelated "
+        f"(lag-1 r = {r:+.2f}): the series' order is lost before the windows are cut, as "
+        "when its steps are shuffled first; cut the windows in time order, then shuffle the "
+        "(window, target) pairs"
+    )

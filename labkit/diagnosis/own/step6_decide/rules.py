@@ -45,7 +45,7 @@ import math
 from ..step1_capture import setup as proto
 from ..step5_sign.acquit import beside, checked
 from ..step3_h2.data import REPEATED, WHITE, describe_signal, held_out_verdict
-from ..step3_h2.data import barely_varying, label_signal, scale_shift
+from ..step3_h2.data import barely_varying, label_signal, scale_shift, series_order
 from .evidence import SeedEvidence
 from ...finding import OwnFinding
 from ..margins import above, below
@@ -201,7 +201,7 @@ def _h2_signal(evs) -> OwnFinding | None:
                 f"the inputs are drowned in noise: real and shuffled "
                 f"labels train alike, and the inputs' feature correlations are no stronger "
                 f"than pure noise of this shape gives (top eigenvalue {white:.2f}x the "
-                "noise edge)",
+                "noise edge)" + (series_order(evs[0].batches) or ""),
                 arm="shuffled",
                 variable=("labels", "as given", "permuted across the epoch"),
                 expect="same",
