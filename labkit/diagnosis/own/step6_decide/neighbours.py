@@ -11,7 +11,8 @@ decorrelated, k nearest neighbours (standardised inputs, two halves of the rows,
 on the other) predict which quartile of the targets each row falls in: its cross-entropy on
 the real targets against the same on shuffled ones, in nats. A gap of GAP or more says the
 inputs tell the targets' distribution apart; then the learner's loss, not the data, is what
-reads nothing (H1).
+reads nothing (H1). Where the learner's optimizer reads signal at the runs' ends and the
+reference optimizer reads none, the neighbours decide between the two (`places`).
 """
 
 from __future__ import annotations
@@ -96,12 +97,18 @@ def _graph_ops(setup, seed, batch) -> set[str]:
     return names
 
 
+def places(evs) -> bool:
+    """Whether the neighbours place the real targets GAP or more better than shuffled ones."""
+    r = evs[0].once("neighbours", lambda: reading(evs[0].batches))
+    return r is not None and above("neighbours.gap", r["shuffled"] - r["real"], GAP)
+
+
 def loss_blind_rule(evs, sig: dict) -> OwnFinding | None:
     """H1 where the label-shuffle control read no signal with the learner's loss while the
     neighbours place the real targets GAP or more better than shuffled ones (see above)."""
-    r = evs[0].once("neighbours", lambda: reading(evs[0].batches))
-    if r is None or not above("neighbours.gap", r["shuffled"] - r["real"], GAP):
+    if not places(evs):
         return None
+    r = evs[0].once("neighbours", lambda: reading(evs[0].batches))
     ops = _graph_ops(evs[0].setup, evs[0].seed, evs[0].batches[0])
     mixture = "LogSoftmaxBackward0" in ops and "LogsumexpBackward0" not in ops
     nan = [float("nan")] * 2

@@ -60,7 +60,7 @@ from ..step4_h1.frozen import frozen_rule
 from .gaps import loop_gap, noted as _noted, references, spread_margin, summed_rule
 from .parts import clip_gap, dropout_gap, first_step_gap, init_first, init_gap
 from .evalnoise import eval_random_rule
-from .neighbours import loss_blind_rule
+from .neighbours import loss_blind_rule, places
 from .padsides import padsides_rule
 from ..step4_h1.leaves import graph_rule, still_outside_rule, still_rule
 from ..step3_h2.features import leak_rule
@@ -180,8 +180,10 @@ def _label_signal(evs) -> dict:
             return sig
     arm = evs[0].best_arm()
     sig = sig if sig is not None and arm == "own" else on(arm)
-    if sig["verdict"] == "unclear" and arm == "own" and "ends" not in sig:  # too noisy: the
-        ref = on("ref")  # reference optimizer is a second reference (its ends apart: settled)
+    if sig["verdict"] == "unclear" and arm == "own":  # too noisy on your optimizer: the
+        ref = on("ref")  # reference optimizer is a second, independent reference
+        if ref["verdict"] == "none" and "ends" in sig and places(evs):  # three references:
+            return sig  # your optimizer's ends and the neighbours both place the targets
         if ref["verdict"] != "unclear":
             return ref
     return sig
