@@ -249,6 +249,7 @@ class Replay:
                 "param_dtypes": sorted({str(p.dtype) for p in module.parameters()}),
                 "eval_layers": _eval_layers(module) if grad_on else [],
                 "counts": _counts(self._batches.get(id(first))) if first is not None else None,
+                "rows": len(first) if first is not None and first.dim() else None,
                 "columns": _columns(out, self._batches.get(id(first))) if grad_on else None,
             }
         )

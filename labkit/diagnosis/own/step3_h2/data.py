@@ -165,11 +165,18 @@ def label_signal(real: list, shuffled: list) -> dict:
     levels_r, levels_s = [r.level() for r in real], [s.level() for s in shuffled]
     ends = [s - r for r, s in zip(levels_r, levels_s)]
     end_spread = max(abs(levels_r[0] - levels_r[1]), abs(levels_s[0] - levels_s[1]))
-    if all(map(math.isfinite, levels_r + levels_s)) and all(
-        above("signal.end_over_spread", g, max(3 * end_spread, floor), seed=i)
-        for i, g in enumerate(ends)
+    apart = min(levels_s) - max(levels_r)  # every shuffled end above every real end by this
+    real_spread = abs(levels_r[0] - levels_r[1])
+    if all(map(math.isfinite, levels_r + levels_s)) and (
+        all(
+            above("signal.end_over_spread", g, max(3 * end_spread, floor), seed=i)
+            for i, g in enumerate(ends)
+        )
+        or above("signal.ends_apart", apart, max(real_spread, floor))
     ):  # real ends apart from shuffled: never "no signal" (an acquittal's reading, `rules`)
         out["ends"] = (levels_r, levels_s, ends, end_spread)
+        if not all(g > 3 * end_spread for g in ends):  # apart, by less than 3 spreads
+            out["apart"] = (apart, real_spread)
     elif all(
         not above("signal.no_gap", abs(g), max(2 * spread, floor), seed=i)
         for i, g in enumerate(gaps)
@@ -206,9 +213,21 @@ def describe_signal(sig: dict) -> str:
         line += (
             f" (under 3 times it); over the last fifth of each run: real {er[0]:.3f} / "
             f"{er[1]:.3f}, shuffled {es[0]:.3f} / {es[1]:.3f}, gap {gaps[0]:+.3f} / "
-            f"{gaps[1]:+.3f}, over 3 times that spread ({spread:.3f})"
+            f"{gaps[1]:+.3f}, {ends_apart(sig)}"
         )
     return line
+
+
+def ends_apart(sig: dict) -> str:
+    """How the runs' ends tell real labels from shuffled ones (`label_signal`'s "ends")."""
+    spread = sig["ends"][3]
+    if "apart" not in sig:
+        return f"over 3 times the seed spread of {spread:.3f}"
+    apart, real_spread = sig["apart"]
+    return (
+        f"every shuffled run ending {apart:.3f} or more above every real one, more than the "
+        f"real runs' own seed spread ({real_spread:.3f})"
+    )
 
 
 def barely_varying(inputs: dict) -> OwnFinding | None:
@@ -227,4 +246,28 @@ def barely_varying(inputs: dict) -> OwnFinding | None:
         arm="shuffled",
         variable=("labels", "as given", "permuted across the epoch"),
         expect="same",
+    )
+
+
+def series_order(batches: list) -> str | None:
+    """Where the inputs are windows cut from one series (the window one step later is in the
+    data too, for half the windows or more) and neighbouring values in them are uncorrelated
+    (|lag-1 r| under 0.1): a clause saying so, as a series shuffled before it was windowed is;
+    None otherwise."""
+    X, _ = _inputs_matrix(batches)  # (N, T): a window a row, one value per time step
+    if not X.is_floating_point() or X.shape[1] < 8 or len(X) < 32:
+        return None
+    X = X.double()[:4096]
+    heads = {tuple(r) for r in X[:, :-1].round(decimals=6).tolist()}
+    shifted = sum(tuple(r) in heads for r in X[:, 1:].round(decimals=6).tolist()) / len(X)
+    a, b = X[:, :-1].flatten(), X[:, 1:].flatten()
+    r = float(torch.corrcoef(torch.stack([a, b]))[0, 1])
+    if shifted < 0.5 or not abs(r) < 0.1:
+        return None
+    return (
+        f"; the inputs are windows cut from one series (for {shifted:.0%} of them, the window "
+        f"one step later is in the data too), yet neighbouring values in a window are uncorrelated "
+        f"(lag-1 r = {r:+.2f}): the series' order is lost before the windows are cut, as "
+        "when its steps are shuffled first; cut the windows in time order, then shuffle the "
+        "(window, target) pairs"
     )

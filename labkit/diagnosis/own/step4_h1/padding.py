@@ -16,11 +16,11 @@ which is easy, so the loss reads low and nothing looks wrong. Measured, not gues
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from ..step1_capture import setup as proto
 from ...finding import OwnFinding
 from ..margins import below
+from ..scored import cross_entropy
 
 ENDS = 0.3  # the pad id ends at least this share of the rows, in runs of two or more
 COUNTED = 1e-3  # per-position gradient at pad positions above this share of the real ones'
@@ -98,8 +98,9 @@ def _counted(ev, pad: int):
     if (
         out.dim() == 3 and tuple(out.shape[:2]) == tuple(x.shape) and not torch.equal(x, y)
     ):  # y aligned
-        with torch.no_grad():
-            kept = F.cross_entropy(out.detach().flatten(0, 1), y.flatten(), ignore_index=pad).item()
+        with torch.no_grad():  # the labels the loss ignores (-100) are left out too
+            kept = cross_entropy(out.detach(), y, ignore=pad)
+            kept = None if kept is None else kept.item()
     return per_pos[both].mean().item(), per_pos[real].mean().item(), loss, kept
 
 

@@ -12,6 +12,7 @@ import math
 import torch
 
 from ..step3_h2 import features
+from ..step3_h2.data import ends_apart
 from ..step4_h1 import audit, leaves
 from ..step4_h1.flow import param_names
 
@@ -131,7 +132,7 @@ def checked(evs, plain_level: float) -> str:
         "the labels carry signal (real beat shuffled by more than the seed spread)"
         if ends is None
         else "the labels carry signal (over the last fifth of each run, real beat shuffled by "
-        f"{ends[2][0]:+.3f} / {ends[2][1]:+.3f}, over 3 times the seed spread of {ends[3]:.3f}; "
+        f"{ends[2][0]:+.3f} / {ends[2][1]:+.3f}, {ends_apart(ev.results['signal'])}; "
         "over the whole run, by under 3 times its spread)",
     )
     rel = ev.results.get("loss_relation")

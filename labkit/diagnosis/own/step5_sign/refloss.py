@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from ....core.run import Run
 from ..step1_capture import setup as proto
 from ..step1_capture.loops import plain_loop
+from ..scored import cross_entropy
 
 MODES = ("reference", "scored")
 
@@ -90,9 +91,10 @@ def next_token(out, batch, axis: int) -> torch.Tensor | None:
 
 
 def unpadded(out, batch, pad: int) -> torch.Tensor | None:
-    """Cross-entropy over the real tokens only: the targets equal to `pad` ignored, each output
-    position against its own target (against the next input token where the labels are the
-    inputs themselves); None when the output does not line up with the token grid."""
+    """Cross-entropy over the real tokens only: the targets equal to `pad` (or out of range, as
+    -100) ignored, each output position against its own target (against the next input token
+    where the labels are the inputs themselves); None when the output does not line up with the
+    token grid."""
     from ..step1_capture.shapes import grid
 
     x, y = proto.inputs_of(batch), proto.labels_of(batch)
@@ -106,7 +108,7 @@ def unpadded(out, batch, pad: int) -> torch.Tensor | None:
     g = g.float()
     if torch.equal(x, y):
         g, y = g[:, :-1], y[:, 1:]
-    return F.cross_entropy(g.reshape(-1, g.shape[-1]), y.reshape(-1), ignore_index=pad)
+    return cross_entropy(g, y, ignore=pad)  # the labels the loss ignores (-100) left out too
 
 
 def ruled(out, batch, ruler: str = ""):

@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 import statistics
 
+import torch.nn as nn
+
 
 from ...finding import OwnFinding
 from ..margins import above, below
@@ -141,7 +143,8 @@ def loop_gap(evs, own: list[float], plain: list[float]) -> OwnFinding:
         "each step applies the last batch's gradient alone and the others' are thrown away; "
         "call step() after every backward(), or clear the gradients only after step()"
         if dropped
-        else "the difference is in train(): what it does beside zero_grad, the loss, backward() "
+        else _norm_pieces(evs[0])
+        or "the difference is in train(): what it does beside zero_grad, the loss, backward() "
         "and step() (an optimizer or its state rebuilt, gradients or the loss changed by hand, "
         "the batches it asks for); compare it with the plain loop line by line"
     )
@@ -154,6 +157,36 @@ def loop_gap(evs, own: list[float], plain: list[float]) -> OwnFinding:
         f"{own[1]:.3g} (seeds {evs[0].seed} / {evs[1].seed}); {said}",
         arm="own",
         variable=("training loop", "your train()", "a plain loop: zero_grad, loss, backward, step"),
+    )
+
+
+def _norm_pieces(ev) -> str | None:
+    """Where the loop calls the model in training mode on pieces of one or two examples of its
+    batches (micro-batches of gradient accumulation) and the model holds BatchNorm layers: a
+    sentence naming both, with the rows per call; None otherwise."""
+    try:
+        rows = [f["rows"] for f in ev.replay.forwards if f.get("grad_enabled") and f.get("rows")]
+        models = list(ev.replay.models.values())
+    except Exception:  # a replay that did not travel (the ranks of a DDP run): nothing read
+        return None
+    norms = [
+        n
+        for m in models
+        for n, x in m.named_modules()
+        if isinstance(x, nn.modules.batchnorm._BatchNorm)
+    ]
+    if not rows or not norms or not statistics.median(rows) < min(3, statistics.median(ev.sizes)):
+        return None  # pieces of 3 or more examples give BatchNorm a batch's statistics
+    piece, whole = statistics.median(rows), statistics.median(ev.sizes)
+    return (
+        f"your loop calls the model in training mode on pieces of {piece:.3g} "
+        + ("example (a micro-batch of one)" if piece == 1 else "examples")
+        + f" where each batch holds {whole:.3g}, and the model normalises with BatchNorm "
+        f"({', '.join(norms[:4])}): in training mode each BatchNorm takes its statistics over "
+        "the piece it is given, so a micro-batch of one is normalised over its own positions "
+        "alone: its offset from the other examples is normalised away; accumulate "
+        "over micro-batches of several examples, or normalise per example (GroupNorm, "
+        "LayerNorm) where the batch must be small"
     )
 
 
