@@ -37,6 +37,7 @@ import torch.optim.optimizer as optim_hooks
 from torch.nn.modules import module as module_hooks
 
 from . import manual as own_manual
+from .. import averaged
 from .graph import Graph
 from .setup import inputs_of, labels_of
 
@@ -172,6 +173,7 @@ class Replay:
 
     def __exit__(self, *exc):
         own_manual.settle(self)  # a loop without torch.optim: its last step
+        averaged.settle(self)  # an averaged copy of the model: its loss after the last step
         self.graph.settle()
         for h in self._handles:
             h.remove()
@@ -303,6 +305,7 @@ class Replay:
 
     # ---- optimizer.step() ----------------------------------------------------------
     def _pre_step(self, optimizer, args, kwargs):
+        averaged.before_step(self)  # an averaged copy of the model: its loss after the last step
         self.optimizers.setdefault(id(optimizer), optimizer)
         params = [p for g in optimizer.param_groups for p in g["params"]]
         grads = [p.grad for p in params]

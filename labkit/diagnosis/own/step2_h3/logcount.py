@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from .. import averaged
 from .logger import check_logger
 from .windows import Windows, cumsum, same_value
 from ...probes import ProbeResult
@@ -131,6 +132,7 @@ def _series(ev) -> dict:
         "lr": lrs,
         "lr_next": lrs[1:] + [final],
         **_columns(ev.replay.forwards, len(steps)),
+        **averaged.series(ev.replay),
     }
 
 
@@ -162,12 +164,14 @@ def _columns(forwards, steps: int) -> dict:
 
 
 def logger_check(ev):
-    """The logger check on one seed's own run (`check_logger`, then `recount`), once."""
+    """The logger check on one seed's own run (`check_logger`, then `recount`), once. A report
+    of an averaged copy's loss (`own.averaged`) is honest where the copy follows the model."""
     steps = ev.replay.steps
     after = [s["loss_after"] for s in steps] if len(steps) == len(ev.run) else None
-    return ev.once(
-        "logger",
-        lambda: recount(
+
+    def make():
+        series = _series(ev)
+        result = recount(
             ev.run,
             ev.rows_per_epoch,
             check_logger(
@@ -176,7 +180,24 @@ def logger_check(ev):
                 sizes_by_position=ev.sizes,
                 after_step=after,
                 counts=ev.counts,
-                series=_series(ev),
+                series=series,
             ),
-        ),
-    )
+        )
+        if result.details["mechanism"] != "averaged_copy_shown":
+            return result
+        what, follows = averaged.words(ev.replay)
+        if follows:
+            details = {**result.details, "agree": True, "mechanism": None, "matches": what}
+            return ProbeResult(result.probe, f"agree: the logger shows {what}", details)
+        rep = ev.run.table["loss_reported"]
+        last = max(t for t, v in enumerate(rep) if v is not None)
+        return ProbeResult(
+            result.probe,
+            f"disagree: the reported value is {what}: the last report is {float(rep[last]):.3g} "
+            f"where the raw loss at that step is {float(ev.run.table['loss_raw'][last]):.3g}; "
+            "show the trained model's loss, or an average whose horizon is short against the "
+            "run (or warm its decay up)",
+            result.details,
+        )
+
+    return ev.once("logger", make)

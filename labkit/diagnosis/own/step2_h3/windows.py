@@ -35,6 +35,11 @@ def column_words(key: str) -> tuple[str, str]:
             "squeeze the output to (B,) (or the labels to (B, 1)) where that error is computed; "
             "the loss passed to backward() is not this error"
         )
+    if key == "averaged_copy":  # `own.averaged`: logcount puts the copy's numbers in
+        return (
+            "an averaged copy of the model",
+            "show the trained model's loss, or a copy that follows it",
+        )
     if key in METRIC_WORDS:
         return METRIC_WORDS[key], (
             "a metric is not the loss: it falls by steps of 1/batch and stops at 0 while the "

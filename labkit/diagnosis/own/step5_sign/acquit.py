@@ -121,7 +121,13 @@ def unused_words(found: list, backwards: int) -> str:
 def checked(evs, plain_level: float) -> str:
     """The acquittal's line (see above)."""
     ev = evs[0]
-    done = ["the logger is honest (every report rebuilt from the raw losses)"]
+    logger = ev.results.get("logger")  # the logger check, made by the H3 step
+    shown = (getattr(logger, "details", None) or {}).get("matches") or ""
+    done = [
+        f"the logger is honest (every report rebuilt: {shown})"
+        if "averaged copy" in shown  # `own.averaged`: not the raw losses
+        else "the logger is honest (every report rebuilt from the raw losses)"
+    ]
     missing = []
     for said, unsaid in (features.describe(ev), leaves.describe(ev), audit.describe(ev)):
         done += [said] if said else []
