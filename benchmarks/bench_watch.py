@@ -299,7 +299,7 @@ def measure(spec: Spec, device: str, repeats: int, target_s: float) -> dict:
         "best": min(watch_s) / min(plain_s),
         "once_s": statistics.median(once_s),
         "cpu_ratio": statistics.median(cpu_ratios) if device == "cpu" else None,
-        "kept_bytes": watch.plan.kept_bytes,
+        "kept_bytes": watch.describe()["kept_bytes"],
         "exact": (
             "estimated"
             if watch.plan.estimated
