@@ -60,6 +60,39 @@ loss trained on. Before the score, and before any triage ran: the loop first too
 value after the step, which put the smoothing twin's bar at 0.94 of its raw loss; the bar's
 value is now taken before the update, and the twin's ratio is 1.)
 
+First score (`python -m own_setups.score_twentyfirst`, labkit/ as at 698dbfc (main at
+cc88648), the setups committed at eeeef2e before it, scored once, 117 s): 9 of 12 right system
+(4 of 6 bugs, 5 of 6 twins), 8 of 12 right mechanism on a strict reading, as the scorer counted
+too (3 of 6 bugs, 5 of 6 twins acquitted), 0 of 6 healthy convicted, 1 UNKNOWN, 0 CRASH; 4 of
+the 4 right convictions granted.
+- zero_grad between backward and step: H1 right, mechanism right: "gradients are cleared (set
+  to None) between backward and the step (zero_grad() in the wrong place): every step sees no
+  gradient"; granted;
+- StepLR stepped per batch: H1 right, mechanism right: "the LR schedule collapses: the LR
+  falls from 0.05 to 8.3e-26, below 0.001x its start by step 20 of 160, so learning stops
+  early; the LR is set by StepLR(step_size=2, gamma=0.5), stepped 160 times in 160 steps
+  (every batch)"; granted;
+- mixup targets unmixed: MISS, acquitted (NONE, "no defect found: the logger is honest ...,
+  the inputs (1024 rows of 144 features) are finite, no feature is constant, the labels carry
+  signal (real beat shuffled by more than the seed spread), all 17 tensors your loss depends
+  on ..."), its twin's line word for word;
+- rows standardised: MISS, acquitted (NONE, the same line on "1024 rows of 8 features", "all 8
+  tensors"), its twin's line word for word;
+- validation loss on the bar: H3 right, mechanism right: "the reported value matches no honest
+  summary of the loss passed to backward() (largest gap to the raw loss 2.3): it is computed
+  from another tensor: another forward pass, the model in eval mode, or another batch (a
+  validation batch?)"; granted;
+- smoothing left off the bar: H3 right, mechanism MISS: the same line (largest gap 0.477):
+  "another forward pass" is true of the helper, the smoothing not named; granted.
+The twins: five acquitted (NONE, "no defect found: the logger is honest ..."; the smoothed
+seq2seq's the slowest, 20.3 s); the validation pair's twin (the training loss on the bar)
+UNKNOWN: "no defect was measured, but the label signal is unclear: label-shuffle control
+(plain loop, mean training loss): real labels 0.195 / 0.194, shuffled 0.317 / 0.266 on seeds 0
+/ 1; gap +0.122 / +0.072 against a seed-to-seed spread of 0.050": its wide MLP memorises 256
+rows, shuffled labels too, while its bug (the same data) was convicted. The scorer prints each
+verdict's first 300 characters; the words above are those. No setup broke the setup protocol;
+no setup was changed after the score.
+
 Nothing here uses labkit but `Run.from_log` (through `eleventh._log`).
 """
 
