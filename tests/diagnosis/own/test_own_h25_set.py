@@ -1,7 +1,7 @@
 """The scale reading (`blank.scale_rule`), written before it, on inputs the nineteenth batch does
 not hold (a second set): targets multiplied by a factor the inputs do not show must convict the
 data (H2); the same targets scaled right, and targets with independent noise on each coordinate,
-must not. Each case trains a small model for a few hundred steps on CPU."""
+must not, nor a forecast of several steps ahead, whose errors move together as one shift. Each case trains a small model for a few hundred steps on CPU."""
 
 from types import SimpleNamespace
 
@@ -44,6 +44,18 @@ def _sources(n=768, seed=12, mixed=False):
     if mixed:
         y = y * torch.where(torch.rand(n, 1, generator=g) < 0.4, 2.54, 1.0)
     return x, y
+
+
+def _walks(n=768, seed=13, past=12, ahead=4):
+    """Random walks around a level of 10: the last `ahead` steps forecast from the `past` ones.
+    The steps share the same unseen future, so their errors move together, as a shift."""
+    g = torch.Generator().manual_seed(seed)
+    walk = (
+        10
+        + 3 * torch.randn(n, 1, generator=g)
+        + 0.5 * torch.randn(n, past + ahead, generator=g).cumsum(1)
+    )
+    return walk[:, :past], walk[:, past:]
 
 
 class _Regression:
@@ -101,3 +113,7 @@ def test_units_mixed_between_sources_convict_the_data():
 
 def test_one_unit_for_every_source_stays_silent():
     assert blank.scale_rule(_evs(_Regression(*_sources(), width=32))) is None
+
+
+def test_a_forecast_of_several_steps_stays_silent():
+    assert blank.scale_rule(_evs(_Regression(*_walks(), width=32))) is None

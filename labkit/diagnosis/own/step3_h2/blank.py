@@ -24,7 +24,10 @@ prediction, less 1), and the rank correlation of those errors between coordinate
 examples. Independent noise, or a model that has not finished, gives errors each coordinate
 draws apart (a correlation near 0); one factor per example gives a correlation near 1. At
 least SHARED on every seed, with the model leaving UNEXPLAINED or more of the targets'
-variance and explaining at least FITTED of it (it has learned what the inputs show).
+variance and explaining at least FITTED of it (it has learned what the inputs show), and one
+factor per example (error = a * prediction) leaving at most FACTOR of what one shift per
+example (error = b) leaves: errors shared additively (a forecast of several steps ahead,
+whose steps share the same unseen future) move together too, but as a shift, not a factor.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ BETWEEN = 0.15  # and at most this share neither
 SHARED = 0.5  # rank correlation of the coordinates' relative errors at or above this
 UNEXPLAINED = 0.02  # the error's share of the targets' variance at or above this
 FITTED = 0.2  # and at least this share of that variance explained
+FACTOR = 0.3  # one factor per example leaves at most this share of what one shift leaves
 WIDEST = 64  # coordinates per example read at most (a dense map is not a few coordinates)
 
 
@@ -118,9 +122,9 @@ def _ranks(v: torch.Tensor) -> torch.Tensor:
     return v.argsort(0).argsort(0).double()
 
 
-def scale_errors(ev) -> tuple[float, float, int] | None:
+def scale_errors(ev) -> tuple[float, float, int, float] | None:
     """(correlation of the coordinates' relative errors, share of the targets' variance left,
-    coordinates) on the learner's trained model, or None where the prediction is not (N, D >= 2)
+    coordinates, what one factor per example leaves of the errors over what one shift leaves) on the learner's trained model, or None where the prediction is not (N, D >= 2)
     floats scored against targets of its shape."""
     try:
         model = next(iter(ev.replay.models.values()))
@@ -160,12 +164,16 @@ def scale_errors(ev) -> tuple[float, float, int] | None:
     c = (r.T @ r) / (len(r) - 1)
     d = c.shape[0]
     shared = float((c.sum() - c.diagonal().sum()) / (d * (d - 1)))
-    return shared, left, d
+    e, p = y[keep] - pred[keep], pred[keep]
+    factor = e - ((e * p).sum(1) / p.pow(2).sum(1))[:, None] * p  # (N, D) after a factor each
+    shift = e - e.mean(1, keepdim=True)  # (N, D) after a shift each
+    return shared, left, d, float(factor.pow(2).sum() / shift.pow(2).sum().clamp_min(1e-300))
 
 
-def _scaled(shared: float, left: float, _, seed: int) -> bool:
+def _scaled(shared: float, left: float, _, factor: float, seed: int) -> bool:
     return (
         above("scale.shared", shared, SHARED, seed=seed)
+        and below("scale.factor", factor, FACTOR, seed=seed)
         and above("scale.left", left, UNEXPLAINED, seed=seed)
         and below("scale.left_fitted", left, 1 - FITTED, seed=seed)
     )
@@ -179,15 +187,16 @@ def scale_rule(evs) -> OwnFinding | None:
 
 
 def _scaled_finding(evs, first: tuple, second: tuple) -> OwnFinding:
-    (s0, l0, d), (s1, l1, _) = first, second
+    (s0, l0, d, f0), (s1, l1, _, f1) = first, second
     seeds = f"seeds {evs[0].seed} / {evs[1].seed}"
     line = (
         f"each example's error reads as one factor on all its coordinates: after your run, "
         f"your model leaves {l0:.0%} / {l1:.0%} of the targets' variance ({seeds}), "
         f"and the errors of its {d} coordinates move together: each coordinate's target over "
         f"prediction has a rank correlation of {s0:.2f} / {s1:.2f} with the others' across the "
-        "examples (errors drawn apart per coordinate give near 0), as one factor per example "
-        "that the model cannot read from its inputs gives; check how batches() scales each "
+        "examples (errors drawn apart per coordinate give near 0), and one factor per example "
+        f"leaves {f0:.0%} / {f1:.0%} of what one shift per example leaves of those errors, as "
+        "a factor the model cannot read from its inputs gives; check how batches() scales each "
         "target (coordinates normalised by a size a resize or crop erased, units that differ "
         "between sources)"
     )
