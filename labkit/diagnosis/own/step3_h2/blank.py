@@ -24,10 +24,13 @@ prediction, less 1), and the rank correlation of those errors between coordinate
 examples. Independent noise, or a model that has not finished, gives errors each coordinate
 draws apart (a correlation near 0); one factor per example gives a correlation near 1. At
 least SHARED on every seed, with the model leaving UNEXPLAINED or more of the targets'
-variance and explaining at least FITTED of it (it has learned what the inputs show), and one
-factor per example (error = a * prediction) leaving at most FACTOR of what one shift per
-example (error = b) leaves: errors shared additively (a forecast of several steps ahead,
-whose steps share the same unseen future) move together too, but as a shift, not a factor.
+variance and explaining at least FITTED of it (it has learned what the inputs show). Errors
+shared as a shift (a forecast of several steps ahead, whose steps share the same unseen
+future) move together too; so the targets themselves are read, apart from any model: each
+example's targets minus those of the example with the nearest input, where the coordinates
+stand at levels apart (their spread at least SPREAD of their mean). One factor per example
+(difference = a * the neighbour's targets) must leave at most FACTOR of what one shift per
+example (difference = b) leaves.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ BETWEEN = 0.15  # and at most this share neither
 SHARED = 0.5  # rank correlation of the coordinates' relative errors at or above this
 UNEXPLAINED = 0.02  # the error's share of the targets' variance at or above this
 FITTED = 0.2  # and at least this share of that variance explained
-FACTOR = 0.3  # one factor per example leaves at most this share of what one shift leaves
+SPREAD = 0.5  # examples whose targets spread this share of their mean level, or more
+FACTOR = 0.5  # one factor per example leaves at most this share of what one shift leaves
 WIDEST = 64  # coordinates per example read at most (a dense map is not a few coordinates)
 
 
@@ -124,13 +128,15 @@ def _ranks(v: torch.Tensor) -> torch.Tensor:
 
 def scale_errors(ev) -> tuple[float, float, int, float] | None:
     """(correlation of the coordinates' relative errors, share of the targets' variance left,
-    coordinates, what one factor per example leaves of the errors over what one shift leaves) on the learner's trained model, or None where the prediction is not (N, D >= 2)
+    coordinates, what one factor leaves of the targets' differences from the nearest input's
+    over what one shift leaves) on the learner's trained model, or None where the prediction is
+    not (N, D >= 2)
     floats scored against targets of its shape."""
     try:
         model = next(iter(ev.replay.models.values()))
     except Exception:
         return None
-    was, preds, ys, seen = model.training, [], [], 0
+    was, preds, ys, xs, seen = model.training, [], [], [], 0
     model.eval()
     try:
         for b in ev.batches:
@@ -142,6 +148,7 @@ def scale_errors(ev) -> tuple[float, float, int, float] | None:
                 return None
             preds.append(pred.detach().double().flatten(1))
             ys.append(y.detach().double().flatten(1))
+            xs.append(proto.inputs_of(b).detach().double().flatten(1))
             seen += len(y)
             if seen >= ROWS:
                 break
@@ -164,7 +171,14 @@ def scale_errors(ev) -> tuple[float, float, int, float] | None:
     c = (r.T @ r) / (len(r) - 1)
     d = c.shape[0]
     shared = float((c.sum() - c.diagonal().sum()) / (d * (d - 1)))
-    e, p = y[keep] - pred[keep], pred[keep]
+    x, q = torch.cat(xs)[keep], y[keep]
+    dist = torch.cdist(x, x)
+    dist.fill_diagonal_(float("inf"))
+    e, p = q - q[dist.argmin(1)], q[dist.argmin(1)]  # each target against its nearest input's
+    apart = (p.amax(1) - p.amin(1)) >= SPREAD * p.abs().mean(1)  # a factor is not a shift there
+    if int(apart.sum()) < 64:
+        return shared, left, d, 1.0  # coordinates at one level: a factor reads as a shift
+    e, p = e[apart], p[apart]
     factor = e - ((e * p).sum(1) / p.pow(2).sum(1))[:, None] * p  # (N, D) after a factor each
     shift = e - e.mean(1, keepdim=True)  # (N, D) after a shift each
     return shared, left, d, float(factor.pow(2).sum() / shift.pow(2).sum().clamp_min(1e-300))
@@ -180,8 +194,9 @@ def _scaled(shared: float, left: float, _, factor: float, seed: int) -> bool:
 
 
 def scale_rule(evs) -> OwnFinding | None:
-    """H2 where, on every seed, the trained model's errors are one factor per example shared by
-    all its coordinates, and large: a scale the inputs do not show."""
+    """H2 where, on every seed, the trained model's errors move together on all the coordinates
+    of an example, and are large, and neighbours' targets differ by a factor: a scale the inputs
+    do not show."""
     got = _every_seed(evs, scale_errors, _scaled)
     return None if got is None else _scaled_finding(evs, *got)
 
@@ -190,14 +205,14 @@ def _scaled_finding(evs, first: tuple, second: tuple) -> OwnFinding:
     (s0, l0, d, f0), (s1, l1, _, f1) = first, second
     seeds = f"seeds {evs[0].seed} / {evs[1].seed}"
     line = (
-        f"each example's error reads as one factor on all its coordinates: after your run, "
-        f"your model leaves {l0:.0%} / {l1:.0%} of the targets' variance ({seeds}), "
-        f"and the errors of its {d} coordinates move together: each coordinate's target over "
-        f"prediction has a rank correlation of {s0:.2f} / {s1:.2f} with the others' across the "
-        "examples (errors drawn apart per coordinate give near 0), and one factor per example "
-        f"leaves {f0:.0%} / {f1:.0%} of what one shift per example leaves of those errors, as "
-        "a factor the model cannot read from its inputs gives; check how batches() scales each "
-        "target (coordinates normalised by a size a resize or crop erased, units that differ "
-        "between sources)"
+        f"examples with near inputs have targets a factor apart: between each example and the "
+        f"one with the nearest input, one factor per example leaves {f0:.0%} / {f1:.0%} of what "
+        f"one shift per example leaves of the difference of their {d} target coordinates; "
+        f"after your run, your model leaves {l0:.0%} / {l1:.0%} of the targets' variance "
+        f"({seeds}), and its errors move together on every coordinate: each coordinate's "
+        f"target over prediction has a rank correlation of {s0:.2f} / {s1:.2f} with the "
+        "others' across the examples (errors drawn apart per coordinate give near 0); check "
+        "how batches() scales each target (coordinates normalised by a size a resize or crop "
+        "erased, units that differ between sources)"
     )
     return OwnFinding("H2", "targets_scaled", line)
