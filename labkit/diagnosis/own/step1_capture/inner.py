@@ -20,6 +20,7 @@ from torch.overrides import TorchFunctionMode
 from . import setup as proto
 
 LOSSES = ("cross_entropy", "nll_loss")
+REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")  # `prediction(losses=...)`
 
 
 def tensors_in(value) -> list:
@@ -38,8 +39,9 @@ def tensors_in(value) -> list:
 class _Inside(TorchFunctionMode):
     """Follows label-derived tensors everywhere, the model's forward included."""
 
-    def __init__(self, labels):
+    def __init__(self, labels, losses=LOSSES):
         super().__init__()
+        self.losses = losses
         self.label = {id(t): t for t in tensors_in(labels)}
         self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first loss on the labels
 
@@ -51,7 +53,7 @@ class _Inside(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         target = args[1] if len(args) > 1 else kwargs.get("target")
         if (
-            name in LOSSES
+            name in self.losses
             and not self.meets
             and args
             and torch.is_tensor(args[0])
@@ -72,11 +74,11 @@ def own_labels(batch):
     return proto.with_labels(batch, y.clone()) if y is x else batch
 
 
-def meets(setup, model, batch) -> list[tuple]:
-    """[(func, name, args, kwargs)] of the classification loss on the labels that the model
-    computes inside its forward, or []."""
+def meets(setup, model, batch, losses=LOSSES) -> list[tuple]:
+    """[(func, name, args, kwargs)] of the first loss among `losses` (by default a
+    classification's) on the labels that the model computes inside its forward, or []."""
     batch = own_labels(batch)
-    mode = _Inside(proto.labels_of(batch))
+    mode = _Inside(proto.labels_of(batch), losses)
     try:
         with mode, warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -86,9 +88,9 @@ def meets(setup, model, batch) -> list[tuple]:
     return mode.meets
 
 
-def prediction(setup, model, batch, seed: int):
+def prediction(setup, model, batch, seed: int, losses=LOSSES):
     """The prediction the model's own loss receives on `batch` (dropout drawn as before)."""
     torch.manual_seed(seed)
     with torch.no_grad():
-        found = meets(setup, model, batch)
+        found = meets(setup, model, batch, losses)
     return found[0][2][0] if found else None

@@ -127,6 +127,13 @@ CHANGES = {
             "every class the model outputs is in the training batches"
         ),
     ),
+    "targets_scaled": (
+        {DATA},
+        (
+            "scale every target by its own example's size before any resize or crop (or "
+            "convert every source to one unit), so inputs that look alike get targets that agree"
+        ),
+    ),
     "dropout_at_eval": (
         {MODEL},
         (

@@ -322,7 +322,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
         return _re_made(evs, ("inputs", "labels")) or summed_rule(evs, loop_gap(evs, own, plain))
     found = clip_gap(evs, own) or init_gap(evs, plain) or dropout_gap(evs)
     found = found or eval_random_rule(evs) or first_step_gap(evs)  # eval noise, step 0 read
-    found = found or blank.blank_rule(evs)  # two groups: examples learned, examples blank
+    found = found or blank.blank_rule(evs) or blank.scale_rule(evs)  # what inputs do not show
     if found is not None:
         return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
