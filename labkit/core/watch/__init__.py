@@ -200,8 +200,7 @@ class Watch:
         self._add(gnorms + self.plan.blank(), present, skipped=skipped)
 
     def _add(self, row, present: tuple, skipped: bool) -> None:
-        if self._ring is not None and self._ring.n:  # its steps came first
-            self.fold()
+        self.fold()  # the ring's steps came first
         self._rows.append(row)
         if len(self._rows) == CHUNK:  # fold 0-d tensors into one block: bounded host memory
             self._blocks.append(self._stack(self._rows))
@@ -209,7 +208,10 @@ class Watch:
         self._step_done(present, skipped)
 
     def fold(self) -> None:
-        """The ring's steps (`labkit.core.watch.ring`), as one block after the rows before."""
+        """The ring's steps (`labkit.core.watch.ring`), if it holds any, as one block after
+        the rows before."""
+        if self._ring is None or not self._ring.n:
+            return
         if self._rows:
             self._blocks.append(self._stack(self._rows))
             self._rows = []

@@ -57,8 +57,7 @@ def follow(w) -> None:
     if now == w._held:
         return
     w._held = now
-    if w._ring is not None and w._ring.n:
-        w.fold()
+    w.fold()
     if w._rows:
         w._blocks.append(w._stack(w._rows))
         w._rows = []
@@ -93,6 +92,5 @@ def _join(w, owned: set) -> None:
 
 def segments(w) -> list:
     """(plan, blocks, width) of every segment, the open one last (its rows stacked)."""
-    if w._ring is not None and w._ring.n:
-        w.fold()
+    w.fold()
     return w._done + [(w.plan, w._blocks + ([w._stack(w._rows)] if w._rows else []), len(w.params))]

@@ -48,18 +48,16 @@ def guarded(method):
 
 
 def _rows(w) -> int:
-    ring = w._ring.n if w._ring is not None else 0
     done = sum(b.shape[0] for _, blocks, _ in w._done for b in blocks)
-    return done + sum(b.shape[0] for b in w._blocks) + len(w._rows) + ring
+    return done + sum(b.shape[0] for b in w._blocks) + len(w._rows)
 
 
 def stop(w, exc: Exception) -> None:
     """Remove every hook, keep the complete steps, and say so once."""
-    if w._ring is not None and w._ring.n:  # its rows first, as blocks; if that fails, dropped
-        try:
-            w.fold()
-        except Exception:  # noqa: BLE001 - the steps it held are lost, and trimmed below
-            w._ring.n = 0
+    try:  # the ring's rows first, as a block; if that fails, dropped (and trimmed below)
+        w.fold()
+    except Exception:  # noqa: BLE001 - the steps it held are lost
+        w._ring.n = 0
     per_step = [w._present, w._lrs, w._skipped] + ([w._scales] if w.scaler is not None else [])
     rows = _rows(w)
     n = min([rows] + [len(x) for x in per_step])

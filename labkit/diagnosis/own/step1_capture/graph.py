@@ -22,22 +22,30 @@ WALKS = 3  # the first losses walked: enough to tell a persistent leaf from one 
 MAX_NODES = 200_000  # a walk stops here (a graph this large is read as far as it went)
 
 
-def leaves_of(loss: torch.Tensor) -> list[torch.Tensor]:
-    """Every leaf tensor requiring grad that ``loss`` depends on, in the order first reached."""
-    fn = loss.grad_fn
+def nodes_of(loss: torch.Tensor) -> list:
+    """Every autograd node ``loss`` depends on (at most `MAX_NODES`), ``loss.grad_fn`` first."""
+    fn = getattr(loss, "grad_fn", None)
     if fn is None:
-        return [loss] if loss.requires_grad else []
+        return []
     seen, stack, out = {fn}, [fn], []
     while stack and len(seen) < MAX_NODES:
         node = stack.pop()
-        var = getattr(node, "variable", None)  # AccumulateGrad: the leaf it accumulates into
-        if isinstance(var, torch.Tensor):
-            out.append(var)
+        out.append(node)
         for nxt, _ in getattr(node, "next_functions", ()):
             if nxt is not None and nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
     return out
+
+
+def leaves_of(loss: torch.Tensor) -> list[torch.Tensor]:
+    """Every leaf tensor requiring grad that ``loss`` depends on, in the order first reached."""
+    if loss.grad_fn is None:
+        return [loss] if loss.requires_grad else []
+    # AccumulateGrad nodes hold the leaf they accumulate into
+    return [
+        v for n in nodes_of(loss) if isinstance(v := getattr(n, "variable", None), torch.Tensor)
+    ]
 
 
 def setup_names(setup) -> dict[int, str]:

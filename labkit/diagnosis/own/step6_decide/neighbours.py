@@ -22,6 +22,7 @@ import torch
 from ...finding import OwnFinding
 from ..margins import above
 from ..step1_capture import setup as proto
+from ..step1_capture.graph import nodes_of
 
 K, BINS, ROWS = 16, 4, 4096  # neighbours, target quartiles, rows read at most
 GAP = 0.1  # nats: real targets this much easier to place than shuffled ones
@@ -43,10 +44,10 @@ def _rows(batches):
     if len(x) != len(y) or len(y) < 8 * K or not bool(torch.isfinite(x).all()):
         return None
     sd = x.std(0)
-    x = x[:, sd > 0]
+    x, sd = x[:, sd > 0], sd[sd > 0]
     if x.shape[1] == 0:
         return None
-    return (x - x.mean(0)) / x.std(0), y
+    return (x - x.mean(0)) / sd, y
 
 
 def _cross_entropy(near: torch.Tensor, codes: torch.Tensor) -> float:
@@ -86,15 +87,7 @@ def _graph_ops(setup, seed, batch) -> set[str]:
         loss = setup.loss_fn(model, batch)
     except Exception:  # a loss this reading cannot call: no names
         return set()
-    seen, todo, names = set(), [getattr(loss, "grad_fn", None)], set()
-    while todo:
-        node = todo.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        names.add(type(node).__name__)
-        todo += [n for n, _ in node.next_functions]
-    return names
+    return {type(node).__name__ for node in nodes_of(loss)}
 
 
 def places(evs) -> bool:
