@@ -30,6 +30,21 @@ def _anomaly():
     return (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
 
 
+def _default_device():
+    """torch.get_default_device(), without its 20 us where nothing set one (the usual case:
+    no torch function mode on the stack, no global device context); `call` reads it twice
+    around each of the thousands of calls a triage makes into the learner's code."""
+    if (
+        torch._C._len_torch_function_stack()
+        or getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None) is not None
+    ):
+        return torch.get_default_device()
+    return _CPU
+
+
+_CPU = torch.device("cpu")
+
+
 def _set_device(device) -> None:
     torch.set_default_device(None if torch.device(device).type == "cpu" else device)
 
@@ -43,7 +58,7 @@ SETTINGS = {  # name: (read it, set it back); grad mode is per thread: this thre
     ),
     "grad mode": (torch.is_grad_enabled, torch.set_grad_enabled),
     "anomaly detection (on, check NaN)": (_anomaly, lambda v: torch.set_anomaly_enabled(*v)),
-    "default device": (torch.get_default_device, _set_device),
+    "default device": (_default_device, _set_device),
     "float32 matmul precision": (
         torch.get_float32_matmul_precision,
         torch.set_float32_matmul_precision,
