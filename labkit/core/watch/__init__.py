@@ -130,6 +130,8 @@ class Watch:
         groups = optimizer.param_groups  # a param group added since the last step joins here
         if len(groups) != 1 or len(groups[0]["params"]) != self._held:
             watch_follow.follow(self)
+        if watch_follow.storage(self) != self._where:  # `p.data = ...` since the last step
+            watch_follow.moved(self)
         if self._ring is None and self._ring_ok:  # built at the first step, ranks known
             self._ring = watch_ring.make(self)
             self._ring_ok = self._ring is not None

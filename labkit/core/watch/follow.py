@@ -48,6 +48,7 @@ def _plan(w, owned: set) -> None:
     # small real tensors only: one fused norm call, without `norms`' look at each tensor
     w._fused = all(p.numel() <= FUSED_MAX and not p.is_complex() for p in w.params)
     w._ring, w._ring_ok = None, True  # a small model's rows, kept (watch/ring.py): at a step
+    w._where = storage(w)  # `moved` re-plans when a tensor's storage changes
     w.findings = findings(w._model, w._named, owned)
 
 
@@ -57,6 +58,37 @@ def follow(w) -> None:
     if now == w._held:
         return
     w._held = now
+    _close(w)
+    owned = {id(p) for g in w.optimizer.param_groups for p in g["params"]}
+    _join(w, owned)
+    _plan(w, owned)
+
+
+def storage(w) -> list:
+    """Where each watched tensor's values live: a cheap test, once per step, for new storage."""
+    return list(map(_PTR, w.params))
+
+
+_PTR = torch.Tensor.data_ptr
+
+
+def moved(w) -> None:
+    """Before a step: a watched tensor was given new storage (``p.data = ...``, or a dtype or
+    device changed after the watch was made). The plan's copies and the ring read each tensor
+    through a view made once, which would keep reading the old storage (its update then reads
+    0): the segment closes and a new plan reads the tensors where they live now."""
+    from .budget import nbytes
+
+    _close(w)
+    w.param_bytes = sum(nbytes(p) for p in w.params)
+    w._norm_dtype = None if all(p.dtype in DTYPES for p in w.params) else torch.float32
+    w._multi_device = len({p.device for p in w.params}) > 1
+    w._zero = torch.zeros((), device=w.params[0].device)
+    _plan(w, {id(p) for g in w.optimizer.param_groups for p in g["params"]})
+
+
+def _close(w) -> None:
+    """The rows so far, closed as one segment with the plan that measured them."""
     w.fold()
     if w._rows:
         w._blocks.append(w._stack(w._rows))
@@ -64,9 +96,6 @@ def follow(w) -> None:
     if w._blocks:
         w._done.append((w.plan, w._blocks, len(w.params)))
         w._blocks = []
-    owned = {id(p) for g in w.optimizer.param_groups for p in g["params"]}
-    _join(w, owned)
-    _plan(w, owned)
 
 
 def _join(w, owned: set) -> None:

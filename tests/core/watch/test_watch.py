@@ -305,6 +305,49 @@ def test_frozen_layer_missing_param_and_lr_zero_read_exactly_zero(budget):
     assert "4.weight, 4.bias" in watch.findings[0]
 
 
+@pytest.mark.parametrize(
+    "make_opt, budget",
+    [
+        (lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9), None),  # the ring's copies
+        (lambda ps: torch.optim.Adam(ps, lr=1e-2), 0),  # from the optimizer's state
+        (lambda ps: MyAdagrad(ps, lr=0.1), 0),  # sampled: a step the watch cannot read
+    ],
+    ids=["ring", "from-adam", "sampled"],
+)
+def test_a_tensor_given_new_storage_mid_run_is_read_where_it_lives_now(make_opt, budget):
+    """``p.data = ...`` between steps (a re-init, a cast) keeps the Parameter and the optimizer,
+    and moves the values: each step's update is still the step's own (it read 0 for that
+    tensor from then on, the old storage no step touched)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 3))
+    opt = make_opt(model.parameters())
+    watch = labkit.watch(model, opt, budget=budget)
+    data, expected = batches(9, rows=16), []
+    for step, (x, y) in enumerate(data):
+        x = torch.cat([x] * 8, 1)
+        if step == 3:  # a re-init by hand, new storage for the same Parameter
+            model[0].weight.data = 0.05 * torch.randn(128, 64)
+        if step == 6:
+            model[2].bias.data = model[2].bias.data.clone()
+        before = [p.detach().double().clone() for p in model.parameters()]
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        expected.append(
+            math.sqrt(
+                sum(
+                    float((p.detach().double() - b).pow(2).sum())
+                    for p, b in zip(model.parameters(), before)
+                )
+            )
+        )
+    cols = watch.columns()
+    watch.close()
+    bound = cols.get("update_norm_bound", [0.0] * len(data))
+    for step, want in enumerate(expected):
+        assert abs(cols["update_norm"][step] - want) <= max(bound[step], 1e-5 * want), step
+
+
 def test_a_replaced_layer_is_named_as_a_finding():
     model = net()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
