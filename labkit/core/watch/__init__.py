@@ -132,6 +132,8 @@ class Watch:
             watch_follow.follow(self)
         if watch_follow.storage(self) != self._where:  # `p.data = ...` since the last step
             watch_follow.moved(self)
+        if self._outside_at is not None:  # parameters outside the optimizer moved meanwhile?
+            watch_follow.outside(self)
         if self._ring is None and self._ring_ok:  # built at the first step, ranks known
             self._ring = watch_ring.make(self)
             self._ring_ok = self._ring is not None
@@ -231,6 +233,8 @@ class Watch:
             watch_writer.guarded(self, flush=False)
         if self._ranks is not None:
             self._ranks.step_done(self)
+        if self._outside:
+            self._outside_at = [p._version for _, p in self._outside]
 
     def _norms(self, tensors: list) -> list:
         return tensor_norms(tensors, self._norm_dtype) if tensors else []

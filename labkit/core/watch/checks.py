@@ -41,15 +41,30 @@ def check_arguments(model, optimizer, scaler, budget) -> None:
         )
 
 
+NOT_HELD = "parameter(s) require grad but are not in the optimizer"
+
+
+def not_held(names: list[str]) -> str:
+    return f"{len(names)} {NOT_HELD}, so no step will move them: {', '.join(names)}."
+
+
+def moved_elsewhere(names: list[str]) -> str:
+    """The sentence for parameters outside the watched optimizer that moved between its
+    steps (another optimizer, a SparseAdam beside an Adam, or an in-place update by hand)."""
+    return (
+        f"{len(names)} parameter(s) are not in this optimizer and moved between its steps "
+        f"(another optimizer, or an update by hand): {', '.join(names)}. Their update_norm "
+        "counts only what this optimizer's steps move them, 0; to measure theirs, watch the "
+        "optimizer that holds them (labkit.watch(model, that_optimizer))."
+    )
+
+
 def findings(model, named, owned) -> list[str]:
     """Sentences, said once: parameters that can never move, tensors that are not the model's."""
     out = []
     missing = [n for n, p in named if p.requires_grad and id(p) not in owned]
     if missing:
-        out.append(
-            f"{len(missing)} parameter(s) require grad but are not in the optimizer, so "
-            f"no step will move them: {', '.join(missing)}."
-        )
+        out.append(not_held(missing))
     model_ids = {id(p) for p in model.parameters()}
     foreign = sum(1 for i in owned if i not in model_ids)
     if foreign:

@@ -17,7 +17,7 @@ import torch
 from .budget import Plan
 from .norms import FUSED_MAX
 from .updates import DTYPES
-from .checks import findings
+from .checks import NOT_HELD, findings, moved_elsewhere, not_held
 
 
 def held(optimizer) -> int:
@@ -50,6 +50,9 @@ def _plan(w, owned: set) -> None:
     w._ring, w._ring_ok = None, True  # a small model's rows, kept (watch/ring.py): at a step
     w._where = storage(w)  # `moved` re-plans when a tensor's storage changes
     w.findings = findings(w._model, w._named, owned)
+    # parameters outside the optimizer: a finding says no step moves them, unless they move
+    w._outside = [(n, p) for n, p in w._named if p.requires_grad and id(p) not in owned]
+    w._outside_at = None  # their versions after the last step (`outside`)
 
 
 def follow(w) -> None:
@@ -62,6 +65,23 @@ def follow(w) -> None:
     owned = {id(p) for g in w.optimizer.param_groups for p in g["params"]}
     _join(w, owned)
     _plan(w, owned)
+
+
+def outside(w) -> None:
+    """Before a step: parameters outside the optimizer whose values changed in place since
+    the last step (their version counters moved) are moved by something else, so the finding
+    that no step moves them is withdrawn for them and replaced by one that says so."""
+    at, w._outside_at = w._outside_at, None
+    moved = [n for (n, p), v in zip(w._outside, at) if p._version != v]
+    if not moved:
+        return
+    w._outside = [(n, p) for n, p in w._outside if n not in moved]
+    kept = [n for n, _ in w._outside]
+    for i, f in enumerate(w.findings):
+        if NOT_HELD in f:
+            w.findings[i : i + 1] = [not_held(kept)] if kept else []
+            break
+    w.findings.append(moved_elsewhere(moved))
 
 
 def storage(w) -> list:

@@ -348,6 +348,41 @@ def test_a_tensor_given_new_storage_mid_run_is_read_where_it_lives_now(make_opt,
         assert abs(cols["update_norm"][step] - want) <= max(bound[step], 1e-5 * want), step
 
 
+def test_parameters_another_optimizer_steps_are_not_said_to_never_move():
+    """PyTorch's sparse-embedding recipe: SparseAdam on the embedding, Adam on the rest, and
+    the watch on the Adam. The embedding is outside the watched optimizer but moves; a
+    parameter left out of every optimizer keeps the finding that no step moves it."""
+    torch.manual_seed(0)
+    emb, other, head = nn.Embedding(50, 8, sparse=True), nn.Linear(8, 8), nn.Linear(8, 3)
+    model = nn.ModuleDict({"emb": emb, "other": other, "head": head})
+    sparse = torch.optim.SparseAdam(emb.parameters(), lr=1e-2)
+    dense = torch.optim.Adam(head.parameters(), lr=1e-2)  # `other` is in neither
+    watch = labkit.watch(model, dense)
+    assert watch.findings == [
+        (
+            "3 parameter(s) require grad but are not in the optimizer, so no step will move "
+            "them: emb.weight, other.weight, other.bias."
+        )
+    ]
+    ids, y = torch.randint(0, 50, (16, 4)), torch.randint(0, 3, (16,))
+    for _ in range(3):
+        sparse.zero_grad()
+        dense.zero_grad()
+        F.cross_entropy(head(other(emb(ids).mean(1))), y).backward()
+        sparse.step()
+        dense.step()
+    watch.close()
+    assert watch.findings[0] == (
+        "2 parameter(s) require grad but are not in the optimizer, so no step will move "
+        "them: other.weight, other.bias."
+    )
+    assert watch.findings[1].startswith(
+        "1 parameter(s) are not in this optimizer and moved between its steps (another "
+        "optimizer, or an update by hand): emb.weight."
+    )
+    assert len(watch.findings) == 2
+
+
 def test_a_replaced_layer_is_named_as_a_finding():
     model = net()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
