@@ -64,6 +64,41 @@ twin reached only 0.57 / 0.62; they are now at 2 to 8. The first timing of the d
 9 s, was the process's first optimizer step, not denormals: the same setup runs in 0.4 s
 once warm, whichever runs first.)
 
+First score (`python -m own_setups.score_twentysecond`, labkit/ as at 9ebcbb7 (main at
+9ebcbb7), the setups committed at 5dcd89c before it, scored once, 95 s): 7 of 12 right system
+(3 of 6 bugs, 4 of 6 twins), 6 of 12 right mechanism on a strict reading, as the scorer counted
+too (2 of 6 bugs, 4 of 6 twins acquitted), 2 of 6 healthy convicted, 0 UNKNOWN, 0 CRASH; 2 of
+the 3 right convictions granted. Seconds per setup, bug / twin: 12.4 / 3.3, 3.4 / 3.2,
+11.6 / 13.2, 5.8 / 4.3, 12.4 / 8.6, 3.6 / 8.4.
+- weight decay twice: MISS, acquitted (NONE, "no defect found: the logger is honest ..., the
+  inputs (1024 rows of 2 token ids) are finite, ... all 5 tensors yo[ur loss depends on]"),
+  its twin's line word for word;
+- KL sign flipped: H2 (wrong system): "the labels are constant: all 1024 examples carry the
+  same label, so there is nothing to learn but that one class": the batch's second tensor is
+  a placeholder of zeros the loss never reads (`x, _ = batch`); its twin got the same line;
+- negatives from the same kind: H2 right, mechanism right: "the labels are decorrelated from
+  the inputs: a plain loop trains alike on real and on shuffled labels (no signal), while the
+  inputs themselves are structured"; refused;
+- store id as a number: MISS, acquitted (NONE, the same line on "1024 rows of 5 features",
+  "all 6 tensors"), its twin's line word for word but "24 features";
+- the print window over the batch index: H3 right, mechanism MISS: "the reported value
+  matches no honest summary of the loss passed to backward() (largest gap to the raw loss
+  1.07): it is computed from another tensor: another forward pass, the model in eval mode, or
+  another batch (a validation batch?)": no word of the reset or the divisor; granted;
+- the scaled loss on the bar: H3 right, mechanism right: "the reported value is the honest
+  mean of the epoch so far times one constant scale, x6.554e+04 at every one of the 160
+  reports: the numbers are right but in other units than the loss passed to backward()";
+  granted.
+The twins: four acquitted (NONE, "no defect found: the logger is honest ..."; the Siamese
+twin's the slowest, 13.2 s; the graph net's line notes its adjacency columns "4, 19, 34, 49,
+64, 79 and 4 more are constant", the diagonal of the appended adjacency, and still acquits);
+two convicted: the VAE twin as H2 "the labels are constant" (the placeholder target, as its
+bug), and the windowed bar's twin as H3 "the reported value is stale: it repeats a value
+computed at an earlier step (135 of 160 reports equal an earlier honest value, 0 repeat the
+previous report)": a mean over the 1 to 10 batches since the last print is honest, but
+labkit took it for a repeat. The scorer prints each verdict's first 300 characters; the words
+above are those. No setup broke the setup protocol; no setup was changed after the score.
+
 Nothing here uses labkit but `Run.from_log` (through `eleventh._log`).
 """
 
