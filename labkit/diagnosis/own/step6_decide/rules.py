@@ -52,7 +52,7 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
-from ..step3_h2 import blank, calls, layout, mask, padid, paired, unseen
+from ..step3_h2 import blank, calls, layout, mask, padid, paired, transform, unseen
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
@@ -223,7 +223,7 @@ def _h2_signal(evs) -> OwnFinding | None:
             )
         # data re-made per call, or inputs scaled with another scale's stats (rows look alike)
         found = _re_made(evs, ("labels", "inputs"), transform=True) or barely_varying(inputs)
-        found = found or loss_blind_rule(evs, sig)  # a reference learner finds the signal
+        found = found or loss_blind_rule(evs, sig) or transform.rows_rule(evs)  # kNN reads
         if found is not None:
             return found
         return OwnFinding(
@@ -323,6 +323,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     found = clip_gap(evs, own) or init_gap(evs, plain) or dropout_gap(evs)
     found = found or eval_random_rule(evs) or first_step_gap(evs)  # eval noise, step 0 read
     found = found or blank.blank_rule(evs) or blank.scale_rule(evs)  # what inputs do not show
+    found = found or transform.table_rule(evs) or transform.rows_rule(evs)  # a transform
     if found is not None:
         return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
