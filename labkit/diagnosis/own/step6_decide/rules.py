@@ -21,8 +21,9 @@ H2  a plain loop's model far worse on its whole epoch than the same loop's on ro
     the label-shuffle control, as no signal; so does a model that mixes a batch's examples
     (`examples`, H1)
 H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
-    from noise, one feature's scale swamping the others); held-out batches whose loss
-    never improves while the training loss falls
+    from noise, one feature's scale swamping the others, rows normalised one by one beside a
+    label no reference places: `transform`); held-out batches whose loss never improves while
+    the training loss falls
 H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
     optimizer setting at a time back to its default (`settings`); behind a divergence or a
     setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
@@ -33,6 +34,7 @@ H1  a measured gap decides (`gaps`): a loop that ends beyond the seed spread abo
     loop convicts the loop (naming an optimizer rebuilt inside it where the replay saw one);
     a plain loop on the model re-initialised by PyTorch's defaults far below the same loop on
     the learner's init convicts the init
+H2  before an acquittal: an augmentation that places the setup's own table worse (`transform`)
 --  otherwise: NONE, naming the references the run reached and their numbers; UNKNOWN if the
     run does not learn and no mechanism was measured, or if the seeds disagree (a third seed
     where they agree on the system only, `seeds`).
