@@ -6,8 +6,8 @@ of the learner's sizes. Both runs are a plain loop with the learner's model, los
 scored at ten checkpoints on that table: one trained on the batches as given (augmented), one
 on the table's rows themselves (the one change: the augmentation left out).
 
-Forecast: trained on the table's rows, the table's loss ends at least halfway from the
-augmented run's (the better of both seeds) down to its own seed-0 trial, on both seeds.
+Forecast: trained on the table's rows, the table's loss ends below half the augmented run's
+(the better of both seeds), on both seeds.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ def _table_batches(ev) -> list | None:
 
 
 def plan(evs):
-    """(forecast, run(seed) -> Run, variable), or None without a table or where the run on the
-    table's rows does not end below the augmented runs on seed 0."""
+    """(forecast, run(seed) -> Run, variable), or None without a table. The runs before the
+    change are trained here (once per seed); the forecast needs no trial of the change: the
+    table's loss at most half the augmented runs' (the better of both seeds)."""
     tables = {e.seed: e.once("table_batches", lambda e=e: _table_batches(e)) for e in evs}
     if any(t is None for t in tables.values()):
         return None
@@ -47,15 +48,13 @@ def plan(evs):
         return epoch_run(e.setup, e.seed, e.steps, batches, tables[e.seed])
 
     before = [e.once("augmented_run", lambda e=e: scored(e, e.batches)) for e in evs]
-    first = evs[0].once("untransformed_run", lambda: scored(evs[0], tables[evs[0].seed]))
-    after = first.table["loss_raw"][-1]
     best = min(r.table["loss_raw"][-1] for r in before)
-    if not (math.isfinite(after) and math.isfinite(best) and after < best):
+    if not (math.isfinite(best) and best > 0):
         return None
     from .intervene import _num
 
     return (
-        f"loss < {_num(after + 0.5 * (best - after))} by step {evs[0].steps}",
+        f"loss < {_num(0.5 * best)} by step {evs[0].steps}",
         lambda seed: scored(next(e for e in evs if e.seed == seed), tables[seed]),
         ("batches", "augmented", "the table's rows, un-augmented, in batches of the same sizes"),
     )
