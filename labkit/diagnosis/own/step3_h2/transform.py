@@ -165,7 +165,7 @@ def table_rule(evs) -> OwnFinding | None:
     labels = (
         "the labels are the table's own, unchanged, while the inputs are transformed"
         if g["kept"]
-        else "the labels change with the inputs, and not enough"
+        else "the batches' labels are not the table's rows as stored (transformed too)"
     )
     return OwnFinding(
         "H2",
@@ -176,10 +176,11 @@ def table_rule(evs) -> OwnFinding | None:
         f"({g['rows']} rows) tells {g['name']} of its own un-augmented rows better than the "
         f"augmented batches do: {K} nearest neighbours among the table's other rows score "
         f"{g['raw']:.3f} nats, among the augmented rows with the labels they carry "
-        f"{g['given']:.3f} / {got[-1]['given']:.3f}; {labels}. An augmented input that looks "
-        "like another class's keeps its own label (a flip or a sign change of an input whose "
-        "label names a side or a direction, images mixed while their targets are not); apply "
-        "only transforms that keep each label, or transform the label with its input",
+        f"{g['given']:.3f} / {got[-1]['given']:.3f}; {labels}. The likely cause: a transform that "
+        "turns an input into another class's while its label stays (a flip or a sign change of "
+        "an input whose label names a side or a direction, images mixed while their targets "
+        "are not); apply only transforms that keep each label, or transform the label with its "
+        "input",
         variable=("batches()", "augmented", "the table's rows, un-augmented"),
     )
 
@@ -240,10 +241,11 @@ def rows_rule(evs) -> OwnFinding | None:
         "rows_normalised",
         f"every input row is normalised on its own: its {stat} is {value:.4g} on every one of "
         f"the epoch's rows, so whatever a row's size said (a total, a magnitude, a count) is "
-        f"gone from the inputs; and {col['name']} is placed by no reference: {K} nearest "
-        f"neighbours on the inputs place its {'quartile' if col['name'] != 'the class' else 'id'}"
-        f" at {col['real']:.3f} nats, the same column shuffled at {col['shuffled']:.3f} (seeds "
-        f"{evs[0].seed} / {evs[1].seed} alike). If that target depends on the rows' size, "
+        f"gone from the inputs; and a reference learner does not place {col['name']}: {K} "
+        f"nearest neighbours on the inputs place its "
+        f"{'quartile' if col['name'] != 'the class' else 'id'} at {col['real']:.3f} nats, the "
+        f"same column shuffled at {col['shuffled']:.3f} (seed {evs[0].seed}; seed "
+        f"{evs[1].seed} alike). If that target depends on the rows' size, "
         "normalise each feature over the data set (dim=0, the training set's mean and standard "
         "deviation per column), not each row over its features (dim=1)",
         variable=("inputs", "normalised per row", "normalised per feature"),
