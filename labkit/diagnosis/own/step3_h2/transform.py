@@ -36,6 +36,7 @@ from . import calls
 K, ROWS = 16, 2048  # neighbours; rows read at most
 GAP = 0.25  # nats: the augmented rows place the table's rows this much worse than the table
 PLACED = 0.1  # nats: a label column placed by less than this over shuffled is not placed
+SHUFFLED = ("labels", "as given", "permuted across the epoch")  # the label-shuffle control's run
 SAME = 1e-3  # a row statistic whose spread over the rows is below this share of its median
 
 
@@ -228,9 +229,10 @@ def unplaced(batches) -> list[dict]:
     return out
 
 
-def rows_rule(evs) -> OwnFinding | None:
+def rows_rule(evs, shuffled: bool = False) -> OwnFinding | None:
     """H2 where every input row is normalised on its own and a label column is placed by no
-    reference on every seed (see the module docstring)."""
+    reference on every seed (see the module docstring). `shuffled`: the label-shuffle control
+    read no signal, so its one-change run (the labels permuted: the same loss) signs it."""
     got = [ev.once("transform_rows", lambda ev=ev: unplaced(ev.batches)) for ev in evs]
     if not all(got):
         return None
@@ -248,5 +250,9 @@ def rows_rule(evs) -> OwnFinding | None:
         f"{evs[1].seed} alike). If that target depends on the rows' size, "
         "normalise each feature over the data set (dim=0, the training set's mean and standard "
         "deviation per column), not each row over its features (dim=1)",
-        variable=("inputs", "normalised per row", "normalised per feature"),
+        **(
+            dict(arm="shuffled", variable=SHUFFLED, expect="same")
+            if shuffled
+            else dict(variable=("inputs", "normalised per row", "normalised per feature"))
+        ),
     )

@@ -225,7 +225,7 @@ def _h2_signal(evs) -> OwnFinding | None:
             )
         # data re-made per call, or inputs scaled with another scale's stats (rows look alike)
         found = _re_made(evs, ("labels", "inputs"), transform=True) or barely_varying(inputs)
-        found = found or loss_blind_rule(evs, sig) or transform.rows_rule(evs)  # kNN reads
+        found = found or loss_blind_rule(evs, sig) or transform.rows_rule(evs, shuffled=True)
         if found is not None:
             return found
         return OwnFinding(
