@@ -182,3 +182,10 @@ def test_rows_of_many_scales_or_one_hot_rows_are_not_normalised_rows():
     one_hot = torch.nn.functional.one_hot(torch.arange(N) % 6, 6).float()
     assert transform.row_scale(one_hot) is None  # one norm, but no normalisation
     assert transform.unplaced([(one_hot, size)]) == []
+
+
+def test_rows_too_wide_to_read_in_full_are_left_unread():
+    wide = torch.randn(70, 3, 200, 200)
+    wide = wide / wide.flatten(1).norm(dim=1)[:, None, None, None]  # unit rows of 120,000 values
+    assert transform._read(wide) < 4 * transform.K  # 2**22 values hold fewer than 64 such rows
+    assert transform.row_scale(wide) is None

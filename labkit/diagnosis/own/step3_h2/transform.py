@@ -33,7 +33,7 @@ from ..margins import above, below
 from ..step1_capture import setup as proto
 from . import calls
 
-K, ROWS = 16, 2048  # neighbours; rows read at most
+K, ROWS, CELLS = 16, 2048, 2**22  # neighbours; rows read at most; values read at most
 GAP = 0.25  # nats: the augmented rows place the table's rows this much worse than the table
 PLACED = 0.1  # nats: a label column placed by less than this over shuffled is not placed
 SHUFFLED = ("labels", "as given", "permuted across the epoch")  # the label-shuffle control's run
@@ -77,6 +77,11 @@ def codes(y: torch.Tensor) -> list[tuple[str, torch.Tensor, int]]:
     return out
 
 
+def _read(x: torch.Tensor) -> int:
+    """How many rows of `x` the readings take: ROWS, fewer for wide rows (CELLS values)."""
+    return min(len(x), ROWS, CELLS // max(1, x[0].numel()))
+
+
 def _standard(x: torch.Tensor) -> torch.Tensor:
     x = x.reshape(len(x), -1).double()
     return (x - x.mean(0)) / x.std(0).clamp_min(1e-12)
@@ -115,7 +120,7 @@ def table_of(setup, batches) -> tuple[torch.Tensor, torch.Tensor] | None:
     if x is None or y is None or not x.is_floating_point() or len(x) != len(y):
         return None
     held = _tensors(setup)
-    xs = [t for t in held if t.shape == x.shape and t.is_floating_point()]
+    xs = [t for t in held if t.shape == x.shape and t.dtype == x.dtype]
     ys = [t for t in held if t.shape == y.shape and t.is_floating_point() == y.is_floating_point()]
     for tx in xs:
         for ty in ys:
@@ -132,7 +137,7 @@ def augmented(setup, batches) -> dict | None:
     if table is None:
         return None
     tx, ty = table
-    n = min(len(tx), ROWS)
+    n = _read(tx)
     x, y = _cat(batches, proto.inputs_of)[:n], _cat(batches, proto.labels_of)[:n]
     raw, given = codes(ty[:n]), codes(y)
     if len(raw) != 1 or len(given) != 1 or raw[0][2] != given[0][2] or n < 4 * K:
@@ -187,14 +192,15 @@ def table_rule(evs) -> OwnFinding | None:
 
 
 # ------------------------------------------------------------------ a normalisation per row
-def row_scale(x: torch.Tensor) -> tuple[str, float] | None:
-    """(statistic, its value) where every row of the (N, ...) float inputs has the same scale
-    by that statistic (spread below SAME of its median) and holds 3 or more distinct values on
-    average (not one-hot rows); None otherwise."""
+def row_scale(x: torch.Tensor) -> tuple[str, float, int] | None:
+    """(statistic, its value, rows read) where every row read of the (N, ...) float inputs has
+    the same scale by that statistic (spread below SAME of its median) and holds 3 or more
+    distinct values on average (not one-hot rows); None otherwise."""
     if not x.is_floating_point() or len(x) < 4 * K:
         return None
+    x = x[: _read(x)]
     x = x.reshape(len(x), -1).double()
-    if x.shape[1] < 3 or not bool(torch.isfinite(x).all()):
+    if len(x) < 4 * K or x.shape[1] < 3 or not bool(torch.isfinite(x).all()):
         return None
     distinct = sum(len(r.unique()) for r in x[:64]) / min(len(x), 64)
     if distinct < 3:
@@ -208,7 +214,7 @@ def row_scale(x: torch.Tensor) -> tuple[str, float] | None:
     for name, s in stats.items():
         mid = float(s.median())
         if mid > 0 and float(s.max() - s.min()) < SAME * mid:
-            return name, mid
+            return name, mid, len(x)
     return None
 
 
@@ -218,7 +224,7 @@ def unplaced(batches) -> list[dict]:
     x, y = _cat(batches, proto.inputs_of), _cat(batches, proto.labels_of)
     if x is None or y is None or len(x) != len(y) or row_scale(x) is None:
         return []
-    x, y = _standard(x[:ROWS]), y[:ROWS]
+    x, y = _standard(x[: _read(x)]), y[: _read(x)]
     g, out = torch.Generator().manual_seed(0), []
     for name, c, m in codes(y):
         real = _placed(x, c, x, c, m, True)
@@ -236,13 +242,13 @@ def rows_rule(evs, shuffled: bool = False) -> OwnFinding | None:
     got = [ev.once("transform_rows", lambda ev=ev: unplaced(ev.batches)) for ev in evs]
     if not all(got):
         return None
-    stat, value = row_scale(_cat(evs[0].batches, proto.inputs_of))
+    stat, value, rows = row_scale(_cat(evs[0].batches, proto.inputs_of))
     col = got[0][0]
     return OwnFinding(
         "H2",
         "rows_normalised",
         f"every input row is normalised on its own: its {stat} is {value:.4g} on every one of "
-        f"the epoch's rows, so whatever a row's size said (a total, a magnitude, a count) is "
+        f"the {rows} rows read, so whatever a row's size said (a total, a magnitude, a count) is "
         f"gone from the inputs; and a reference learner does not place {col['name']}: {K} "
         f"nearest neighbours on the inputs place its "
         f"{'quartile' if col['name'] != 'the class' else 'id'} at {col['real']:.3f} nats, the "
