@@ -153,6 +153,17 @@ CHANGES = {
         ),
     ),
     "feature_scale": ({DATA}, "standardise every input feature with the training statistics"),
+    "transform_changes_label": (
+        {DATA},
+        (
+            "apply only augmentations that keep each label (or transform the label with its "
+            "input: mix the targets with the same lambda as the inputs)"
+        ),
+    ),
+    "rows_normalised": (
+        {DATA},
+        "normalise each feature over the training set (dim=0), not each row over its features",
+    ),
     "held_out_mismatch": (
         {"val_batches"},
         (

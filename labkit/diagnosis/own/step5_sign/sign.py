@@ -8,7 +8,8 @@ by the learner's fix, passed to ``record.intervene(fixed_setup)``.
   the alignment of targets, the next-token loss along the measured time axis); for
   a tensor the loss depends on that no optimizer holds, the same loop holding it (`stepped`);
   for a label left in the inputs, the same loop with those features held constant (`unleaked`);
-  for batches in an unmixed order, the same rows mixed across the epoch (`mixed`);
+  for batches in an unmixed order, the same rows mixed across the epoch (`mixed`); for an
+  augmentation that changes what the label means, the table's rows un-augmented (`untransformed`);
 - `prescribe_rows(record, finding, evs)`: otherwise, the prescription (`own_prescribe`) in the
   intervention row, with the seeds in the confirmation row, both still UNKNOWN;
 - `intervene(record, fixed_setup)`: checks that the fix is the one change prescribed
@@ -59,6 +60,10 @@ def own_plan(finding, evs):
         from .mixed import plan as mixed_plan
 
         return mixed_plan(evs)
+    if finding.key == "transform_changes_label":  # the table's rows un-augmented (`untransformed`)
+        from .untransformed import plan as untransformed_plan
+
+        return untransformed_plan(evs)
     if finding.key == "label_in_inputs":  # the leaked features held constant (`unleaked`)
         from .unleaked import plan as unleaked_plan
 

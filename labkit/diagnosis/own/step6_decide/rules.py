@@ -21,8 +21,9 @@ H2  a plain loop's model far worse on its whole epoch than the same loop's on ro
     the label-shuffle control, as no signal; so does a model that mixes a batch's examples
     (`examples`, H1)
 H2  the label-shuffle control (no signal: labels decorrelated, inputs indistinguishable
-    from noise, one feature's scale swamping the others); held-out batches whose loss
-    never improves while the training loss falls
+    from noise, one feature's scale swamping the others, rows normalised one by one beside a
+    label no reference places: `transform`); held-out batches whose loss never improves while
+    the training loss falls
 H1  the replay of the learner's loop beside plain loops (`flow.h1_rules`), then one
     optimizer setting at a time back to its default (`settings`); behind a divergence or a
     setting, a loss summed over the batch is named as the cause (`lossrange.summed`)
@@ -33,6 +34,7 @@ H1  a measured gap decides (`gaps`): a loop that ends beyond the seed spread abo
     loop convicts the loop (naming an optimizer rebuilt inside it where the replay saw one);
     a plain loop on the model re-initialised by PyTorch's defaults far below the same loop on
     the learner's init convicts the init
+H2  before an acquittal: an augmentation that places the setup's own table worse (`transform`)
 --  otherwise: NONE, naming the references the run reached and their numbers; UNKNOWN if the
     run does not learn and no mechanism was measured, or if the seeds disagree (a third seed
     where they agree on the system only, `seeds`).
@@ -52,7 +54,7 @@ from ..margins import above, below
 from ..step4_h1.audit import audit
 from ..step4_h1.losspath import loss_path
 from ..step4_h1.lossrange import range_rule, summed
-from ..step3_h2 import blank, calls, layout, mask, padid, paired, unseen
+from ..step3_h2 import blank, calls, layout, mask, padid, paired, transform, unseen
 from ..step3_h2.offset import offset_rule
 from ..step3_h2.order import order_rule
 from ..step4_h1.flow import h1_rules
@@ -223,7 +225,7 @@ def _h2_signal(evs) -> OwnFinding | None:
             )
         # data re-made per call, or inputs scaled with another scale's stats (rows look alike)
         found = _re_made(evs, ("labels", "inputs"), transform=True) or barely_varying(inputs)
-        found = found or loss_blind_rule(evs, sig)  # a reference learner finds the signal
+        found = found or loss_blind_rule(evs, sig) or transform.rows_rule(evs, shuffled=True)
         if found is not None:
             return found
         return OwnFinding(
@@ -323,6 +325,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     found = clip_gap(evs, own) or init_gap(evs, plain) or dropout_gap(evs)
     found = found or eval_random_rule(evs) or first_step_gap(evs)  # eval noise, step 0 read
     found = found or blank.blank_rule(evs) or blank.scale_rule(evs)  # what inputs do not show
+    found = found or transform.table_rule(evs) or transform.rows_rule(evs)  # a transform
     if found is not None:
         return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
