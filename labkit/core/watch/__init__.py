@@ -96,11 +96,15 @@ class Watch:
         self._scale_now = None
         self.started_at = time.time()
         self.stopped = None  # why the watch stopped measuring after an error of its own
-        self._handles = [
+        self._step_handles = [
             optimizer.register_step_pre_hook(self._pre),
             optimizer.register_step_post_hook(self._post),
-            watch_clip.register(self),
-        ]  # the norm before clipping (labkit/core/watch/clip.py)
+        ]
+        self._others: dict = {}  # other optimizers seen stepping: rebuilt from this one?
+        self._handles = [
+            watch_follow.hook_rebuilds(self),  # an optimizer made again mid-run
+            watch_clip.register(self),  # the norm before clipping (labkit/core/watch/clip.py)
+        ]
         if scaler is not None:
             watch_scaler.wrap(self, scaler)
         dist = watch_ranks.process_group()  # two or more ranks: a check every `check_every` steps
@@ -124,6 +128,17 @@ class Watch:
         if self.steps == self._marked:
             self._no_step_row(skipped=True)
         self._marked = self.steps
+
+    def _any_step(self, optimizer, args, kwargs) -> None:
+        """Every optimizer's step in this process: one that replaces the watched optimizer
+        (made again mid-run over the same tensors or more) is followed from this step on."""
+        if optimizer is not self.optimizer and self.stopped is None:
+            self._adopt(optimizer)
+
+    @guarded
+    def _adopt(self, optimizer) -> None:
+        if watch_follow.rebuilt(self, optimizer):
+            watch_follow.adopt(self, optimizer)
 
     @guarded
     def _pre(self, optimizer, args, kwargs) -> None:
@@ -287,9 +302,9 @@ class Watch:
             self._unhook()
 
     def _unhook(self) -> None:
-        for h in self._handles:
+        for h in self._step_handles + self._handles:
             h.remove()
-        self._handles = []
+        self._handles = self._step_handles = []
         watch_scaler.unwrap(self.scaler)
 
     def __enter__(self) -> Watch:

@@ -67,6 +67,58 @@ def follow(w) -> None:
     _plan(w, owned)
 
 
+def hook_rebuilds(w):
+    """Every optimizer's step in the process reaches `w._any_step` (torch's global pre-hook),
+    through a weak reference: torch's registry would otherwise keep a watch that was dropped
+    unclosed alive, with its model. The hook goes with the watch."""
+    import weakref
+
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    ref = weakref.ref(w)
+
+    def any_step(optimizer, args, kwargs):
+        watch = ref()
+        if watch is not None:
+            watch._any_step(optimizer, args, kwargs)
+
+    handle = register_optimizer_step_pre_hook(any_step)
+    weakref.finalize(w, handle.remove)
+    return handle
+
+
+def rebuilt(w, optimizer) -> bool:
+    """Whether `optimizer`, which is not the watched one, holds every tensor the watched one
+    holds: an optimizer made again mid-run (after unfreezing a layer, or with a new learning
+    rate), which the watch then follows (`adopt`). One that holds only some of them (a
+    SparseAdam beside the watched Adam) is another optimizer, not a rebuilt one."""
+    said = w._others.get(id(optimizer))
+    if said is None or said[0] is not optimizer:
+        mine = {id(p) for g in w.optimizer.param_groups for p in g["params"]}
+        theirs = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        said = w._others[id(optimizer)] = (optimizer, bool(mine) and mine <= theirs)
+    return said[1]
+
+
+def adopt(w, optimizer) -> None:
+    """Before `optimizer`'s step: follow it instead of the watched optimizer, which it was
+    made to replace (`rebuilt`). The steps so far close as one segment; the hooks move to the
+    new optimizer (registered now, they run for this very step: torch reads its hooks after
+    the global ones) and a new plan measures the rest, tensors it adds included."""
+    _close(w)
+    for h in w._step_handles:
+        h.remove()
+    w.optimizer, w._others = optimizer, {}
+    w._step_handles = [
+        optimizer.register_step_pre_hook(w._pre),
+        optimizer.register_step_post_hook(w._post),
+    ]
+    w._held = held(optimizer)
+    owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    _join(w, owned)
+    _plan(w, owned)
+
+
 def outside(w) -> None:
     """Before a step: parameters outside the optimizer whose values changed in place since
     the last step (their version counters moved) are moved by something else, so the finding

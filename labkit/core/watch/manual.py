@@ -41,6 +41,9 @@ class _NoOptimizer(torch.optim.Optimizer):
 class ManualSteps:
     """Mixed into `labkit.core.watch.Watch` by `manual`: the steps read from the parameters."""
 
+    def _any_step(self, optimizer, args, kwargs) -> None:
+        pass  # no optimizer to follow: a step by any optimizer is read as the loop's own
+
     def _start(self, model) -> None:
         self._kept, self._queued = False, False
         self._handles += [

@@ -380,7 +380,43 @@ def test_parameters_another_optimizer_steps_are_not_said_to_never_move():
         "1 parameter(s) are not in this optimizer and moved between its steps (another "
         "optimizer, or an update by hand): emb.weight."
     )
-    assert len(watch.findings) == 2
+    assert len(watch.findings) == 2 and watch.optimizer is dense  # SparseAdam: not a rebuild
+
+
+def test_an_optimizer_made_again_mid_run_is_followed():
+    """Unfreeze the first layer and make the optimizer again over every parameter, the watch
+    still hooked on the first optimizer: the watch follows the new one (it saw 3 of 8 steps,
+    and 8 losses then read as 2 or so micro-batches a step)."""
+    torch.manual_seed(0)
+    model = net()
+    model[0].requires_grad_(False)
+    opt = torch.optim.Adam(list(model[2].parameters()) + list(model[4].parameters()), lr=1e-2)
+    watch = labkit.watch(model, opt)
+    first, raw, expected = opt, [], []
+    for step, (x, y) in enumerate(batches(8)):
+        if step == 3:
+            model[0].requires_grad_(True)
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        before = [p.detach().double().clone() for p in model.parameters()]
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        raw.append(loss.item())
+        expected.append(
+            math.sqrt(
+                sum(
+                    float((p.detach().double() - b).pow(2).sum())
+                    for p, b in zip(model.parameters(), before)
+                )
+            )
+        )
+    run = watch.run(loss_raw=raw)
+    watch.close()
+    assert watch.optimizer is opt is not first and len(run) == 8
+    assert run.table["update_norm"] == pytest.approx(expected, rel=1e-5)
+    assert run.table["grad_norm/0"][:3] == [None] * 3 and run.table["grad_norm/0"][3] > 0
+    assert run.table["lr"] == [1e-2] * 3 + [1e-3] * 5
 
 
 def test_a_replaced_layer_is_named_as_a_finding():
