@@ -6,12 +6,21 @@ noise learns shuffled labels too, so real labels beat shuffled ones on every see
 three seed spreads; more label permutations then decide. A memorising MLP on noisy teacher
 labels must read "signal"; the same MLP on labels drawn at random must not (it reads "none", the
 conviction's verdict); numbers whose permutations spread as wide as the gap stay "unclear".
+
+Smoothing (`smoothing.series`, read by the logger check): a report of the cross-entropy without
+the label smoothing the loss trains with must be named as that, and so must the same summed over
+each row's labels; a report of the smoothed loss agrees; a report scaled by a constant or lagging
+one step is not named as smoothing; plain cross-entropy fits no smoothing.
 """
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from labkit.core.run import Run
+from labkit.diagnosis.own.step1_capture.replay import _columns
+from labkit.diagnosis.own.step2_h3 import smoothing
+from labkit.diagnosis.own.step2_h3.logger import check_logger
 from labkit.diagnosis.own.step3_h2.data import permuted_signal
 from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 from labkit.diagnosis.own.step6_decide.rules import _label_signal
@@ -86,3 +95,80 @@ def test_one_permutation_below_the_real_run_stays_unclear():
         _close([0.20, 0.19], [0.32, 0.27]), [[0.31, 0.32, 0.19], [0.31, 0.30, 0.29]]
     )
     assert sig["verdict"] == "unclear"
+
+
+# ---------------------------------------------------------------- the loss shown without smoothing
+# A per-token tagger (an embedding and a linear head, 6 tags) over rows of 5 tokens, some
+# labels -100, trained with cross-entropy under label_smoothing=0.2; 3 epochs of 8 batches. The
+# logger check is given the losses `smoothing.series` computes from each step's forward
+# (`replay._columns`), as `logcount` gives them on a learner's run.
+
+PER_EPOCH = 8
+
+
+def _tagged(smoothing=0.2):
+    g = torch.Generator().manual_seed(3)
+    torch.manual_seed(3)
+    x = torch.randint(0, 20, (PER_EPOCH, 4, 5), generator=g)  # (batches, B, T)
+    y = (x % 6).masked_fill(torch.rand(x.shape, generator=g) < 0.2, -100)
+    model = nn.Sequential(nn.Embedding(20, 16), nn.Linear(16, 6))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    forwards, raw, plain, summed = [], [], [], []
+    for step in range(3 * PER_EPOCH):
+        xb, yb = x[step % PER_EPOCH], y[step % PER_EPOCH]
+        out = model(xb)  # (B, T, 6)
+        columns = _columns(out, (xb, yb))
+        forwards.append({"step": step, "columns": columns})
+        loss = F.cross_entropy(out.flatten(0, 1), yb.flatten(), label_smoothing=smoothing)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        raw.append(loss.item())
+        plain.append(F.cross_entropy(out.flatten(0, 1), yb.flatten()).item())
+        summed.append(columns["nll_rows"])
+    return forwards, raw, plain, summed
+
+
+def _epoch_mean(values):
+    return [
+        sum(values[t - t % PER_EPOCH : t + 1]) / (t % PER_EPOCH + 1) for t in range(len(values))
+    ]
+
+
+def _check(reported, forwards, raw):
+    steps = list(range(len(raw)))
+    run = Run.from_log(
+        {"step": steps, "loss_raw": raw, "loss_reported": reported}, seed=0, started_at=0.0
+    )
+    return check_logger(run, per_epoch=PER_EPOCH, series=smoothing.series(forwards, raw))
+
+
+def test_report_without_the_smoothing_is_named():
+    forwards, raw, plain, _ = _tagged()
+    result = _check(_epoch_mean(plain), forwards, raw)
+    assert result.details["mechanism"] == "ce_unsmoothed_0.2_shown", result.verdict
+    assert "label_smoothing=0.2" in result.verdict
+
+
+def test_report_summed_over_each_row_is_named():
+    forwards, raw, _, summed = _tagged()
+    result = _check(_epoch_mean(summed), forwards, raw)
+    assert result.details["mechanism"] == "ce_unsmoothed_per_row_0.2_shown", result.verdict
+
+
+def test_report_of_the_smoothed_loss_agrees():
+    forwards, raw, _, _ = _tagged()
+    assert _check(_epoch_mean(raw), forwards, raw).details["agree"]
+
+
+def test_report_scaled_or_lagging_is_not_named_as_smoothing():
+    forwards, raw, _, _ = _tagged()
+    for reported in ([2 * v for v in _epoch_mean(raw)], [raw[0]] + raw[:-1]):
+        result = _check(reported, forwards, raw)
+        assert not result.details["agree"]
+        assert "smoothing" not in result.verdict, result.verdict
+
+
+def test_plain_cross_entropy_fits_no_smoothing():
+    forwards, raw, plain, _ = _tagged(smoothing=0.0)
+    assert smoothing.series(forwards, raw) == {}

@@ -74,7 +74,8 @@ def _counts(batch) -> tuple[int, int, int] | None:
 def _columns(out, batch) -> dict | None:
     """Each output column's squared and absolute error against float labels of the same shape
     (B, K), K > 1: one output's part of a regression loss (a report may show one of them);
-    against class ids, the accuracy of the argmax; for a (B, 1) output against (B,) labels,
+    against class ids, the accuracy of the argmax and a cross-entropy's parts, per label and
+    per row; for a (B, 1) output against (B,) labels,
     the errors broadcasting gives (B, B); None for any other output or batch."""
     try:
         y = labels_of(batch) if batch is not None else None
@@ -83,13 +84,19 @@ def _columns(out, batch) -> dict | None:
     if not (torch.is_tensor(out) and torch.is_tensor(y) and out.is_floating_point()):
         return None
     if not y.is_floating_point():  # class ids: the share the argmax gets right (a metric a
-        # report may show as the loss), over the positions not ignored (-100)
+        # report may show as the loss), over the positions not ignored (-100), and the parts of
+        # a cross-entropy: -log p of the label and the mean -log p over classes (`smoothing`)
         if out.dim() < 2 or out.shape[-1] < 2 or out.shape[:-1] != y.shape or not y.numel():
             return None
         kept = y != -100
-        n = int(kept.sum())
+        n, rows = int(kept.sum()), len(y)
         hits = int(((out.detach().argmax(-1) == y) & kept).sum())
-        return {"accuracy": hits / n} if n else None
+        logp = out.detach().float().log_softmax(-1)  # (..., K)
+        nll = -logp.gather(-1, y.clamp(min=0).unsqueeze(-1)).squeeze(-1)[kept].sum()
+        uniform = -logp.mean(-1)[kept].sum()
+        ce = {"nll": float(nll) / max(n, 1), "uniform": float(uniform) / max(n, 1)}
+        ce.update(nll_rows=float(nll) / rows, uniform_rows=float(uniform) / rows)
+        return {"accuracy": hits / n, **ce} if n else None
     if y.dim() == 1 and out.shape == (len(y), 1):  # what a (B, 1) against (B,) broadcasts to
         d = out.detach().float() - y.float()  # (B, B): every prediction against every label
         return {"broadcast_mse": float((d * d).mean()), "broadcast_l1": float(d.abs().mean())}
