@@ -31,6 +31,7 @@ import math
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import torch.nn.utils as nn_utils
 import torch.nn.utils.clip_grad as clip_grad
 import torch.optim.optimizer as optim_hooks
@@ -83,20 +84,21 @@ def _columns(out, batch) -> dict | None:
         return None
     if not (torch.is_tensor(out) and torch.is_tensor(y) and out.is_floating_point()):
         return None
-    if not y.is_floating_point():  # class ids: the share the argmax gets right (a metric a
-        # report may show as the loss), over the positions not ignored (-100), and the parts of
-        # a cross-entropy: -log p of the label and the mean -log p over classes (`smoothing`)
+    if not y.is_floating_point():  # class ids, over the positions not -100: the share the argmax
+        # gets right (a metric), -log p of the label and the mean -log p over classes (`smoothing`)
         if out.dim() < 2 or out.shape[-1] < 2 or out.shape[:-1] != y.shape or not y.numel():
             return None
-        kept = y != -100
-        n, rows = int(kept.sum()), len(y)
-        hits = int(((out.detach().argmax(-1) == y) & kept).sum())
-        logp = out.detach().float().log_softmax(-1)  # (..., K)
-        nll = -logp.gather(-1, y.clamp(min=0).unsqueeze(-1)).squeeze(-1)[kept].sum()
-        uniform = -logp.mean(-1)[kept].sum()
-        ce = {"nll": float(nll) / max(n, 1), "uniform": float(uniform) / max(n, 1)}
-        ce.update(nll_rows=float(nll) / rows, uniform_rows=float(uniform) / rows)
-        return {"accuracy": hits / n, **ce} if n else None
+        x, t = out.detach().float().flatten(0, -2), y.flatten()  # (N, K), (N,)
+        try:  # at label_smoothing 1, a cross-entropy is the mean -log p over the classes
+            sums = [F.cross_entropy(x, t, reduction="sum", label_smoothing=s) for s in (0.0, 1.0)]
+        except (IndexError, RuntimeError):  # labels outside the outputs' range
+            sums = []
+        hits, n, *ce = torch.stack([(x.argmax(-1) == t).sum(), (t != -100).sum(), *sums]).tolist()
+        if not n:
+            return None
+        parts = dict(zip(("nll", "uniform"), (v / n for v in ce)))
+        parts.update(zip(("nll_rows", "uniform_rows"), (v / len(y) for v in ce)))
+        return {"accuracy": hits / n, **parts}
     if y.dim() == 1 and out.shape == (len(y), 1):  # what a (B, 1) against (B,) broadcasts to
         d = out.detach().float() - y.float()  # (B, B): every prediction against every label
         return {"broadcast_mse": float((d * d).mean()), "broadcast_l1": float(d.abs().mean())}
