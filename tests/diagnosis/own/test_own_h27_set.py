@@ -172,3 +172,10 @@ def test_report_scaled_or_lagging_is_not_named_as_smoothing():
 def test_plain_cross_entropy_fits_no_smoothing():
     forwards, raw, plain, _ = _tagged(smoothing=0.0)
     assert smoothing.series(forwards, raw) == {}
+
+
+def test_labels_outside_the_outputs_range_keep_the_accuracy_alone():
+    # an ordinal model: 4 outputs (cut points) against grades 0..4; the replay's forward hook
+    # must not raise inside the learner's forward
+    columns = _columns(torch.randn(6, 4), (None, torch.tensor([0, 4, 2, -100, 3, 1])))
+    assert set(columns) == {"accuracy"}
