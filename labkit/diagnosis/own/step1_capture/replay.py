@@ -31,7 +31,6 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 import torch.nn.utils as nn_utils
 import torch.nn.utils.clip_grad as clip_grad
 import torch.optim.optimizer as optim_hooks
@@ -40,6 +39,7 @@ from torch.nn.modules import module as module_hooks
 from . import manual as own_manual
 from .. import averaged
 from .graph import Graph
+from .rows import columns as _columns
 from .setup import inputs_of, labels_of
 
 
@@ -71,43 +71,6 @@ def _counts(batch) -> tuple[int, int, int] | None:
     return len(y), y.numel(), kept
 
 
-@torch.no_grad()
-def _columns(out, batch) -> dict | None:
-    """Each output column's squared and absolute error against float labels of the same shape
-    (B, K), K > 1: one output's part of a regression loss (a report may show one of them);
-    against class ids, the accuracy of the argmax and a cross-entropy's parts, per label and
-    per row; for a (B, 1) output against (B,) labels,
-    the errors broadcasting gives (B, B); None for any other output or batch."""
-    try:
-        y = labels_of(batch) if batch is not None else None
-    except (TypeError, ValueError, KeyError, IndexError):
-        return None
-    if not (torch.is_tensor(out) and torch.is_tensor(y) and out.is_floating_point()):
-        return None
-    if not y.is_floating_point():  # class ids, over the positions not -100: the share the argmax
-        # gets right (a metric), -log p of the label and the mean -log p over classes (`smoothing`)
-        if out.dim() < 2 or out.shape[-1] < 2 or out.shape[:-1] != y.shape or not y.numel():
-            return None
-        x, t = out.detach().float().flatten(0, -2), y.flatten()  # (N, K), (N,)
-        try:  # at label_smoothing 1, a cross-entropy is the mean -log p over the classes
-            sums = [F.cross_entropy(x, t, reduction="sum", label_smoothing=s) for s in (0.0, 1.0)]
-        except (IndexError, RuntimeError):  # labels outside the outputs' range
-            sums = []
-        hits, n, *ce = torch.stack([(x.argmax(-1) == t).sum(), (t != -100).sum(), *sums]).tolist()
-        if not n:
-            return None
-        parts = dict(zip(("nll", "uniform"), (v / n for v in ce)))
-        parts.update(zip(("nll_rows", "uniform_rows"), (v / len(y) for v in ce)))
-        return {"accuracy": hits / n, **parts}
-    if y.dim() == 1 and out.shape == (len(y), 1):  # what a (B, 1) against (B,) broadcasts to
-        d = out.detach().float() - y.float()  # (B, B): every prediction against every label
-        return {"broadcast_mse": float((d * d).mean()), "broadcast_l1": float(d.abs().mean())}
-    if out.shape != y.shape or out.dim() != 2 or out.shape[1] < 2:
-        return None
-    d = out.detach().float() - y.float()
-    return {"mse": (d * d).mean(0).tolist(), "l1": d.abs().mean(0).tolist()}
-
-
 def _eval_layers(module) -> list[str]:
     """The layers of `module` that train otherwise than they evaluate and are in eval mode,
     named by class, once each."""
@@ -137,6 +100,7 @@ class Replay:
         self._depth, self._busy, self._since_step, self._stepped = 0, False, 0, False
         self._batches: dict[int, object] = {}
         self._last_input = None
+        self._plain = None  # a step's loss was the plain cross-entropy of its outputs (or not)
         self._before: list[torch.Tensor] = []
         self._grads: list = []
 
@@ -261,9 +225,25 @@ class Replay:
                 "eval_layers": _eval_layers(module) if grad_on else [],
                 "counts": _counts(self._batches.get(id(first))) if first is not None else None,
                 "rows": len(first) if first is not None and first.dim() else None,
-                "columns": _columns(out, self._batches.get(id(first))) if grad_on else None,
+                "columns": _columns(out, self._batches.get(id(first)), self._parts_wanted())
+                if grad_on
+                else None,
             }
         )
+
+    def _parts_wanted(self) -> bool:
+        """Whether each forward still computes a cross-entropy's parts (`rows.columns`): not
+        once a step's loss was the plain cross-entropy of its outputs (no smoothing to read)."""
+        if not self.backwards or self._plain is not None:
+            return not self._plain
+        last = self.backwards[-1]
+        cols = next(
+            (f["columns"] for f in reversed(self.forwards[-8:]) if f["step"] == last["step"]
+             and f["grad_enabled"] and f["columns"]), None,
+        )  # fmt: skip
+        if cols and "nll" in cols and abs(cols["uniform"] - cols["nll"]) > 1e-3 * cols["nll"]:
+            self._plain = abs(last["value"] - cols["nll"]) <= 1e-5 * cols["nll"]
+        return not self._plain
 
     # ---- backward ------------------------------------------------------------------
     def watched(self) -> list[nn.Parameter]:
