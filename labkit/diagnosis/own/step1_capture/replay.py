@@ -39,7 +39,7 @@ from torch.nn.modules import module as module_hooks
 from . import manual as own_manual
 from .. import averaged
 from .graph import Graph
-from .rows import columns as _columns
+from .rows import columns
 from .setup import inputs_of, labels_of
 
 
@@ -69,6 +69,15 @@ def _counts(batch) -> tuple[int, int, int] | None:
         return None
     kept = y.numel() if y.is_floating_point() else int((y != -100).sum())
     return len(y), y.numel(), kept
+
+
+def _columns(out, batch, parts: bool = True) -> dict | None:
+    """`rows.columns` on the labels of a batch that batches() made (None without one)."""
+    try:
+        y = labels_of(batch) if batch is not None else None
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None
+    return columns(out, y, parts)
 
 
 def _eval_layers(module) -> list[str]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .setup import labels_of
-
 
 def label_rows_fit(x, y) -> bool:
     """One label row per input row, or one label per position of a 2-D token grid (flattened)."""
@@ -33,16 +31,12 @@ def check_rows(x, y, where: str) -> None:
 
 
 @torch.no_grad()
-def columns(out, batch, parts: bool = True) -> dict | None:
-    """Each output column's squared and absolute error against float labels of the same shape
+def columns(out, y, parts: bool = True) -> dict | None:
+    """Each output column's squared and absolute error against float labels `y` of the same shape
     (B, K), K > 1: one output's part of a regression loss (a report may show one of them);
     against class ids, the accuracy of the argmax and, where `parts`, a cross-entropy's parts,
     per label and per row; for a (B, 1) output against (B,) labels,
-    the errors broadcasting gives (B, B); None for any other output or batch."""
-    try:
-        y = labels_of(batch) if batch is not None else None
-    except (TypeError, ValueError, KeyError, IndexError):
-        return None
+    the errors broadcasting gives (B, B); None for any other output or labels."""
     if not (torch.is_tensor(out) and torch.is_tensor(y) and out.is_floating_point()):
         return None
     if not y.is_floating_point():  # class ids, over the positions not -100: the share the argmax
