@@ -146,7 +146,12 @@ def flows(result) -> bool:
 def label_signal(real: list, shuffled: list) -> dict:
     """Compare real and shuffled labels (plain loops, one pair per seed) against the spread."""
     means_r, means_s = [r.mean for r in real], [s.mean for s in shuffled]
-    out = {"real": means_r, "shuffled": means_s, "verdict": "unclear", "arm": real[0].arm}
+    out = {
+        "real": means_r,
+        "shuffled": means_s,
+        "verdict": "unclear",
+        "arm": getattr(real[0], "arm", None),
+    }
     if not all(map(math.isfinite, means_r + means_s)):
         out["why"] = "a plain loop reached a non-finite loss"
         return out
