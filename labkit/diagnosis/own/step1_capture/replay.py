@@ -39,6 +39,7 @@ from torch.nn.modules import module as module_hooks
 from . import manual as own_manual
 from .. import averaged
 from .graph import Graph
+from .rows import columns
 from .setup import inputs_of, labels_of
 
 
@@ -70,33 +71,13 @@ def _counts(batch) -> tuple[int, int, int] | None:
     return len(y), y.numel(), kept
 
 
-@torch.no_grad()
-def _columns(out, batch) -> dict | None:
-    """Each output column's squared and absolute error against float labels of the same shape
-    (B, K), K > 1: one output's part of a regression loss (a report may show one of them);
-    against class ids, the accuracy of the argmax; for a (B, 1) output against (B,) labels,
-    the errors broadcasting gives (B, B); None for any other output or batch."""
+def _columns(out, batch, parts: bool = True) -> dict | None:
+    """`rows.columns` on the labels of a batch that batches() made (None without one)."""
     try:
         y = labels_of(batch) if batch is not None else None
     except (TypeError, ValueError, KeyError, IndexError):
         return None
-    if not (torch.is_tensor(out) and torch.is_tensor(y) and out.is_floating_point()):
-        return None
-    if not y.is_floating_point():  # class ids: the share the argmax gets right (a metric a
-        # report may show as the loss), over the positions not ignored (-100)
-        if out.dim() < 2 or out.shape[-1] < 2 or out.shape[:-1] != y.shape or not y.numel():
-            return None
-        kept = y != -100
-        n = int(kept.sum())
-        hits = int(((out.detach().argmax(-1) == y) & kept).sum())
-        return {"accuracy": hits / n} if n else None
-    if y.dim() == 1 and out.shape == (len(y), 1):  # what a (B, 1) against (B,) broadcasts to
-        d = out.detach().float() - y.float()  # (B, B): every prediction against every label
-        return {"broadcast_mse": float((d * d).mean()), "broadcast_l1": float(d.abs().mean())}
-    if out.shape != y.shape or out.dim() != 2 or out.shape[1] < 2:
-        return None
-    d = out.detach().float() - y.float()
-    return {"mse": (d * d).mean(0).tolist(), "l1": d.abs().mean(0).tolist()}
+    return columns(out, y, parts)
 
 
 def _eval_layers(module) -> list[str]:
@@ -128,6 +109,7 @@ class Replay:
         self._depth, self._busy, self._since_step, self._stepped = 0, False, 0, False
         self._batches: dict[int, object] = {}
         self._last_input = None
+        self._plain = None  # a step's loss was the plain cross-entropy of its outputs (or not)
         self._before: list[torch.Tensor] = []
         self._grads: list = []
 
@@ -252,9 +234,25 @@ class Replay:
                 "eval_layers": _eval_layers(module) if grad_on else [],
                 "counts": _counts(self._batches.get(id(first))) if first is not None else None,
                 "rows": len(first) if first is not None and first.dim() else None,
-                "columns": _columns(out, self._batches.get(id(first))) if grad_on else None,
+                "columns": _columns(out, self._batches.get(id(first)), self._parts_wanted())
+                if grad_on
+                else None,
             }
         )
+
+    def _parts_wanted(self) -> bool:
+        """Whether each forward still computes a cross-entropy's parts (`rows.columns`): not
+        once a step's loss was the plain cross-entropy of its outputs (no smoothing to read)."""
+        if not self.backwards or self._plain is not None:
+            return not self._plain
+        last = self.backwards[-1]
+        cols = next(
+            (f["columns"] for f in reversed(self.forwards[-8:]) if f["step"] == last["step"]
+             and f["grad_enabled"] and f["columns"]), None,
+        )  # fmt: skip
+        if cols and "nll" in cols and abs(cols["uniform"] - cols["nll"]) > 1e-3 * cols["nll"]:
+            self._plain = abs(last["value"] - cols["nll"]) <= 1e-5 * cols["nll"]
+        return not self._plain
 
     # ---- backward ------------------------------------------------------------------
     def watched(self) -> list[nn.Parameter]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from .. import averaged
+from . import smoothing
 from .logger import check_logger
 from .windows import Windows, cumsum, same_value
 from ...probes import ProbeResult
@@ -133,6 +134,7 @@ def _series(ev) -> dict:
         "lr_next": lrs[1:] + [final],
         **_columns(ev.replay.forwards, len(steps)),
         **averaged.series(ev.replay),
+        **smoothing.series(ev.replay.forwards, [float(v) for v in ev.run.table["loss_raw"]]),
     }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from . import smoothing
+
 TOL = 0.01  # relative
 
 
@@ -25,8 +27,10 @@ BROADCAST_WORDS = {
 
 
 def column_words(key: str) -> tuple[str, str]:
-    """(what, hint) of a ``column<c>of<K>_<mse|l1>`` series, or of the accuracy or error rate
-    (`logcount._columns`)."""
+    """(what, hint) of a ``column<c>of<K>_<mse|l1>`` series, of the accuracy or error rate
+    (`logcount._columns`), or of a loss beside a smoothed cross-entropy (`smoothing.series`)."""
+    if smoothing.words(key) is not None:  # a loss beside the smoothed one trained on
+        return smoothing.words(key)
     if key in BROADCAST_WORDS:
         return (
             f"{BROADCAST_WORDS[key]} of the (B, 1) output against the (B,) labels, which "

@@ -7,7 +7,10 @@ so whatever the labels say. So the data is judged on the whole training epoch:
   largest eigenvalue of the feature correlation matrix within 1.2x the Marchenko-Pastur
   edge, the bound for i.i.d. noise);
 - the label-shuffle control: a plain loop on the real labels against the same loop on
-  labels permuted across the epoch, compared with the seed-to-seed spread on two seeds;
+  labels permuted across the epoch, compared with the seed-to-seed spread on two seeds; where
+  real labels beat shuffled ones on every seed by less than that spread can decide (a model
+  that memorises shuffled labels too), further permutations per seed give the spread across
+  permutations to compare with (`permuted_signal`);
 - held-out batches, when the setup gives them: a training loss that falls while the
   held-out loss never improves on its value at init.
 """
@@ -27,6 +30,7 @@ OFFSET_RATIO = 50.0  # the typical feature this many of its own SDs from 0: the 
 WHITE = 1.2  # largest correlation eigenvalue / Marchenko-Pastur edge below this: noise-like
 CONSTANT_SHARE = 0.99  # this share of identical input rows counts as constant inputs
 REPEATED = 0.25  # at most this share of distinct input rows in an epoch: it repeats a few
+PERMUTATIONS = 3  # further label permutations per seed where real beats shuffled, but closely
 
 
 def _inputs_matrix(batches: list) -> tuple[torch.Tensor, list[bool]]:
@@ -142,7 +146,12 @@ def flows(result) -> bool:
 def label_signal(real: list, shuffled: list) -> dict:
     """Compare real and shuffled labels (plain loops, one pair per seed) against the spread."""
     means_r, means_s = [r.mean for r in real], [s.mean for s in shuffled]
-    out = {"real": means_r, "shuffled": means_s, "verdict": "unclear"}
+    out = {
+        "real": means_r,
+        "shuffled": means_s,
+        "verdict": "unclear",
+        "arm": getattr(real[0], "arm", None),
+    }
     if not all(map(math.isfinite, means_r + means_s)):
         out["why"] = "a plain loop reached a non-finite loss"
         return out
@@ -185,6 +194,37 @@ def label_signal(real: list, shuffled: list) -> dict:
     return out
 
 
+def close(sig: dict) -> bool:
+    """Real labels beat shuffled ones on every seed, by too little against the seed spread to
+    decide, and the runs' ends do not decide either (`label_signal` unclear, no "ends")."""
+    return (
+        sig["verdict"] == "unclear"
+        and "ends" not in sig
+        and all(g > 0 for g in sig.get("gaps") or [-1])
+    )
+
+
+def permuted_signal(sig: dict, more: list) -> dict:
+    """`label_signal`'s close case read again: `more[i]`, the mean losses of further shuffled
+    runs on seed i (each a fresh permutation of the labels, the same init and batch order as
+    the real run). Under labels that carry no signal, the real labels are one more permutation;
+    so "signal" where, on every seed, the real run sits below every shuffled one and below
+    their mean by more than 3 times their spread across permutations (the standard deviation
+    pooled within seeds) and the floor; else `sig`'s verdict. The runs are noted either way."""
+    sets = [[s, *m] for s, m in zip(sig["shuffled"], more)]
+    means = [sum(v) / len(v) for v in sets]
+    df = sum(len(v) - 1 for v in sets)
+    sd = math.sqrt(sum((x - m) ** 2 for v, m in zip(sets, means) for x in v) / df)
+    gaps = [m - r for r, m in zip(sig["real"], means)]
+    out = {**sig, "permuted": (sets, gaps, sd)}
+    if all(math.isfinite(x) for v in sets for x in v) and all(
+        r < min(v) and above("signal.over_permutations", g, max(3 * sd, sig["floor"]), seed=i)
+        for i, (r, v, g) in enumerate(zip(sig["real"], sets, gaps))
+    ):
+        out["verdict"] = "signal"
+    return out
+
+
 def held_out_verdict(result) -> dict:
     """A training loss that fell while the held-out loss never went below its value at init."""
     evals = result.evals
@@ -215,7 +255,28 @@ def describe_signal(sig: dict) -> str:
             f"{er[1]:.3f}, shuffled {es[0]:.3f} / {es[1]:.3f}, gap {gaps[0]:+.3f} / "
             f"{gaps[1]:+.3f}, {ends_apart(sig)}"
         )
+    if "permuted" in sig:
+        sets, gaps, sd = sig["permuted"]
+        runs = " / ".join(", ".join(f"{x:.3f}" for x in v) for v in sets)
+        below_all = all(r < min(v) for r, v in zip(sig["real"], sets))
+        line += (
+            f" (under 3 times it); with {len(sets[0])} label permutations per seed, shuffled "
+            f"{runs}: the real run is {'below every one' if below_all else 'not below every one'}"
+            f" and under their mean by {gaps[0]:+.3f} / {gaps[1]:+.3f} against a spread across "
+            f"permutations of {sd:.3f} (standard deviation within seeds)"
+        )
     return line
+
+
+def signal_words(sig: dict) -> str:
+    """What the control measured when it reads "signal", in a parenthesis's words."""
+    if "permuted" not in sig:
+        return "real beat shuffled by more than the seed spread"
+    sets, _, sd = sig["permuted"]
+    return (
+        f"real beat each of {len(sets[0])} label permutations per seed, by over 3 times their "
+        f"spread across permutations ({sd:.3f})"
+    )
 
 
 def ends_apart(sig: dict) -> str:

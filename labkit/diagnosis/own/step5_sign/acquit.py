@@ -12,7 +12,7 @@ import math
 import torch
 
 from ..step3_h2 import features
-from ..step3_h2.data import ends_apart
+from ..step3_h2.data import ends_apart, signal_words
 from ..step4_h1 import audit, leaves
 from ..step4_h1.flow import param_names
 
@@ -135,7 +135,7 @@ def checked(evs, plain_level: float) -> str:
     ends = (ev.results.get("signal") or {}).get("ends")
     done.insert(
         2,
-        "the labels carry signal (real beat shuffled by more than the seed spread)"
+        f"the labels carry signal ({signal_words(ev.results['signal'])})"
         if ends is None
         else "the labels carry signal (over the last fifth of each run, real beat shuffled by "
         f"{ends[2][0]:+.3f} / {ends[2][1]:+.3f}, {ends_apart(ev.results['signal'])}; "

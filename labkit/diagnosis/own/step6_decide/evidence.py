@@ -130,17 +130,22 @@ class SeedEvidence(OncePerSeed):
             return "own"  # it learns: no need to train the reference to know
         return "own" if math.isfinite(own.mean) and own.mean <= self.arm("ref").mean else "ref"
 
-    def shuffled(self, name: str | None = None) -> LoopResult:
+    def shuffled(self, name: str | None = None, permutation: int = 0) -> LoopResult:
+        """The plain arm `name` on labels permuted across the epoch; `permutation` > 0: a
+        further permutation of them (the same init and batch order)."""
         name = name or self.best_arm()
-        key = f"shuffled:{name}"
+        key = f"shuffled:{name}" + (f":{permutation}" if permutation else "")
         if key not in self._arms:
+            started = time.perf_counter()
             self._arms[key] = plain_loop(
                 self.setup,
                 self.seed,
                 self.steps,
                 name,
-                batches=shuffled_labels(self.batches, self.seed),
+                batches=shuffled_labels(self.batches, self.seed + 100 * permutation),
             )
+            if permutation:
+                own_skips.measured(self.steps, time.perf_counter() - started)
         return self._arms[key]
 
     @property

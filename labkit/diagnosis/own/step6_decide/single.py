@@ -31,6 +31,7 @@ from ...finding import Finding
 from ..step1_capture import setup as proto
 from ..step3_h2 import features
 from ..step3_h2.features import leak_rule
+from ..step3_h2.data import signal_words
 from ..step3_h2.offset import offset_rule
 from ..step4_h1.flow import facts
 from ..step4_h1.frozen import frozen_params, frozen_rule
@@ -246,7 +247,7 @@ def acquittal(evs, done: list[str], missing: list[str]) -> str:
     )
     parts = [head, said]
     if sig.get("verdict") == "signal":
-        parts.append("the labels carry signal (real beat shuffled by more than the seed spread)")
+        parts.append(f"the labels carry signal ({signal_words(sig)})")
     lrs = [lr for step in evs[0].replay.steps for lr in step["lr"]]
     if lrs:
         parts.append(f"the LR reaches {max(lrs):.2g}")
