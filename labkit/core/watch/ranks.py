@@ -38,12 +38,15 @@ WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel", "DataParallel
 
 
 def unwrap(model: nn.Module) -> nn.Module:
-    """The module inside a DDP (or FSDP, DataParallel) wrapper, so groups read `0`, not
-    `module.0`; any other model as it is."""
-    inner = getattr(model, "module", None)
-    if type(model).__name__ in WRAPPERS and isinstance(inner, nn.Module):
-        return inner
-    return model
+    """The module inside a DDP (or FSDP, DataParallel) wrapper and inside `torch.compile`'s
+    (its `_orig_mod`, in either order), so groups read `0`, not `module.0` or
+    `_orig_mod.0`; any other model as it is."""
+    while True:
+        name = type(model).__name__
+        inner = getattr(model, "module" if name in WRAPPERS else "_orig_mod", None)
+        if name not in WRAPPERS and name != "OptimizedModule" or not isinstance(inner, nn.Module):
+            return model
+        model = inner
 
 
 def process_group():

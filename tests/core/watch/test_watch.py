@@ -419,6 +419,15 @@ def test_an_optimizer_made_again_mid_run_is_followed():
     assert run.table["lr"] == [1e-2] * 3 + [1e-3] * 5
 
 
+def test_a_compiled_model_keeps_its_layer_names():
+    """torch.compile wraps the model (`_orig_mod.0.weight`); its groups are the model's own.
+    Nothing is compiled here: the wrapper compiles at its first call."""
+    model = net()
+    watch = labkit.watch(torch.compile(model), torch.optim.SGD(model.parameters(), lr=0.1))
+    watch.close()
+    assert list(watch.groups) == ["0", "2", "4"] and watch.names[0] == "0.weight"
+
+
 def test_a_replaced_layer_is_named_as_a_finding():
     model = net()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
