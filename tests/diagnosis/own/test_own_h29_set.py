@@ -170,3 +170,23 @@ def test_a_forward_that_draws_its_own_noise_is_not_read_as_mixing_the_batch():
             return _Sampler()
 
     assert mixing(SeedEvidence(_Noisy(), 0)) is None
+
+
+# ------------------------------------------------------------------ a loss unbounded below
+def _loss_run(raw, seed):
+    from types import SimpleNamespace
+
+    log = {"step": list(range(len(raw))), "loss_raw": raw, "loss_reported": raw}
+    return SimpleNamespace(run=Run.from_log(log, seed=seed, started_at=0.0), seed=seed)
+
+
+def test_a_loss_that_runs_away_below_zero_is_named_and_a_negative_nll_is_not():
+    from labkit.diagnosis.own.step4_h1.lossrange import _runaway_rule
+
+    away = [[16.0 - 3.0 * math.exp(t / (6 + s)) for t in range(120)] for s in (0, 1)]
+    found = _runaway_rule([_loss_run(r, s) for s, r in enumerate(away)])
+    assert found.system == "H1" and found.key == "unbounded_below"
+    nll = [2.0 - 5.0 * (1 - math.exp(-t / 20)) for t in range(120)]  # a Gaussian NLL: ends at -3
+    spike = [2.0 if t != 5 else -1e6 for t in range(120)]  # one bad step, then back
+    for raw in (nll, spike):
+        assert _runaway_rule([_loss_run(raw, 0), _loss_run(raw, 1)]) is None
