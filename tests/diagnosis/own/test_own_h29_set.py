@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from labkit import Run
 from labkit.diagnosis.own.step2_h3 import logcount
 from labkit.diagnosis.own.step2_h3.logger import check_logger
-from labkit.diagnosis.own.step3_h2.data import labels_read
+from labkit.diagnosis.own.step3_h2.data import describe_signal, labels_read
 
 # ------------------------------------------------------------------ labels the loss reads
 
@@ -76,6 +76,8 @@ class _ConstantClassZeroHead(_ConstantClass):
 def test_a_placeholder_target_the_loss_never_reads_is_not_read():
     for setup in (_AutoEncoder(), _Contrastive()):
         assert labels_read(setup, 0, setup.batches(0)[0]) is False
+    unread = {"verdict": "unread", "why": "your loss reads no labels"}  # `rules._label_signal`
+    assert describe_signal(unread).startswith("label-shuffle control: not run")
 
 
 def test_constant_labels_the_loss_reads_are_read_even_where_the_logits_are_uniform():
