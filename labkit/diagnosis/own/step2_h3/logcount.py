@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from .. import averaged
-from . import smoothing
+from . import resets, smoothing
 from .logger import check_logger
 from .windows import Windows, cumsum, same_value
 from ...probes import ProbeResult
@@ -90,6 +90,9 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
             "compared)",
             {**result.details, "agree": True, "mechanism": None, "matches": f"last {k} mean"},
         )
+    reset = resets.reread(result, raw, rep, rows, per_epoch)  # a mean emptied every k batches
+    if reset is not None:
+        return reset
     sizes = [1.0] * len(raw)
     found = _counts(rep, rows, Windows(raw, per_epoch, set(rows), sizes))
     if found is None:

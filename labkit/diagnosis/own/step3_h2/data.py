@@ -92,6 +92,42 @@ def input_checks(batches: list) -> dict:
     return out
 
 
+def _loss_and_grads(setup, model, batch) -> list[torch.Tensor]:
+    """The loss on `batch` and its gradient on every parameter, the random draws (noise,
+    dropout) fixed so that two calls differ only where the batch does."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        loss = proto.loss(setup, model, batch)
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return [loss.detach()] + [g for g in grads if g is not None]
+
+
+def labels_read(setup, seed: int, batch) -> bool | None:
+    """Whether the loss reads the batch's labels: its value or a gradient changes when every
+    label is replaced by another value (the model at init). A target the loss never reads (an
+    autoencoder's placeholder, `x, _ = batch`) is not a label. None where it cannot be
+    measured (labels of another value refused): then the labels count as read."""
+    try:
+        y = proto.labels_of(batch)
+        other = torch.zeros_like(y) if bool(y.any()) else torch.ones_like(y)
+        model = proto.make_model(setup, seed)
+        a = _loss_and_grads(setup, model, batch)
+        b = _loss_and_grads(setup, model, proto.with_labels(batch, other))
+    except Exception:  # a batch, model or loss this reading cannot call: not measured
+        return None
+    return len(a) != len(b) or not all(torch.equal(u, v) for u, v in zip(a, b))
+
+
+def constant_labels(ev) -> bool:
+    """Whether the labels are one value for every example and the loss reads them (`ev`: a
+    seed's evidence, `SeedEvidence`)."""
+    if not ev.inputs.get("labels_constant"):
+        return False
+    read = ev.once("labels_read", lambda: labels_read(ev.setup, ev.seed, ev.batches[0]))
+    return read is not False
+
+
 def _float_rows(batches: list):
     if not batches:
         return None
@@ -240,7 +276,8 @@ def held_out_verdict(result) -> dict:
 
 def describe_signal(sig: dict) -> str:
     if "gaps" not in sig:
-        return f"label-shuffle control: unclear ({sig.get('why', 'no result')})"
+        said = "not run" if sig.get("verdict") == "unread" else "unclear"
+        return f"label-shuffle control: {said} ({sig.get('why', 'no result')})"
     r, s = sig["real"], sig["shuffled"]
     line = (
         f"label-shuffle control (plain loop, mean training loss): real labels {r[0]:.3f} / "

@@ -15,7 +15,11 @@
   does not see the scale, an LR can be tuned for it); beside an optimizer or LR finding of a
   run that fails, it is the cause closest to the failure: under an LR tuned for a mean every
   step is n times too large, and the mean (the reference loss) is the one change that fixes it.
-Both are signed by labkit's own intervention: the reference loss in place of the learner's.
+- **unbounded below** (`_runaway_rule`), whatever the loss: the learner's raw loss stays below
+  -RUNAWAY times its start's size over the second half of the run on both seeds. No loss a model
+  fits goes there: a term of it is subtracted where it should be added (a KL term or a penalty
+  with its sign flipped), and minimising the sum drives that term toward -inf.
+The first two are signed by labkit's own intervention: the reference loss in place of the learner's.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ BELOW = 0.1  # the learner's loss below -BELOW x the reference loss at init: bel
 RISES = (
     2.0  # the reference loss ends this many times above its start while yours trains: it runs away
 )
+RUNAWAY = 1e3  # the loss below -this x its start's size all through the run's second half
 SAME = 1e-3  # ratios that agree to this (relative): one constant relation
 BATCHES = 4  # batches read at init
 
@@ -148,11 +153,45 @@ def _below_floor(ev) -> dict | None:
     }
 
 
+def _runaway(ev) -> tuple[float, float] | None:
+    """(start, lowest) of the learner's raw loss where it falls below -RUNAWAY x its start's
+    size (at least 1) and stays there over the run's second half: a loss unbounded below."""
+    raw = [float(v) for v in ev.run.table["loss_raw"] if v is not None]
+    raw = [v for v in raw if math.isfinite(v)]
+    if len(raw) < 10:
+        return None
+    limit = -RUNAWAY * max(abs(raw[0]), 1.0)
+    late = max(raw[len(raw) // 2 :])  # the highest of the second half: still far below
+    if not below("range.runaway", late, limit, seed=ev.seed):
+        return None
+    return raw[0], min(raw)
+
+
+def _runaway_rule(evs) -> OwnFinding | None:
+    """H1 when the learner's loss runs away below 0 on both seeds (`_runaway`)."""
+    got = [_runaway(ev) for ev in evs]
+    if not all(got):
+        return None
+    lows = " / ".join(f"{g[1]:.3g}" for g in got)
+    return OwnFinding(
+        "H1",
+        "unbounded_below",
+        f"your loss decreases without bound: from {got[0][0]:.3g} at the first step it falls "
+        f"to {lows} (seeds {evs[0].seed} / {evs[1].seed}), and over the second half of each "
+        f"run it stays below -{RUNAWAY:g} times its start's size: a loss a model can fit has a "
+        "floor (an error or a negative log-likelihood), so minimising this one drives some "
+        "term toward -inf instead of fitting the data; look for a term whose sign is flipped "
+        "(one subtracted where it should be added, such as a KL or a penalty written as its "
+        "negative, or a log-likelihood minimised without its minus)",
+    )
+
+
 def range_rule(evs) -> OwnFinding | None:
-    """H1 when the learner's loss falls below the floor of the loss it is, on both seeds."""
+    """H1 when the learner's loss falls below the floor of the loss it is, on both seeds, or
+    runs away below 0 whatever loss it is (`_runaway_rule`)."""
     found = [_below_floor(ev) for ev in evs]
     if not all(found):
-        return None
+        return _runaway_rule(evs)
     f = found[0]
     kind = relation(evs[0])[0]["kind"]
     if f["nll"] is not None:

@@ -135,7 +135,10 @@ def checked(evs, plain_level: float) -> str:
     ends = (ev.results.get("signal") or {}).get("ends")
     done.insert(
         2,
-        f"the labels carry signal ({signal_words(ev.results['signal'])})"
+        "your loss reads no labels (the batches' labels are one value, and another value "
+        "changes neither the loss nor a gradient): no label-shuffle control applies"
+        if (ev.results.get("signal") or {}).get("verdict") == "unread"
+        else f"the labels carry signal ({signal_words(ev.results['signal'])})"
         if ends is None
         else "the labels carry signal (over the last fifth of each run, real beat shuffled by "
         f"{ends[2][0]:+.3f} / {ends[2][1]:+.3f}, {ends_apart(ev.results['signal'])}; "

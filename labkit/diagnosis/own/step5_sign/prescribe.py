@@ -62,6 +62,8 @@ _LOSS_SENTENCE = {
     "log-likelihood",
     "below_floor": "compute the loss as the textbook loss of the outputs and labels (it is never "
     "below 0)",
+    "unbounded_below": "flip the sign of the term that runs toward -inf (add a KL or a penalty, "
+    "subtract a log-likelihood) so that the loss has a floor",
     "loss_summed": "average the loss over the batch: reduction='mean' (or .mean() in place of "
     ".sum())",
     "loss_rebuilt": "backpropagate the loss tensor itself: no .item(), torch.tensor(...) or "

@@ -11,7 +11,8 @@ on, and a label-shuffle control on it reads as labels without signal: this check
 The measurement: a fresh ``make_model(seed)`` in eval mode, the input the learner's ``loss_fn``
 gives it on the first batch, and the model called on that input and on the same input with its
 examples in reverse order (every tensor whose first axis is the batch's, one label per example):
-the outputs compared row for row.
+the outputs compared row for row. A model whose eval-mode output moves between two calls on the
+same input (it draws noise, as a VAE's sample does) is not read: its order tells nothing.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def mixing(ev) -> float | None:
     """How far each example's output moves, relative to the outputs' size, when only the order
     of the examples in the model's own input changes (0 for a model that treats each example on
     its own); None where it cannot be read (labels that are not one per example, an output not
-    per example). The input is the one loss_fn gave the model (noise it adds stays put)."""
+    per example, a model whose output differs between two calls on one input). The input is the
+    one loss_fn gave the model (noise it adds stays put)."""
 
     def make():
         try:
@@ -99,12 +101,14 @@ def mixing(ev) -> float | None:
             model = proto.make_model(ev.setup, ev.seed)
             model.eval()
             args, kwargs = _inputs(ev.setup, model, batch)
-            a = _out(model, args, kwargs)
+            a, again = _out(model, args, kwargs), _out(model, args, kwargs)
             b = _out(model, _reversed(tuple(args), n), _reversed(dict(kwargs), n))
         except Exception:  # a batch or model this check cannot replay: nothing read
             return None
-        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        if not all(isinstance(t, torch.Tensor) for t in (a, again, b)):
             return None
+        if a.shape != again.shape or not torch.equal(a, again):
+            return None  # a forward that draws its own noise (a VAE's sample): order unread
         if a.shape != b.shape or a.dim() == 0 or a.shape[0] != n:
             return None
         a, b = a.float(), b.float().flip(0)

@@ -144,6 +144,7 @@ class SetupExplorer(Stepwise):
             "signal": "the labels carry signal",
             "none": "no signal: real and shuffled train alike",
             "unclear": "unclear",
+            "unread": "not run: your loss reads no labels",
         }[sig["verdict"]]
         text = f"{words}; {describe_signal(sig)}"
         self.record.set_row(

@@ -47,7 +47,7 @@ import math
 from ..step1_capture import setup as proto
 from ..step5_sign.acquit import beside, checked
 from ..step3_h2.data import REPEATED, WHITE, describe_signal, held_out_verdict
-from ..step3_h2.data import barely_varying, label_signal, scale_shift, series_order
+from ..step3_h2.data import barely_varying, constant_labels, label_signal, scale_shift, series_order
 from .evidence import SeedEvidence
 from ...finding import OwnFinding
 from ..margins import above, below
@@ -108,8 +108,7 @@ def _h3(evs) -> OwnFinding | None:
 
 
 def _h2(evs) -> OwnFinding | None:
-    """The data checks that need no training: non-finite, constant or repeated inputs, constant
-    labels."""
+    """Checks that need no training: non-finite, constant or repeated inputs; constant labels."""
     inputs = evs[0].inputs
     if inputs["nonfinite_rows"]:
         reaches = [
@@ -150,7 +149,7 @@ def _h2(evs) -> OwnFinding | None:
             "buffer appended by reference) and the model memorises them instead of "
             "learning the task",
         )
-    if inputs.get("labels_constant"):
+    if constant_labels(evs[0]):  # a placeholder target the loss never reads is no label
         return OwnFinding(
             "H2",
             "constant_labels",
@@ -168,8 +167,9 @@ def _h2(evs) -> OwnFinding | None:
 
 def _label_signal(evs) -> dict:
     """The label-shuffle control on the learner's own optimizer first when it clearly learns
-    (its real labels beating shuffled ones settles the question, with no reference arm to
-    train); on the plain arm that learns best (`best_arm`) otherwise."""
+    (no reference arm to train then); on the plain arm that learns best (`best_arm`) else."""
+    if evs[0].inputs.get("labels_constant"):  # past `_h2`: one value the loss never reads
+        return {"verdict": "unread", "why": "your loss reads no labels"}
 
     def on(arm):
         return label_signal([ev.arm(arm) for ev in evs], [ev.shuffled(arm) for ev in evs])
@@ -340,7 +340,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
             "settings one at a time"
         )
     sig = evs[0].results.get("signal", {})
-    if sig.get("verdict") != "signal" and "ends" not in sig:  # the ends read apart: acquit
+    if sig.get("verdict") not in ("signal", "unread") and "ends" not in sig:  # ends apart: acquit
         return _unknown(
             f"no defect was measured, but the label signal is unclear: {describe_signal(sig)}"
         )
