@@ -101,10 +101,9 @@ class Watch:
             optimizer.register_step_post_hook(self._post),
         ]
         self._others: dict = {}  # other optimizers seen stepping: rebuilt from this one?
-        self._handles = [
-            watch_follow.hook_rebuilds(self),  # an optimizer made again mid-run
-            watch_clip.register(self),  # the norm before clipping (labkit/core/watch/clip.py)
-        ]
+        self._closed = False
+        watch_follow.hook_rebuilds(self)  # an optimizer made again mid-run is followed
+        self._handles = [watch_clip.register(self)]  # the norm before clipping (watch/clip.py)
         if scaler is not None:
             watch_scaler.wrap(self, scaler)
         dist = watch_ranks.process_group()  # two or more ranks: a check every `check_every` steps
@@ -302,6 +301,7 @@ class Watch:
             self._unhook()
 
     def _unhook(self) -> None:
+        self._closed = True  # its global hook goes when the next watch is made (follow.py)
         for h in self._step_handles + self._handles:
             h.remove()
         self._handles = self._step_handles = []

@@ -67,24 +67,33 @@ def follow(w) -> None:
     _plan(w, owned)
 
 
-def hook_rebuilds(w):
+_GLOBAL: list = []  # (a weak reference to a watch, its hook among torch's global pre-hooks)
+
+
+def hook_rebuilds(w) -> None:
     """Every optimizer's step in the process reaches `w._any_step` (torch's global pre-hook),
     through a weak reference: torch's registry would otherwise keep a watch that was dropped
-    unclosed alive, with its model. The hook goes with the watch."""
+    unclosed alive, with its model. A hook is removed here, when the next watch is made, once
+    its watch is closed or gone; never while a step may be reading the registry (a watch
+    collected or stopped inside another optimizer's step would change the dict torch is
+    iterating over: "OrderedDict mutated during iteration")."""
     import weakref
 
     from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+    for ref, handle in list(_GLOBAL):
+        watch = ref()
+        if watch is None or watch._closed:
+            handle.remove()
+            _GLOBAL.remove((ref, handle))
     ref = weakref.ref(w)
 
     def any_step(optimizer, args, kwargs):
         watch = ref()
-        if watch is not None:
+        if watch is not None and not watch._closed:
             watch._any_step(optimizer, args, kwargs)
 
-    handle = register_optimizer_step_pre_hook(any_step)
-    weakref.finalize(w, handle.remove)
-    return handle
+    _GLOBAL.append((ref, register_optimizer_step_pre_hook(any_step)))
 
 
 def rebuilt(w, optimizer) -> bool:

@@ -96,6 +96,35 @@ def test_the_clip_wrapper_is_gone_when_the_last_watch_is_collected_unclosed(no_o
     assert torch.nn.utils.clip_grad_norm_ is original and clip_grad.clip_grad_norm_ is original
 
 
+def test_a_watch_collected_inside_another_optimizers_step_leaves_that_step_alone():
+    """A watch dropped unclosed is collected whenever the garbage collector runs: here inside
+    another optimizer's step, while torch iterates its global step hooks. Removing the
+    watch's own global hook then ("OrderedDict mutated during iteration") broke that step."""
+    import gc
+
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    def collect_now(*_):
+        gc.collect()
+
+    collect = register_optimizer_step_pre_hook(collect_now)
+    try:
+        model = _mlp(0)
+        w = labkit.watch(model, torch.optim.SGD(model.parameters(), lr=0.01))
+        del w  # in a cycle with its optimizer: only the collector frees it
+        other = _mlp(1)
+        opt = torch.optim.SGD(other.parameters(), lr=0.01)
+        x, y = _data(1)[0]
+        for _ in range(2):
+            opt.zero_grad()
+            nn.functional.cross_entropy(other(x), y).backward()
+            opt.step()
+    finally:
+        collect.remove()
+    follower = labkit.watch(other, opt)  # the dead watch's hook goes now
+    follower.close()
+
+
 def _word_lm_loop(setup, model, epochs=2, watch=None):
     raw, pre = [], []
     for _ in range(epochs):
