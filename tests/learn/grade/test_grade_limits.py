@@ -231,6 +231,15 @@ def left_running(token: str) -> list[str]:
         time.sleep(0.2)
 
 
+def _as_from_a_terminal():
+    """In the grader's process before it starts: the three signals at their defaults and not
+    blocked, as a shell started from a terminal has them. A child inherits an ignored SIGINT
+    (Python then never installs its KeyboardInterrupt), and in the full suite a test before
+    this one left this worker's SIGINT ignored: the Ctrl-C case waited out its 30 s."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
 @pytest.mark.parametrize(
     "sig, python, extra",
     [
@@ -265,6 +274,7 @@ def test_a_signal_stops_grading_says_what_was_kept_and_leaves_nothing(tmp_path, 
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
     )
     deadline = time.monotonic() + 180
     while not list(tmp_path.glob("running")) + list(tmp_path.glob("tmp/labkit-grade-*/running")):
