@@ -329,19 +329,41 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: one line, the shell's status
-        why = getattr(exc, "said", None)  # grade: which notebooks were graded and kept
-        if why is None:
-            why = "nothing more was done"
-            if args is not None:
-                why = "; ".join(filter(None, [why, outputs_kept(args, started)]))
-        how = "interrupted" if stop_name(exc) == "Ctrl-C" else f"stopped by {stop_name(exc)}"
-        with contextlib.suppress(OSError, ValueError):  # SIGHUP: the terminal may be gone
-            print(f"labkit: {how}; {why}.", file=sys.stderr)
-        return stop_status(exc)
+        return _stopped(exc, args, started)
     except (ValueError, KeyError, OSError) as exc:  # OSError: a full disk, a read-only folder
+        if (stop := _wrapped_stop(exc)) is not None:
+            return _stopped(stop, args, started)
         msg = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
         print(f"labkit: error: {as_flag(msg, args)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a stop raised inside Python's own machinery arrives wrapped
+        if (stop := _wrapped_stop(exc)) is None:
+            raise
+        return _stopped(stop, args, started)
+
+
+def _wrapped_stop(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C, SIGTERM or SIGHUP behind `exc`, if one is: a signal that lands while a
+    class body is made (an import's `__set_name__`) reaches us as a RuntimeError caused by
+    it, and is a stop all the same (seen: SIGHUP during torch's first optimizer)."""
+    for _ in range(10):
+        exc = exc.__cause__ or exc.__context__
+        if exc is None or isinstance(exc, KeyboardInterrupt):
+            return exc
+    return None
+
+
+def _stopped(exc: KeyboardInterrupt, args, started: float) -> int:
+    """One line for a stop, and the shell's status for it."""
+    why = getattr(exc, "said", None)  # grade: which notebooks were graded and kept
+    if why is None:
+        why = "nothing more was done"
+        if args is not None:
+            why = "; ".join(filter(None, [why, outputs_kept(args, started)]))
+    how = "interrupted" if stop_name(exc) == "Ctrl-C" else f"stopped by {stop_name(exc)}"
+    with contextlib.suppress(OSError, ValueError):  # SIGHUP: the terminal may be gone
+        print(f"labkit: {how}; {why}.", file=sys.stderr)
+    return stop_status(exc)
 
 
 if __name__ == "__main__":

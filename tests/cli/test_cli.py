@@ -137,3 +137,24 @@ def test_triage_a_setup_from_a_file(tmp_path):
 def test_triage_setup_bad_input_exits_2_with_one_line(args, words):
     rc, out, err = run_cli("triage", *args)
     assert rc == 2 and words in err and len(err.strip().splitlines()) == 1 and not out, err
+
+
+def test_a_stop_that_arrives_wrapped_is_still_a_stop(capsys):
+    """SIGHUP landing while an import makes a class (`__set_name__`) reaches the CLI as a
+    RuntimeError caused by the stop: seen in a clean-clone run, where `labkit drill
+    --distributed` then exited 1 with a traceback instead of 129 and one line."""
+    import signal
+
+    from labkit.cli import _stopped, _wrapped_stop
+    from labkit.cli.stop import Stopped
+
+    try:
+        try:
+            raise Stopped(signal.SIGHUP)
+        except Stopped as stop:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from stop
+    except RuntimeError as wrapped:
+        stop = _wrapped_stop(wrapped)
+    assert isinstance(stop, Stopped) and _wrapped_stop(ValueError("no stop here")) is None
+    assert _stopped(stop, None, 0.0) == 128 + signal.SIGHUP
+    assert capsys.readouterr().err == "labkit: stopped by SIGHUP; nothing more was done.\n"
