@@ -20,6 +20,11 @@ from .updates import DTYPES
 from .checks import NOT_HELD, findings, moved_elsewhere, not_held
 
 
+def owned_by(optimizer) -> set:
+    """The ids of the tensors `optimizer` holds, in every param group."""
+    return {id(p) for g in optimizer.param_groups for p in g["params"]}
+
+
 def held(optimizer) -> int:
     """How many tensors the optimizer holds: a cheap test, once per step, for a change."""
     return sum(len(g["params"]) for g in optimizer.param_groups)
@@ -62,7 +67,7 @@ def follow(w) -> None:
         return
     w._held = now
     _close(w)
-    owned = {id(p) for g in w.optimizer.param_groups for p in g["params"]}
+    owned = owned_by(w.optimizer)
     _join(w, owned)
     _plan(w, owned)
 
@@ -103,8 +108,8 @@ def rebuilt(w, optimizer) -> bool:
     SparseAdam beside the watched Adam) is another optimizer, not a rebuilt one."""
     said = w._others.get(id(optimizer))
     if said is None or said[0] is not optimizer:
-        mine = {id(p) for g in w.optimizer.param_groups for p in g["params"]}
-        theirs = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        mine = owned_by(w.optimizer)
+        theirs = owned_by(optimizer)
         said = w._others[id(optimizer)] = (optimizer, bool(mine) and mine <= theirs)
     return said[1]
 
@@ -123,7 +128,7 @@ def adopt(w, optimizer) -> None:
         optimizer.register_step_post_hook(w._post),
     ]
     w._held = held(optimizer)
-    owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    owned = owned_by(optimizer)
     _join(w, owned)
     _plan(w, owned)
 
@@ -165,7 +170,7 @@ def moved(w) -> None:
     w._norm_dtype = None if all(p.dtype in DTYPES for p in w.params) else torch.float32
     w._multi_device = len({p.device for p in w.params}) > 1
     w._zero = torch.zeros((), device=w.params[0].device)
-    _plan(w, {id(p) for g in w.optimizer.param_groups for p in g["params"]})
+    _plan(w, owned_by(w.optimizer))
 
 
 def _close(w) -> None:
