@@ -77,16 +77,26 @@ def write_class(folder: Path, learners: int) -> None:
         nbformat.write(nb, folder / f"ex_a_{i:02d}_{kind}.ipynb")
 
 
-def grade(folder: Path, *args, home: Path) -> tuple[float, str, str]:
+def grade(folder: Path, *args, home: Path) -> tuple[float, str, str, float]:
+    """Wall seconds, stdout, stderr, and the peak resident memory in MiB of the largest
+    process the command ran (the grader, a kernel, or bwrap and what it holds), read from
+    the kernel's own accounting of the child and the children it waited for."""
     env = {**os.environ, "LABKIT_HOME": str(home), "OMP_NUM_THREADS": "1"}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "labkit.cli", "grade", str(folder), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    return time.perf_counter() - started, done.stdout, done.stderr
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "labkit.cli", "grade", str(folder), *args],
+            stdout=out,
+            stderr=err,
+            text=True,
+            env=env,
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        return seconds, out.read(), err.read(), usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -107,7 +117,7 @@ def main() -> None:
         for jobs in a.jobs:
             limit = ["--notebook-timeout", str(a.notebook_timeout), "--jobs", str(jobs)]
             out = tmp / f"g{jobs}.json"
-            seconds, _, err = grade(folder, *limit, "--json", str(out), home=tmp / f"h{jobs}")
+            seconds, _, err, _ = grade(folder, *limit, "--json", str(out), home=tmp / f"h{jobs}")
             first = first or seconds
             rows = json.loads(out.read_text())["rows"]
             passed = sum(r["status"] == "passed" for r in rows)
@@ -128,13 +138,19 @@ def main() -> None:
     one.mkdir()
     (one / "ex_a_00_right.ipynb").write_text((folder / "ex_a_00_right.ipynb").read_text())
     times: dict = {"bwrap": [], "none": []}
+    peak: dict = {"bwrap": 0.0, "none": 0.0}
     for _ in range(a.repeats):
         for mode in times:
-            seconds, _, _ = grade(one, "--sandbox", mode, home=tmp / "h1")
+            seconds, _, _, mib = grade(one, "--sandbox", mode, home=tmp / "h1")
             times[mode].append(seconds)
+            peak[mode] = max(peak[mode], mib)
     bw, no = statistics.median(times["bwrap"]), statistics.median(times["none"])
     print(f"sandbox: {bw:.2f} s with bwrap, {no:.2f} s without ({bw - no:+.2f} s per notebook)")
     print(f"  (each: bwrap {times['bwrap']}, none {times['none']})")
+    print(
+        f"peak memory of the largest process: {peak['bwrap']:.0f} MiB with bwrap, "
+        f"{peak['none']:.0f} MiB without ({peak['bwrap'] - peak['none']:+.0f} MiB)"
+    )
 
 
 if __name__ == "__main__":
