@@ -111,17 +111,29 @@ def _broken(*args, **kwargs):
     raise RuntimeError("a fault inside labkit's own measuring")
 
 
-@pytest.mark.parametrize("where, kept", [("step", 2), ("clip", 2), ("no optimizer", 1)])
-def test_an_error_inside_the_watch_stops_it_and_never_reaches_the_learners_loop(where, kept):
-    """Without an optimizer a step is recorded at the next forward, so one fewer is kept."""
+@pytest.mark.parametrize(
+    "where, kept", [("step", 2), ("pre-hook", 2), ("clip", 2), ("no optimizer", 1)]
+)
+def test_an_error_inside_the_watch_stops_it_and_never_reaches_the_learners_loop(
+    where, kept, monkeypatch
+):
+    """Without an optimizer a step is recorded at the next forward, so one fewer is kept.
+    The learner's own step hooks, registered after the watch's, run at every step: the watch
+    stops inside torch's loop over the hooks, and removing its hooks there made
+    `optimizer.step()` raise "OrderedDict mutated during iteration" and skip the learner's."""
     model, x, y = setup()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     w = labkit.watch(model, None if where == "no optimizer" else optimizer)
+    theirs = []
+    optimizer.register_step_pre_hook(lambda *a: theirs.append("pre"))
+    optimizer.register_step_post_hook(lambda *a: theirs.append("post"))
     losses = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for i in range(5):
-            if i == 2:  # from the third step on, labkit's own measuring fails
+            if i == 2 and where == "pre-hook":  # fails before the step, in its pre-hook
+                monkeypatch.setattr(labkit.core.watch.follow, "storage", _broken)
+            elif i == 2:  # from the third step on, labkit's own measuring fails
                 w._norms = w.plan.diffs = _broken
                 if w._ring is not None:  # a small model's steps, kept (watch/ring.py)
                     w._ring.put = w._ring.diffs = _broken
@@ -136,7 +148,45 @@ def test_an_error_inside_the_watch_stops_it_and_never_reaches_the_learners_loop(
     said = [str(c.message) for c in caught if c.category is labkit.core.watch.guard.WatchStopped]
     assert len(said) == 1 and f"stopped measuring at step {kept}" in said[0], said
     assert "a fault inside labkit's own measuring" in said[0]
-    assert w.steps == kept and not optimizer._optimizer_step_pre_hooks
-    assert not optimizer._optimizer_step_post_hooks and not w._handles
+    assert theirs == ["pre", "post"] * 5  # the learner's hooks ran at every step
+    assert w.steps == kept and len(optimizer._optimizer_step_pre_hooks) == 1  # theirs only
+    assert len(optimizer._optimizer_step_post_hooks) == 1 and not w._handles
+    assert not _hooked_globally(w)  # nothing of it left among torch's global hooks
+
+
+def _hooked_globally(w) -> bool:
+    """Whether one of torch's global optimizer pre-hooks still leads to watch `w`."""
+    import weakref
+
+    from torch.optim.optimizer import _global_optimizer_pre_hooks
+
+    return any(
+        isinstance(cell.cell_contents, weakref.ref) and cell.cell_contents() is w
+        for hook in _global_optimizer_pre_hooks.values()
+        for cell in getattr(hook, "__closure__", None) or ()
+    )
     assert len(w.run(loss_raw=losses[:kept]).table["update_norm"]) == kept
     assert losses[-1] < losses[0]  # the loop went on training
+
+
+def test_a_watch_stopped_inside_a_step_and_never_closed_loses_its_hooks_at_the_next_watch():
+    """Its hooks stay (doing nothing) while torch loops over them, and go when the next
+    watch is made; the next watch measures on."""
+    model, x, y = setup()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = labkit.watch(model, optimizer)
+    step(model, optimizer, x, y)
+    w._norms = w.plan.diffs = _broken
+    if w._ring is not None:
+        w._ring.put = w._ring.diffs = _broken
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", labkit.core.watch.guard.WatchStopped)
+        step(model, optimizer, x, y)
+    assert w.stopped is not None and len(optimizer._optimizer_step_post_hooks) == 1
+    again = labkit.watch(model, optimizer)  # the stopped one is never closed
+    assert len(optimizer._optimizer_step_post_hooks) == 1  # the new watch's alone
+    assert not _hooked_globally(w) and _hooked_globally(again)
+    step(model, optimizer, x, y)
+    assert again.steps == 1 and again.columns()["update_norm"][0] > 0
+    again.close()
+    assert not optimizer._optimizer_step_pre_hooks and not _hooked_globally(again)

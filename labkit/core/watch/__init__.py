@@ -102,6 +102,7 @@ class Watch:
         ]
         self._others: dict = {}  # other optimizers seen stepping: rebuilt from this one?
         self._closed = False
+        self._stale: list = []  # hooks left in place when it stopped inside a step (_unhook)
         watch_follow.hook_rebuilds(self)  # an optimizer made again mid-run is followed
         self._handles = [watch_clip.register(self)]  # the norm before clipping (watch/clip.py)
         if scaler is not None:
@@ -300,11 +301,21 @@ class Watch:
         finally:
             self._unhook()
 
-    def _unhook(self) -> None:
-        self._closed = True  # its global hook goes when the next watch is made (follow.py)
-        for h in self._step_handles + self._handles:
+    def _unhook(self, inside_step: bool = False) -> None:
+        """Remove every hook. `inside_step`: the watch stopped on an error of its own inside
+        a step hook, while torch loops over the optimizer's hooks; removing one there made the
+        learner's step raise "OrderedDict mutated during iteration" (and skip the learner's
+        own hooks after it). So the optimizer's hooks stay, doing nothing, until `close()` or
+        the next watch (`follow.hook_rebuilds`), and so does the global hook."""
+        self._closed = True
+        if inside_step:
+            gone, self._stale = self._handles, self._stale + self._step_handles
+        else:
+            gone, self._stale = self._handles + self._step_handles + self._stale, []
+            watch_follow.unhook_global(self)
+        for h in gone:
             h.remove()
-        self._handles = self._step_handles = []
+        self._handles, self._step_handles = [], []
         watch_scaler.unwrap(self.scaler)
 
     def __enter__(self) -> Watch:

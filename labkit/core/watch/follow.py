@@ -78,10 +78,11 @@ _GLOBAL: list = []  # (a weak reference to a watch, its hook among torch's globa
 def hook_rebuilds(w) -> None:
     """Every optimizer's step in the process reaches `w._any_step` (torch's global pre-hook),
     through a weak reference: torch's registry would otherwise keep a watch that was dropped
-    unclosed alive, with its model. A hook is removed here, when the next watch is made, once
-    its watch is closed or gone; never while a step may be reading the registry (a watch
-    collected or stopped inside another optimizer's step would change the dict torch is
-    iterating over: "OrderedDict mutated during iteration")."""
+    unclosed alive, with its model. `close()` removes the hook (`unhook_global`); a watch
+    dropped unclosed, or stopped inside a step, loses it here, when the next watch is made:
+    never while a step may be reading the registry (a watch collected or stopped inside
+    another optimizer's step would change the dict torch is iterating over: "OrderedDict
+    mutated during iteration")."""
     import weakref
 
     from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -91,6 +92,10 @@ def hook_rebuilds(w) -> None:
         if watch is None or watch._closed:
             handle.remove()
             _GLOBAL.remove((ref, handle))
+            if watch is not None:  # stopped inside a step and never closed: its hooks too
+                for h in watch._stale:
+                    h.remove()
+                watch._stale = []
     ref = weakref.ref(w)
 
     def any_step(optimizer, args, kwargs):
@@ -99,6 +104,15 @@ def hook_rebuilds(w) -> None:
             watch._any_step(optimizer, args, kwargs)
 
     _GLOBAL.append((ref, register_optimizer_step_pre_hook(any_step)))
+
+
+def unhook_global(w) -> None:
+    """Remove `w`'s global hook now: `close()`, called by the learner between steps, puts
+    torch's registry back as it was before the watch."""
+    for ref, handle in list(_GLOBAL):
+        if ref() is w:
+            handle.remove()
+            _GLOBAL.remove((ref, handle))
 
 
 def rebuilt(w, optimizer) -> bool:

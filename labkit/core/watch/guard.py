@@ -74,7 +74,7 @@ def stop(w, exc: Exception) -> None:
     w._pending, w._marked = None, min(w._marked, n)
     w.stopped = f"{type(exc).__name__}: {exc}"
     try:
-        w._unhook()
+        w._unhook(inside_step=True)
     finally:
         warnings.warn(
             f"labkit.watch stopped measuring at step {n} after an error of its own "
