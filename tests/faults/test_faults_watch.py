@@ -152,6 +152,8 @@ def test_an_error_inside_the_watch_stops_it_and_never_reaches_the_learners_loop(
     assert w.steps == kept and len(optimizer._optimizer_step_pre_hooks) == 1  # theirs only
     assert len(optimizer._optimizer_step_post_hooks) == 1 and not w._handles
     assert not _hooked_globally(w)  # nothing of it left among torch's global hooks
+    assert len(w.run(loss_raw=losses[:kept]).table["update_norm"]) == kept
+    assert losses[-1] < losses[0]  # the loop went on training
 
 
 def _hooked_globally(w) -> bool:
@@ -165,8 +167,6 @@ def _hooked_globally(w) -> bool:
         for hook in _global_optimizer_pre_hooks.values()
         for cell in getattr(hook, "__closure__", None) or ()
     )
-    assert len(w.run(loss_raw=losses[:kept]).table["update_norm"]) == kept
-    assert losses[-1] < losses[0]  # the loop went on training
 
 
 def test_a_watch_stopped_inside_a_step_and_never_closed_loses_its_hooks_at_the_next_watch():
