@@ -3,7 +3,8 @@
 Every piece of `labkit.watch` that runs inside the learner's calls (the optimizer's step
 hooks, the wrapper around ``clip_grad_norm_``, a GradScaler's ``step``, the hooks of a loop
 without an optimizer) goes through `guarded`. Should one of them raise (a labkit bug, a
-parameter of a kind it cannot measure), the watch stops: every hook is removed, the steps
+parameter of a kind it cannot measure), the watch stops: every hook does nothing from then on
+(those torch is looping over are removed at `close()` or when the next watch is made), the steps
 measured so far stay readable (trimmed to the last complete one), and one warning names the
 step and the error. The learner's ``optimizer.step()`` and ``backward()`` go on unchanged.
 """
@@ -53,7 +54,7 @@ def _rows(w) -> int:
 
 
 def stop(w, exc: Exception) -> None:
-    """Remove every hook, keep the complete steps, and say so once."""
+    """Unhook (`Watch._unhook`, inside a step), keep the complete steps, and say so once."""
     try:  # the ring's rows first, as a block; if that fails, dropped (and trimmed below)
         w.fold()
     except Exception:  # noqa: BLE001 - the steps it held are lost
