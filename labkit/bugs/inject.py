@@ -60,4 +60,8 @@ def train(
     settings; ``train(bug="detach")`` injects a bug from the zoo, under the setup where
     it shows unless `config` is given.
     """
-    return Trainer(config, bug=bug, seams=seams, **settings).run()
+    trainer = Trainer(config, bug=bug, seams=seams, **settings)
+    try:
+        return trainer.run()
+    finally:  # the run is whole: its hooks go, torch's global one included
+        trainer.watch.close()

@@ -14,7 +14,12 @@ def _strip(run):
 
 
 def test_same_seed_identical_run_json_different_seed_differs():
+    from labkit.core.watch import follow
+
+    hooked = {id(handle) for _, handle in follow._GLOBAL}
     a, b, c = train(steps=60), train(steps=60), train(steps=60, seed=1)
+    # each run's watch is closed: nothing of it stays among torch's global optimizer hooks
+    assert [h for _, h in follow._GLOBAL if id(h) not in hooked] == []
     assert _strip(a) == _strip(b)
     assert a.fingerprint() == b.fingerprint()
     assert _strip(a) != _strip(c)
