@@ -2,7 +2,7 @@
 rules as they are now.
 
     cd tests && OMP_NUM_THREADS=1 python -m own_setups.score_twentythird            # every setup
-    cd tests && OMP_NUM_THREADS=1 python -m own_setups.score_twentythird pinball unweighted  # either
+    cd tests && OMP_NUM_THREADS=1 python -m own_setups.score_twentythird pinball ema  # either
 
 The same rows and summary as `score_eighth` (`score_tenth.score`), for the twenty-third batch.
 """
