@@ -581,8 +581,7 @@ def test_a_watched_run_is_read_by_the_probes_and_the_record():
         (  # a GAN's two: one watch each, over the part each optimizer steps
             lambda m, o: labkit.watch(m, [o, o]),
             TypeError,
-            "got a list of 2 optimizers; one watch follows one optimizer: make one per "
-            "optimizer, over the module it steps",
+            "got a list of 2 optimizers; one watch follows one optimizer: make one per optimizer",
         ),
         (
             lambda m, o: labkit.watch(m, torch.optim.SGD(net().parameters(), lr=0.1)),
