@@ -10,8 +10,10 @@ import torch.nn as nn
 def check_arguments(model, optimizer, scaler, budget) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}.")
-    if isinstance(optimizer, (list, tuple)) and optimizer and all(
-        isinstance(o, torch.optim.Optimizer) for o in optimizer
+    if (
+        isinstance(optimizer, (list, tuple))
+        and optimizer
+        and all(isinstance(o, torch.optim.Optimizer) for o in optimizer)
     ):
         raise TypeError(
             f"optimizer must be a torch.optim.Optimizer; got a {type(optimizer).__name__} of "
