@@ -77,17 +77,24 @@ def first_linear(setup, model, batch) -> str | None:
     return seen[0] if len(seen) == 1 else None
 
 
-class _OneHot(nn.Module):
+class _Recoded(nn.Module):
     """The layer `linear` with the columns of `grids` fed one-hot: a fresh nn.Linear (as
-    PyTorch draws it) over the other columns and one input per level."""
+    PyTorch draws it) over the other columns and one input per level; or, `one_hot` False,
+    the layer itself with each of those columns centred and scaled by its grid (unit spread)."""
 
-    def __init__(self, linear: nn.Linear, grids: dict):
+    def __init__(self, linear: nn.Linear, grids: dict, one_hot: bool = True):
         super().__init__()
-        self.grids = grids
+        self.grids, self.one_hot = grids, one_hot
         n_in = linear.in_features - len(grids) + sum(g[2] for g in grids.values())
-        self.linear = nn.Linear(n_in, linear.out_features, bias=linear.bias is not None)
+        bias = linear.bias is not None
+        self.linear = nn.Linear(n_in, linear.out_features, bias=bias) if one_hot else linear
 
     def forward(self, x):
+        if not self.one_hot:
+            x = x.clone()
+            for j, (first, step, levels) in self.grids.items():
+                x[..., j] = (x[..., j] - first - step * (levels - 1) / 2) / (step * levels / 3.46)
+            return self.linear(x)
         keep = [j for j in range(x.shape[-1]) if j not in self.grids]
         parts = [x[..., keep]]
         for j, (first, step, levels) in self.grids.items():
@@ -96,15 +103,16 @@ class _OneHot(nn.Module):
         return self.linear(torch.cat(parts, -1))
 
 
-def _encoded(setup, layer: str, grids: dict):
-    """The learner's setup whose model takes the candidate columns one-hot at `layer`."""
+def _encoded(setup, layer: str, grids: dict, one_hot: bool = True):
+    """The learner's setup whose model takes the candidate columns one-hot at `layer` (or
+    centred and scaled: `_Recoded`)."""
 
     def make_model(seed):
         model = setup.make_model(seed)
         torch.manual_seed(seed)
         parent, _, leaf = layer.rpartition(".")
-        one_hot = _OneHot(model.get_submodule(layer), grids)
-        setattr(model.get_submodule(parent) if parent else model, leaf, one_hot)
+        recoded = _Recoded(model.get_submodule(layer), grids, one_hot)
+        setattr(model.get_submodule(parent) if parent else model, leaf, recoded)
         return model
 
     return Changed(setup, make_model=make_model)
@@ -117,28 +125,31 @@ def _weigh(ev) -> dict | None:
     layer = first_linear(ev.setup, proto.make_model(ev.setup, ev.seed), ev.batches[0])
     if layer is None:
         return None
+    found = {"grids": grids, "layer": layer, "served": ev.arm("own").level(), "scaled": None}
     try:
-        encoded = plain_loop(
-            _encoded(ev.setup, layer, grids), ev.seed, ev.steps, "own", batches=ev.batches
-        )
+        found["one_hot"] = _run(ev, layer, grids, True)
+        if found["one_hot"] < HALF * found["served"]:  # its scale, or its levels? a third run
+            found["scaled"] = _run(ev, layer, grids, False)
     except Exception:
         return None
-    return {
-        "grids": grids,
-        "layer": layer,
-        "served": ev.arm("own").level(),
-        "one_hot": encoded.level(),
-    }
+    return found
+
+
+def _run(ev, layer: str, grids: dict, one_hot: bool) -> float:
+    setup = _encoded(ev.setup, layer, grids, one_hot)
+    return plain_loop(setup, ev.seed, ev.steps, "own", batches=ev.batches).level()
 
 
 def weighed(ev) -> dict | None:
-    """The candidate columns and both plain loops' levels, once per seed."""
+    """The candidate columns and the plain loops' levels (as served, one-hot, and where one-hot
+    beats the columns as served, the columns centred and scaled), once per seed."""
     return ev.once("codes", lambda: _weigh(ev))
 
 
 def codes_rule(evs) -> OwnFinding | None:
-    """H2 where the one-hot run beats the columns as served on both seeds; else None, with the
-    measured levels beside the acquittal."""
+    """H2 where the one-hot run beats the columns as served, and as centred and scaled (a scale
+    alone is no category), on both seeds; else None, with the measured levels beside the
+    acquittal."""
     first = weighed(evs[0])
     if first is None:
         return None
@@ -157,7 +168,7 @@ def codes_rule(evs) -> OwnFinding | None:
     many = len(cols) > 1
     what = (
         f"input column{'s' if many else ''} {named} of the rows hold{'' if many else 's'} "
-        "values on an evenly spaced grid (integer codes, standardised or not) and "
+        "values on an evenly spaced grid (integers, or a standardised copy of them) and "
         f"enter{'' if many else 's'} nn.Linear `{a['layer']}` as one number each"
     )
     measured = (
@@ -166,13 +177,23 @@ def codes_rule(evs) -> OwnFinding | None:
         f"against {a['served']:.3g} / {b['served']:.3g} on the columns as served (seeds "
         f"{evs[0].seed} / {evs[1].seed})"
     )
+    note = evs[0].results.setdefault("advice", [])
     if not beats:
-        evs[0].results.setdefault("advice", []).append(
-            f"{what}; {measured}: read as numbers they lose nothing the one-hot run measures"
+        note.append(f"{what}; {measured}: one-hot does not end below {HALF:g}x the columns as "
+                    "served beyond the seed spread on both seeds: read as numbers, no defect")  # fmt: skip
+        return None
+    scaled = f"{a['scaled']:.3g} / {b['scaled']:.3g} with those columns centred and scaled"
+    if not all(
+        below(
+            "codes.one_hot_beats_scaled", f["one_hot"], HALF * f["scaled"], seed=ev.seed, log=True
         )
+        for f, ev in zip(found, evs)
+    ):
+        note.append(f"{what}; {measured}, and {scaled}: the gap is the columns' scale, not "
+                    "their levels")  # fmt: skip
         return None
     line = (
-        f"{what}; {measured}: a categorical id read as a number, whose levels one number cannot "
+        f"{what}; {measured}, and {scaled} to a unit spread: a categorical id read as a number, whose levels one number cannot "
         "separate for the model; one-hot encode it in batches() (or give it an nn.Embedding) "
         "instead of passing its code as one numeric feature"
     )

@@ -9,7 +9,8 @@ every parameter it reaches, the penalty is that norm with that `lam`, measured, 
 
 The decision weighs what the penalty does, not that it is there: the one-change run is a plain
 loop (the learner's optimizer) on the loss without the fitted penalty, and both trained models
-are scored on the data term alone (the loss minus the penalty) over the epoch. A penalty that
+are scored on the data term alone (the loss minus the penalty) over the held-out batches where
+the setup has them (a regulariser is meant to help there), else over the epoch. A penalty that
 holds the data term at twice that without it and beyond the seed spread convicts (H1); a smaller
 one is a deliberate regulariser and is named beside the acquittal with its share.
 """
@@ -61,8 +62,11 @@ def read(setup, seed: int, batch) -> dict | None:
     "names", "share"} (share: of the loss at init), or None where the loss reads no parameter
     but through the model's outputs, or reads one in a form that is no L2/L1 norm."""
     torch.manual_seed(seed)
-    model = proto.make_model(setup, seed)
-    shell = copy.deepcopy(model)
+    try:
+        model = proto.make_model(setup, seed)
+        shell = copy.deepcopy(model)
+    except Exception:  # a model deepcopy refuses: not read
+        return None
     shell.forward = lambda *a, **k: _detached(model(*a, **k))
     with torch.no_grad():  # a table or bias drawn at 0 has no L2 gradient: move the copy's
         for p in shell.parameters():  # (the outputs are the real model's, unmoved)
@@ -105,7 +109,7 @@ def own_penalty(model, found: dict) -> torch.Tensor:
 
 @torch.no_grad()
 def data_term(setup, model, batches, found: dict) -> float:
-    """The trained model's loss minus the penalty, over the epoch, in eval mode."""
+    """The trained model's loss minus the penalty, over `batches`, in eval mode."""
     was = model.training
     model.eval()
     try:
@@ -122,8 +126,10 @@ def _weigh(ev) -> dict | None:
         return None
     own = ev.arm("own")
     without = plain_loop(_without(ev.setup, found), ev.seed, ev.steps, "own", batches=ev.batches)
-    found["with"] = data_term(ev.setup, own.model, ev.batches, found)
-    found["without"] = data_term(ev.setup, without.model, ev.batches, found)
+    rows = ev.val() or ev.batches
+    found["with"] = data_term(ev.setup, own.model, rows, found)
+    found["without"] = data_term(ev.setup, without.model, rows, found)
+    found["rows"] = "the held-out batches" if ev.val() else "the epoch"
     found["without_level"] = without.level()
     found["decay"] = _optimizer_decay(ev)
     return found
@@ -160,21 +166,22 @@ def penalty_rule(evs) -> OwnFinding | None:
     if any(f is None or "with" not in f for f in found):
         return None
     spread = 3 * abs(found[0]["without"] - found[1]["without"])
-    holds = all(
-        above("penalty.holds_fit", f["with"], WORSE * f["without"], seed=ev.seed, log=True)
+    holds = all(  # a ratio of data terms only where both are losses above 0
+        f["without"] > 0
+        and above("penalty.holds_fit", f["with"], WORSE * f["without"], seed=ev.seed, log=True)
         and above("penalty.beyond_spread", f["with"] - f["without"], spread, seed=ev.seed)
         for f, ev in zip(found, evs)
     )
     (a, b) = found
     measured = (
         f"a plain loop with your optimizer ends with a data term (your loss minus that penalty, "
-        f"over the epoch) of {a['with']:.3g} / {b['with']:.3g} with it and {a['without']:.3g} / "
+        f"over {a['rows']}) of {a['with']:.3g} / {b['with']:.3g} with it and {a['without']:.3g} / "
         f"{b['without']:.3g} without it (seeds {evs[0].seed} / {evs[1].seed})"
     )
     if not holds:
         evs[0].results.setdefault("advice", []).append(
-            f"{_what(a)}; {measured}: it does not hold the fit back, read as a deliberate "
-            "regulariser"
+            f"{_what(a)}; {measured}: under {WORSE:g}x the data term without it, or within the "
+            "seed spread, on a seed: read as a deliberate regulariser"
         )
         return None
     twice = ""
@@ -184,9 +191,11 @@ def penalty_rule(evs) -> OwnFinding | None:
             "twice"
         )
     line = (
-        f"{_what(a)}{twice}; {measured}: the penalty dominates the data term, pulling the "
-        "parameters toward 0 faster than the data move them; drop it from the loss (where the "
-        "optimizer's weight_decay already regularises) or scale it down"
+        f"{_what(a)}{twice}; {measured}: the penalty holds the data term at "
+        f"{a['with'] / a['without']:.3g}x / {b['with'] / b['without']:.3g}x the run's without it, "
+        "its gradient pulling every value it covers toward 0 harder than the data pull them "
+        "back; drop it from the loss (where the optimizer's weight_decay already regularises) "
+        "or scale it down"
     )
     return OwnFinding(
         "H1",

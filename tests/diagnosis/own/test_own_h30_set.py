@@ -149,7 +149,7 @@ def test_a_small_deliberate_l2_is_acquitted_with_its_share():
     assert penalty.penalty_rule(evs) is None
     (note,) = evs[0].results["advice"]
     assert "an L2 penalty" in note and "of the loss at init" in note
-    assert "does not hold the fit back" in note
+    assert "under 2x the data term without it" in note
 
 
 # ------------------------------------------------------------------ codes read as numbers
@@ -194,7 +194,7 @@ def test_the_grid_reads_codes_standardised_and_leaves_flags_and_measurements():
         1,
     )
     found = codes.candidates([(x, torch.zeros(400))])
-    assert sorted(found) == [0, 3] and found[0][2] == 20 and found[3] == (2015.0, 1.0, 10)
+    assert sorted(found) == [0, 3] and found[0][2] == 20 and found[3][:3] == (2015.0, 1.0, 10)
 
 
 def test_a_weekday_read_as_a_number_is_convicted_by_the_one_hot_run():
@@ -207,4 +207,23 @@ def test_a_count_column_is_acquitted_with_both_levels():
     evs = _evs(_Count())
     assert codes.codes_rule(evs) is None
     (note,) = evs[0].results["advice"]
-    assert "column 3 (6 levels)" in note and "lose nothing" in note
+    assert "column 3 (6 levels)" in note and "read as numbers, no defect" in note
+
+
+class _RawYear(_Count):
+    """A year (2015-2024) passed raw, its effect a trend: one-hot beats it, and so does the
+    same column centred and scaled: a scale, not a category."""
+
+    def data(self):
+        g = torch.Generator().manual_seed(5)
+        year = torch.randint(2015, 2025, (512,), generator=g).float()
+        num = torch.randn(512, 3, generator=g)
+        y = num @ torch.tensor([0.5, -0.3, 0.2]) + 0.2 * (year - 2020)
+        return torch.cat([num, year[:, None]], 1), y + 0.1 * torch.randn(512, generator=g)
+
+
+def test_a_raw_year_is_named_by_its_scale_not_as_a_category():
+    evs = _evs(_RawYear())
+    assert codes.codes_rule(evs) is None
+    (note,) = evs[0].results["advice"]
+    assert "column 3 (10 levels)" in note and "the gap is the columns' scale" in note
