@@ -55,7 +55,9 @@ def candidates(batches) -> dict:
     if x.dim() != 2 or not x.is_floating_point() or not 1 <= x.shape[1] <= MAX_FEATURES:
         return {}
     found = {j: _grid(x[:, j]) for j in range(x.shape[1])}
-    return {j: g for j, g in found.items() if g is not None}
+    found = {j: g for j, g in found.items() if g is not None}
+    # most columns on a grid: quantised signals (8-bit pixels) or ordinal answers, not ids
+    return found if len(found) <= max(4, x.shape[1] // 2) else {}
 
 
 def first_linear(setup, model, batch) -> str | None:

@@ -227,3 +227,9 @@ def test_a_raw_year_is_named_by_its_scale_not_as_a_category():
     assert codes.codes_rule(evs) is None
     (note,) = evs[0].results["advice"]
     assert "column 3 (10 levels)" in note and "the gap is the columns' scale" in note
+
+
+def test_rows_of_quantised_pixels_are_no_table_of_codes():
+    g = torch.Generator().manual_seed(0)
+    pixels = torch.randint(0, 17, (400, 64), generator=g).float()  # 8x8 digits, 0..16
+    assert codes.candidates([(pixels, torch.zeros(400))]) == {}
