@@ -235,6 +235,18 @@ def plain_loop(
     return res
 
 
+class Changed:
+    """The learner's setup with the methods given by name replaced: a one-change run's setup
+    (the rest is read from the learner's)."""
+
+    def __init__(self, setup, **methods):
+        self._setup = setup
+        self.__dict__.update(methods)
+
+    def __getattr__(self, name):
+        return getattr(self._setup, name)
+
+
 def changed_data(ev, key: str, change):
     """A plain loop (the learner's optimizer) on the learner's batches as `change(batches)`
     makes them, once per seed under `key`: the one-change run of a data reading."""

@@ -134,6 +134,18 @@ def _plan_arm(finding, evs):
     )
 
 
+def halfway(evs, after: float, before: float, run, variable):
+    """(forecast, run, variable): the loss at least halfway from `before` down to `after` by
+    the last step; None where `after` is not below `before`."""
+    if not (math.isfinite(after) and after < before):
+        return None
+    return (
+        f"loss < {_num(after + 0.5 * (before - after))} by step {evs[0].steps - 1}",
+        run,
+        variable,
+    )
+
+
 def _batches(evs, seed):
     return next(ev.batches for ev in evs if ev.seed == seed)
 

@@ -64,6 +64,8 @@ _LOSS_SENTENCE = {
     "below 0)",
     "unbounded_below": "flip the sign of the term that runs toward -inf (add a KL or a penalty, "
     "subtract a log-likelihood) so that the loss has a floor",
+    "penalty_dominates": "drop the penalty from the loss where the optimizer's weight_decay "
+    "already regularises, or scale it down until it no longer holds the data term",
     "loss_summed": "average the loss over the batch: reduction='mean' (or .mean() in place of "
     ".sum())",
     "loss_rebuilt": "backpropagate the loss tensor itself: no .item(), torch.tensor(...) or "
@@ -153,6 +155,10 @@ CHANGES = {
             "shuffle the rows across the epoch (a DataLoader with shuffle=True, or a new "
             "random permutation every epoch), so that each batch is a sample of the whole epoch"
         ),
+    ),
+    "category_as_number": (
+        {DATA},
+        "one-hot encode the categorical column (or feed its id to an nn.Embedding), not its code",
     ),
     "feature_scale": ({DATA}, "standardise every input feature with the training statistics"),
     "transform_changes_label": (

@@ -64,6 +64,10 @@ def own_plan(finding, evs):
         from .untransformed import plan as untransformed_plan
 
         return untransformed_plan(evs)
+    if finding.key in ("penalty_dominates", "category_as_number"):  # `penalty`, `codes`
+        from .. import codes, penalty
+
+        return (penalty if finding.key == "penalty_dominates" else codes).plan(evs)
     if finding.key == "label_in_inputs":  # the leaked features held constant (`unleaked`)
         from .unleaked import plan as unleaked_plan
 

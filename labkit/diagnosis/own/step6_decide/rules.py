@@ -15,7 +15,8 @@ H1  the loss path, read here because a broken loss fools the control below; a lo
     predictions not paired with their labels, a floor near chance such as label smoothing
     0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
     padding counted in a sequence loss (`padding`); token targets scored at an offset other
-    than the next token's, measured through the loss call (`offset`: a double shift)
+    than the next token's, measured through the loss call (`offset`: a double shift); an L2/L1
+    penalty in loss_fn that holds the data term at twice a run's without it (`penalty`)
 H2  a plain loop's model far worse on its whole epoch than the same loop's on rows shuffled
     across the epoch (`order`: batches sorted by label), read first: an unmixed order fools
     the label-shuffle control, as no signal; so does a model that mixes a batch's examples
@@ -34,7 +35,8 @@ H1  a measured gap decides (`gaps`): a loop that ends beyond the seed spread abo
     loop convicts the loop (naming an optimizer rebuilt inside it where the replay saw one);
     a plain loop on the model re-initialised by PyTorch's defaults far below the same loop on
     the learner's init convicts the init
-H2  before an acquittal: an augmentation that places the setup's own table worse (`transform`)
+H2  before an acquittal: an augmentation that places the setup's own table worse (`transform`);
+    a column of integer codes that a one-hot encoding fits at half the loss (`codes`)
 --  otherwise: NONE, naming the references the run reached and their numbers; UNKNOWN if the
     run does not learn and no mechanism was measured, or if the seeds disagree (a third seed
     where they agree on the system only, `seeds`).
@@ -45,6 +47,7 @@ from __future__ import annotations
 import math
 
 from ..step1_capture import setup as proto
+from .. import codes, penalty
 from ..step5_sign.acquit import beside, checked
 from ..step3_h2.data import REPEATED, WHITE, describe_signal, held_out_verdict
 from ..step3_h2.data import barely_varying, constant_labels, label_signal, scale_shift, series_order
@@ -102,9 +105,8 @@ def _h3_one(ev: SeedEvidence) -> OwnFinding | None:
 
 
 def _h3(evs) -> OwnFinding | None:
-    return settle(
-        evs, [_h3_one(ev) for ev in evs], _h3_one, "H3", "the logger disagrees with the raw loss"
-    )
+    found = [_h3_one(ev) for ev in evs]
+    return settle(evs, found, _h3_one, "H3", "the logger disagrees with the raw loss")
 
 
 def _h2(evs) -> OwnFinding | None:
@@ -130,9 +132,8 @@ def _h2(evs) -> OwnFinding | None:
         return OwnFinding(
             "H2",
             "constant_inputs",
-            f"the inputs are constant: "
-            f"{inputs['identical_share']:.1%} of the {inputs['rows']} input rows are "
-            "identical, so they carry no information about the labels",
+            f"the inputs are constant: {inputs['identical_share']:.1%} of the {inputs['rows']} "
+            "input rows are identical, so they carry no information about the labels",
             arm="shuffled",
             variable=("labels", "as given", "permuted across the epoch"),
             expect="same",
@@ -142,20 +143,18 @@ def _h2(evs) -> OwnFinding | None:
         return OwnFinding(
             "H2",
             "repeated_rows",
-            f"the epoch repeats the same examples: only "
-            f"{distinct} distinct input rows among the {rows} the batches hold "
-            f"({distinct / rows:.1%}), so the batches hold the same input rows over and "
-            "over (one batch repeated, a batch index that never advances, or a reused "
-            "buffer appended by reference) and the model memorises them instead of "
+            f"the epoch repeats the same examples: only {distinct} distinct input rows among the "
+            f"{rows} the batches hold ({distinct / rows:.1%}), so the batches hold the same input "
+            "rows over and over (one batch repeated, a batch index that never advances, or a "
+            "reused buffer appended by reference) and the model memorises them instead of "
             "learning the task",
         )
     if constant_labels(evs[0]):  # a placeholder target the loss never reads is no label
         return OwnFinding(
             "H2",
             "constant_labels",
-            f"the labels are constant: all {inputs['rows']} "
-            "examples carry the same label, so there is nothing to learn but that one "
-            "class",
+            f"the labels are constant: all {inputs['rows']} examples carry the same label, so "
+            "there is nothing to learn but that one class",
             arm="shuffled",
             variable=("labels", "as given", "permuted across the epoch"),
             expect="same",
@@ -203,10 +202,10 @@ def _h2_signal(evs) -> OwnFinding | None:
             return OwnFinding(
                 "H2",
                 "noise_inputs",
-                f"the inputs are drowned in noise: real and shuffled "
-                f"labels train alike, and the inputs' feature correlations are no stronger "
-                f"than pure noise of this shape gives (top eigenvalue {white:.2f}x the "
-                "noise edge)" + (series_order(evs[0].batches) or ""),
+                "the inputs are drowned in noise: real and shuffled labels train alike, and the "
+                "inputs' feature correlations are no stronger than pure noise of this shape gives "
+                f"(top eigenvalue {white:.2f}x the noise edge)"
+                + (series_order(evs[0].batches) or ""),
                 arm="shuffled",
                 variable=("labels", "as given", "permuted across the epoch"),
                 expect="same",
@@ -232,9 +231,8 @@ def _h2_signal(evs) -> OwnFinding | None:
         return OwnFinding(
             "H2",
             "labels_decorrelated",
-            "the labels are decorrelated from the inputs: a "
-            "plain loop trains alike on real and on shuffled labels (no signal), while the "
-            "inputs themselves are structured",
+            "the labels are decorrelated from the inputs: a plain loop trains alike on real and "
+            "on shuffled labels (no signal), while the inputs themselves are structured",
             arm="shuffled",
             variable=("labels", "as given", "permuted across the epoch"),
             expect="same",
@@ -327,6 +325,7 @@ def _healthy_or_unknown(evs) -> OwnFinding:
     found = found or eval_random_rule(evs) or first_step_gap(evs)  # eval noise, step 0 read
     found = found or blank.blank_rule(evs) or blank.scale_rule(evs)  # what inputs do not show
     found = found or transform.table_rule(evs) or transform.rows_rule(evs)  # a transform
+    found = found or codes.codes_rule(evs)  # integer codes that one-hot fits far better
     if found is not None:
         return found
     refs = [ev.arm("ref").level() for ev in evs] if stuck else []
@@ -365,6 +364,7 @@ def decide(evs: list[SeedEvidence]) -> OwnFinding:
         loss_path,
         offset_rule,
         range_rule,
+        penalty.penalty_rule,
         reach_rule,
         padding_rule,
         dropped_rule,
