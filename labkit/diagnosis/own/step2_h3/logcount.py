@@ -11,6 +11,8 @@ disagree with the raw loss, first tests one more honest logger (the mean of the 
 raw losses, a sliding window), then whether every report is (sum over a window) / d with d
 an integer within one of that window's true count, and at least one d off by one. If so,
 the mechanism is named as that, with how much it moves the reports (k/(k-1) or (k+1)/k).
+Before the count, a running mean emptied every k batches (`resets`) and an exponential moving
+average with a bias correction that does not count its own updates (`ema`) are read.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import math
 
 from .. import averaged
-from . import resets, smoothing
+from . import ema, resets, smoothing
 from .logger import check_logger
 from .windows import Windows, cumsum, same_value
 from ...probes import ProbeResult
@@ -93,6 +95,9 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
     reset = resets.reread(result, raw, rep, rows, per_epoch)  # a mean emptied every k batches
     if reset is not None:
         return reset
+    smoothed = ema.reread(result, raw, rep, rows, per_epoch)  # an EMA and its bias correction
+    if smoothed is not None:
+        return smoothed
     sizes = [1.0] * len(raw)
     found = _counts(rep, rows, Windows(raw, per_epoch, set(rows), sizes))
     if found is None:

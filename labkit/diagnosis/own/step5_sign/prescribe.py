@@ -86,6 +86,14 @@ CHANGES = {
         ),
         _LOGGER,
     ),
+    "ema_correction": (
+        {LOOP},
+        (
+            "count the EMA's bias correction with the EMA itself: t = the updates it has had "
+            "(the run's step count where it carries across epochs), or start it at the first "
+            "loss and drop the correction"
+        ),
+    ),
     **{k: ({LOSS}, s) for k, s in _LOSS_SENTENCE.items()},
     "labels_are_inputs": (
         {DATA, LOSS},
