@@ -356,8 +356,10 @@ class Replay:
                 self.steps[-1]["loss_after"] = self._loss_now(self._last_input[1], batch)
 
     def _loss_now(self, model, batch) -> float | None:
-        """The learner's loss_fn on this step's batch, after the step (RNG state kept)."""
-        self._busy = True
+        """The learner's loss_fn on this step's batch, after the step (the RNG state and the
+        setup's attributes kept: a loss_fn that stores its parts for the logger, as
+        ``self.losses = ...``, leaves the loop's own values there)."""
+        self._busy, kept = True, dict(getattr(self.setup, "__dict__", {}))
         state = torch.get_rng_state()
         try:
             with torch.no_grad():
@@ -367,3 +369,6 @@ class Replay:
         finally:
             torch.set_rng_state(state)
             self._busy = False
+            if kept:  # by identity: the learner's own objects go back, none compared
+                vars(self.setup).clear()
+                vars(self.setup).update(kept)
