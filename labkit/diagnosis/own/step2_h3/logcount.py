@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 
-from .. import averaged
-from . import ema, resets, smoothing
+from .. import averaged, terms
+from . import ema, resets, smoothing, weights
 from .logger import check_logger
 from .windows import Windows, cumsum, same_value
 from ...probes import ProbeResult
@@ -173,6 +173,19 @@ def _columns(forwards, steps: int) -> dict:
     }
 
 
+def _reweighed(ev, result):
+    """`weights.reread` on the terms the replay read from a loss that sums weighted terms."""
+    try:
+        parts = terms.per_step(ev.replay, len(ev.run))
+    except Exception:  # the ranks keep their replay (`single.NotOnRanks`)
+        return None
+    raw = [float(v) for v in ev.run.table["loss_raw"]]
+    rep_col = ev.run.table.get("loss_reported") or []
+    rows = [t for t, v in enumerate(rep_col) if v is not None and math.isfinite(raw[t])]
+    rep = [float(v) if v is not None else math.nan for v in rep_col]
+    return weights.reread(result, raw, rep, rows, ev.rows_per_epoch, parts)
+
+
 def logger_check(ev):
     """The logger check on one seed's own run (`check_logger`, then `recount`), once. A report
     of an averaged copy's loss (`own.averaged`) is honest where the copy follows the model."""
@@ -193,6 +206,8 @@ def logger_check(ev):
                 series=series,
             ),
         )
+        if result.details["mechanism"] in ("other_tensor", "stale"):  # the loss's terms reweighed
+            result = _reweighed(ev, result) or result
         if result.details["mechanism"] != "averaged_copy_shown":
             return result
         what, follows = averaged.words(ev.replay)

@@ -94,6 +94,13 @@ CHANGES = {
             "loss and drop the correction"
         ),
     ),
+    "terms_reweighted": (
+        {LOOP},
+        (
+            "report loss.item(), the weighted sum passed to backward(), or each term with the "
+            "weight the loss gives it"
+        ),
+    ),
     **{k: ({LOSS}, s) for k, s in _LOSS_SENTENCE.items()},
     "labels_are_inputs": (
         {DATA, LOSS},
