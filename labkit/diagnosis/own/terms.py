@@ -20,6 +20,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 MAX_TERMS = 6  # a longer sum (a loss over many time steps) is not split
+MAX_KEPT = 10_000  # scalars kept between two backward() calls, at most
 LINEAR = {"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0", "NegBackward0"}
 
 
@@ -47,8 +48,8 @@ def _constant(node, index: int) -> float | None:
 
 
 def split(node, weight: float = 1.0, out=None) -> list | None:
-    """[(weight, term node)] of a loss's node read as a weighted sum; None where it is not one
-    (a product of two terms, a division by a term, too many terms)."""
+    """[(weight, term node)] of a loss's node read as a weighted sum (a product of two terms, as
+    a learned weight times a loss, is one term); None where it has more than `MAX_TERMS`."""
     out = [] if out is None else out
     kind = type(node).__name__
     inputs = [n for n, _ in getattr(node, "next_functions", ())]
@@ -68,9 +69,8 @@ def split(node, weight: float = 1.0, out=None) -> list | None:
         live = [i for i, child in enumerate(inputs) if child is not None]
         c = _constant(node, live[0]) if len(live) == 1 else None
         if c is None or (kind == "DivBackward0" and (live[0] != 0 or c == 0)):
-            return None
-        factor = 1 / c if kind == "DivBackward0" else c
-        if split(inputs[live[0]], weight * factor, out) is None:
+            out.append((weight, node))  # a product of two terms (a learned weight): one term
+        elif split(inputs[live[0]], weight * (1 / c if kind == "DivBackward0" else c), out) is None:
             return None
     return out if len(out) <= MAX_TERMS else None
 
@@ -78,20 +78,26 @@ def split(node, weight: float = 1.0, out=None) -> list | None:
 def watch(rp) -> None:
     """Wrap the setup's ``loss_fn`` so that it runs under `_Scalars` while terms are wanted."""
     setup = rp.setup
-    before = vars(setup).get("loss_fn") if hasattr(setup, "__dict__") else None
-    if setup is None or before is not None and not getattr(before, "labkit_bounded", False):
+    if not hasattr(setup, "__dict__"):
+        return  # no attribute of its own to wrap loss_fn in
+    before = vars(setup).get("loss_fn")
+    if before is not None and not getattr(before, "labkit_bounded", False):
         return  # an instance attribute of the learner's own: leave it alone
     original, rp.terms, rp._scalars = setup.loss_fn, [], {}
 
     def loss_fn(*args, **kwargs):
-        if rp._busy or rp.terms is None:
-            return original(*args, **kwargs)
+        if rp._busy or rp.terms is None or len(rp._scalars) > MAX_KEPT:
+            return original(*args, **kwargs)  # (no backward() read what was kept: stop)
         with _Scalars(rp._scalars):
             return original(*args, **kwargs)
 
-    setup.loss_fn = loss_fn
+    # on the object itself, as `bounded` does: an adapted setup (`carry.Adapted`) forwards a
+    # plain setattr to the learner's object, whose loss_fn the adapter's own calls (a loop)
+    object.__setattr__(setup, "loss_fn", loss_fn)
     rp._unwatch_terms = lambda: (
-        setattr(setup, "loss_fn", before) if before is not None else delattr(setup, "loss_fn")
+        object.__setattr__(setup, "loss_fn", before)
+        if before is not None
+        else object.__delattr__(setup, "loss_fn")
     )
 
 
