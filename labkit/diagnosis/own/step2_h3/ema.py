@@ -143,7 +143,7 @@ def _harm(raw, rep, rows, beta, scheme, epoch_start) -> str:
     """What the wrong correction does to the reports, in numbers."""
     start, kept, counter = scheme
     t = max(rows, key=lambda s: abs(rep[s] / raw[s] - 1) if raw[s] else 0.0)
-    worst = f"the farthest off, {rep[t]:.3g} at step {t}, is {rep[t] / raw[t]:.3g}x its raw loss {raw[t]:.3g}"
+    worst = f"the farthest off, {rep[t]:.3g} at step {t}, is {rep[t] / (raw[t] or 1e-12):.3g}x its raw loss {raw[t]:.3g}"
     if kept == "run" and counter == "epoch":
         return (
             f"the average carries on across epochs while its counter restarts, so at each "

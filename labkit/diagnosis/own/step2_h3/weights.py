@@ -100,7 +100,7 @@ def reread(result: ProbeResult, raw, rep, rows, per_epoch: int, parts) -> ProbeR
             f"passed to backward() is {_combination(names, used)}"
             f"{' (its weights vary over the run: their means)' if varying else ''} (on average "
             f"the share of the loss each term carries: {carried}); at step {t} the report is "
-            f"{rep[t]:.4g} for a loss of {raw[t]:.4g} ({rep[t] / raw[t]:.3g}x). Report "
+            f"{rep[t]:.4g} for a loss of {raw[t]:.4g} ({rep[t] / (raw[t] or 1e-12):.3g}x). Report "
             "loss.item(), or each term with the weight the loss gives it"
         )
         details = {**result.details, "mechanism": "terms_reweighted", "weights": fitted}
