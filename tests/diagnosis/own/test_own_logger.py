@@ -54,7 +54,8 @@ def _ema(beta=0.9):
 )
 def test_honest_loggers_agree(reported, honest):
     result = check_logger(_run(reported), per_epoch=PER_EPOCH)
-    assert result.details["agree"] and result.details["matches"] == honest
+    assert result.details["agree"] and result.details["matches"].startswith(honest)  # an EMA
+    # is named with its beta and correction (h32)
 
 
 @pytest.mark.parametrize(

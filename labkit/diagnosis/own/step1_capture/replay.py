@@ -37,7 +37,7 @@ import torch.optim.optimizer as optim_hooks
 from torch.nn.modules import module as module_hooks
 
 from . import manual as own_manual
-from .. import averaged
+from .. import averaged, terms as own_terms
 from .graph import Graph
 from .rows import columns
 from .setup import inputs_of, labels_of
@@ -110,6 +110,7 @@ class Replay:
         self._batches: dict[int, object] = {}
         self._last_input = None
         self._plain = None  # a step's loss was the plain cross-entropy of its outputs (or not)
+        self.terms: list | None = None  # a loss summing weighted terms: each's value (`terms`)
         self._before: list[torch.Tensor] = []
         self._grads: list = []
 
@@ -151,6 +152,7 @@ class Replay:
         self._wrapped_batches = False
         if self.after_step_loss and self.setup is not None:
             self._wrap_batches()
+            own_terms.watch(self)
         return self
 
     def __exit__(self, *exc):
@@ -168,6 +170,7 @@ class Replay:
                 del self.setup.batches
             else:  # the deadline's wrapper (own.bounded) goes back
                 self.setup.batches = self._batches_before
+        own_terms.unwatch(self)
         self._before = []
         return False
 
@@ -268,6 +271,7 @@ class Replay:
         value = float(tensor.detach().float().sum()) if tensor.numel() <= 1 else math.nan
         checked = self._stepped and self._since_step == 0  # the first backward after a step
         self.graph.walk(tensor, self.setup)
+        own_terms.before_backward(self, tensor)
         stale = total_norm([p.grad for p in self.watched()]) if checked else None
         # a later backward of the same step: whether the earlier ones' gradients were cleared
         cleared = not total_norm([p.grad for p in self.watched()]) if self._since_step else None
@@ -356,8 +360,10 @@ class Replay:
                 self.steps[-1]["loss_after"] = self._loss_now(self._last_input[1], batch)
 
     def _loss_now(self, model, batch) -> float | None:
-        """The learner's loss_fn on this step's batch, after the step (RNG state kept)."""
-        self._busy = True
+        """The learner's loss_fn on this step's batch, after the step (the RNG state and the
+        setup's attributes kept: a loss_fn that stores its parts for the logger, as
+        ``self.losses = ...``, leaves the loop's own values there)."""
+        self._busy, kept = True, dict(getattr(self.setup, "__dict__", {}))
         state = torch.get_rng_state()
         try:
             with torch.no_grad():
@@ -367,3 +373,6 @@ class Replay:
         finally:
             torch.set_rng_state(state)
             self._busy = False
+            if kept:  # by identity: the learner's own objects go back, none compared
+                vars(self.setup).clear()
+                vars(self.setup).update(kept)

@@ -11,14 +11,16 @@ disagree with the raw loss, first tests one more honest logger (the mean of the 
 raw losses, a sliding window), then whether every report is (sum over a window) / d with d
 an integer within one of that window's true count, and at least one d off by one. If so,
 the mechanism is named as that, with how much it moves the reports (k/(k-1) or (k+1)/k).
+Before the count, a running mean emptied every k batches (`resets`) and an exponential moving
+average with a bias correction that does not count its own updates (`ema`) are read.
 """
 
 from __future__ import annotations
 
 import math
 
-from .. import averaged
-from . import resets, smoothing
+from .. import averaged, terms
+from . import ema, resets, smoothing, weights
 from .logger import check_logger
 from .windows import Windows, cumsum, same_value
 from ...probes import ProbeResult
@@ -93,6 +95,9 @@ def recount(run, per_epoch: int, result: ProbeResult) -> ProbeResult:
     reset = resets.reread(result, raw, rep, rows, per_epoch)  # a mean emptied every k batches
     if reset is not None:
         return reset
+    smoothed = ema.reread(result, raw, rep, rows, per_epoch)  # an EMA and its bias correction
+    if smoothed is not None:
+        return smoothed
     sizes = [1.0] * len(raw)
     found = _counts(rep, rows, Windows(raw, per_epoch, set(rows), sizes))
     if found is None:
@@ -168,6 +173,19 @@ def _columns(forwards, steps: int) -> dict:
     }
 
 
+def _reweighed(ev, result):
+    """`weights.reread` on the terms the replay read from a loss that sums weighted terms."""
+    try:
+        parts = terms.per_step(ev.replay, len(ev.run))
+    except Exception:  # the ranks keep their replay (`single.NotOnRanks`)
+        return None
+    raw = [float(v) for v in ev.run.table["loss_raw"]]
+    rep_col = ev.run.table.get("loss_reported") or []
+    rows = [t for t, v in enumerate(rep_col) if v is not None and math.isfinite(raw[t])]
+    rep = [float(v) if v is not None else math.nan for v in rep_col]
+    return weights.reread(result, raw, rep, rows, ev.rows_per_epoch, parts)
+
+
 def logger_check(ev):
     """The logger check on one seed's own run (`check_logger`, then `recount`), once. A report
     of an averaged copy's loss (`own.averaged`) is honest where the copy follows the model."""
@@ -188,6 +206,8 @@ def logger_check(ev):
                 series=series,
             ),
         )
+        if result.details["mechanism"] in ("other_tensor", "stale"):  # the loss's terms reweighed
+            result = _reweighed(ev, result) or result
         if result.details["mechanism"] != "averaged_copy_shown":
             return result
         what, follows = averaged.words(ev.replay)

@@ -21,25 +21,8 @@ from __future__ import annotations
 import math
 
 from ...probes import ProbeResult
+from .ema import honest as honest_ema
 from .windows import BETAS, Windows, column_words, same_value
-
-
-def _ema(raw, rep, rows) -> float | None:
-    """The smoothing factor of an EMA (bias-corrected from 0, or started at the first raw
-    loss) that reproduces `rep` at every step, if there is one."""
-    if len(rows) != len(raw):
-        return None
-    for corrected in (True, False):
-        for beta in BETAS:
-            ema = 0.0 if corrected else raw[0]
-            for t, x in enumerate(raw):
-                ema = beta * ema + (1 - beta) * x
-                shown = ema / (1 - beta ** (t + 1)) if corrected else ema
-                if not same_value(rep[t], shown):
-                    break
-            else:
-                return beta
-    return None
 
 
 def honest_matches(raw, rep, rows, win: Windows) -> list[str]:
@@ -63,8 +46,8 @@ def honest_matches(raw, rep, rows, win: Windows) -> list[str]:
     ):
         if all(same_value(rep[t], fn(t)) for t in rows):
             found.append(name)
-    if not found and _ema(raw, rep, rows) is not None:
-        found.append("exponential moving average of the raw loss")
+    if not found and (smoothed := honest_ema(raw, rep, rows, win.start["epoch"])):
+        found.append(smoothed)  # named with its beta and correction
     return found
 
 

@@ -88,6 +88,21 @@ CHANGES = {
         ),
         _LOGGER,
     ),
+    "ema_correction": (
+        {LOOP},
+        (
+            "count the EMA's bias correction with the EMA itself: t = the updates it has had "
+            "(the run's step count where it carries across epochs), or start it at the first "
+            "loss and drop the correction"
+        ),
+    ),
+    "terms_reweighted": (
+        {LOOP},
+        (
+            "report loss.item(), the weighted sum passed to backward(), or each term with the "
+            "weight the loss gives it"
+        ),
+    ),
     **{k: ({LOSS}, s) for k, s in _LOSS_SENTENCE.items()},
     "labels_are_inputs": (
         {DATA, LOSS},
