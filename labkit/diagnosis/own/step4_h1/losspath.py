@@ -10,8 +10,9 @@ through those calls, and four defects are measured, not guessed:
   (32, 32): every prediction is compared with every label, so the labels stop mattering;
 - **probabilities into a loss on logits**: ``binary_cross_entropy_with_logits`` given
   values that all lie in [0, 1] (a sigmoid already applied), ``cross_entropy`` given rows
-  that are non-negative and sum to 1 (a softmax already applied), or ``nll_loss`` given
-  probabilities instead of log-probabilities;
+  that are non-negative and sum to 1 (a softmax already applied); and a loss that reads an
+  argument as log-probabilities (``nll_loss``, ``kl_div``) given probabilities, or
+  ``kl_div``'s target given as log-probabilities without ``log_target`` (`callargs`);
 - **no gradient**: the prediction passes through a piecewise-constant call (round, floor,
   sign, argmax, a comparison, a cast to an integer type) and backward() then gives every
   parameter a gradient of exactly zero;
@@ -30,6 +31,7 @@ import warnings
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .. import callargs
 from ..step1_capture import setup as proto
 from ...finding import OwnFinding
 from ..step1_capture import inner
@@ -84,6 +86,7 @@ class _Audit(TorchFunctionMode):
         self.broadcasts: list[str] = []
         self.flat_ops: list[str] = []
         self.probabilities: list[str] = []
+        self.log_space: list[tuple] = []  # (key, sentence): an argument in the wrong space
         self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first classification loss
         self.batch_softmax: list[str] = []  # softmax calls that normalise over the batch
         self.weighted: list[tuple] = []  # (name, args, kwargs) of the first loss given weights
@@ -105,6 +108,8 @@ class _Audit(TorchFunctionMode):
         pred = [t for t in given if id(t) in self.pred]
         label = [t for t in given if id(t) in self.label and id(t) not in self.pred]
         name = _name(func)
+        if (pred or label) and name in callargs.CALLS and not self.log_space:
+            self.log_space += callargs.read(name, args, kwargs)
         if pred and label:
             self._broadcast(name, pred[0], label[0])
             if name in targets.REGRESSION and not self.regression:
@@ -157,19 +162,14 @@ class _Audit(TorchFunctionMode):
                 "own sigmoid again"
             )
         elif (
-            name in ("cross_entropy", "nll_loss")
+            name == "cross_entropy"  # nll_loss on probabilities: `callargs`
             and v.dim() >= 2
             and v.min() >= 0
             and torch.allclose(v.sum(1), torch.ones(()), atol=1e-3)
         ):
-            what = (
-                "cross_entropy applies its own log-softmax again"
-                if name == "cross_entropy"
-                else "nll_loss expects log-probabilities"
-            )
             self.probabilities.append(
-                f"{name} gets rows that are non-negative and sum to 1: a softmax "
-                f"was already applied, and {what}"
+                "cross_entropy gets rows that are non-negative and sum to 1: a softmax "
+                "was already applied, and cross_entropy applies its own log-softmax again"
             )
 
 
@@ -206,6 +206,7 @@ def audit(setup, seed: int, batches) -> dict:
         "broadcasts": mode.broadcasts,
         "flat_ops": sorted(set(mode.flat_ops)),
         "probabilities": mode.probabilities,
+        "log_space": mode.log_space,
         "zero_grads": zero,
         "unpaired": unpaired,
         "floor": floor,
@@ -338,6 +339,8 @@ def loss_path(evs) -> OwnFinding | None:
                 "and weak gradients"
             ),
         )
+    elif all(f.get("log_space") for f in found):
+        key, text = a["log_space"][0]
     elif all(f["broadcasts"] for f in found):
         key, text = (
             "broadcast",

@@ -1,0 +1,194 @@
+"""Issue 55's second set for h33, written before the rules changed: a loss that reads an argument
+as log-probabilities given probabilities (``nll_loss`` / ``NLLLoss`` on a softmax, ``KLDivLoss``
+on a softmax in a label smoothing written by hand, ``kl_div(log_target=True)`` given a
+probability target), ``kl_div``'s target given as log-probabilities, each beside a healthy
+twin in log space; read by the loss-path rule on two seeds at init (no training), and one full
+triage of the MLP's ``nll_loss`` on a softmax.
+
+Not copies of the twenty-third batch (a 1-D conv student distilled by ``F.kl_div``): an MLP
+classifier on blobs, a per-token tagger over embeddings, a hand-made label smoothing."""
+
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import labkit
+from labkit.diagnosis.own import callargs
+from labkit.diagnosis.own.step4_h1.losspath import loss_path
+from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
+from own_setups.healthy import BlobSetup
+
+CLASSES, FEATURES = 5, 8
+
+
+def _blobs(n=256, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, CLASSES, (n,), generator=g)
+    centres = 2.5 * torch.randn(CLASSES, FEATURES, generator=torch.Generator().manual_seed(9))
+    return centres[y] + torch.randn(n, FEATURES, generator=g), y
+
+
+class _Mlp(BlobSetup):
+    """An MLP on 5 Gaussian blobs, Adam, the epoch's running mean on the bar (`BlobSetup`'s
+    loop); `loss_fn` differs."""
+
+    def __init__(self):
+        self.x, self.y = _blobs()
+
+    def make_model(self, seed):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Linear(32, CLASSES))
+
+    def make_optimizer(self, model):
+        return torch.optim.Adam(model.parameters(), lr=3e-3)
+
+    def batches(self, seed):
+        order = torch.randperm(len(self.y), generator=torch.Generator().manual_seed(seed))
+        return [(self.x[i], self.y[i]) for i in order.split(32)]
+
+
+class NllOnSoftmax(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return F.nll_loss(F.softmax(model(x), dim=1), y)  # bug: nll_loss wants log-probabilities
+
+
+class NllOnLogSoftmax(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return nn.NLLLoss()(F.log_softmax(model(x), dim=1), y)
+
+
+class NllOnLogOfSoftmax(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return F.nll_loss(torch.log(F.softmax(model(x), 1) + 1e-8), y)  # a log taken by hand
+
+
+def _smoothed(y, eps=0.1):
+    return torch.full((len(y), CLASSES), eps / CLASSES).scatter(
+        1, y[:, None], 1 - eps + eps / CLASSES
+    )
+
+
+class SmoothedKLOnSoftmax(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch  # label smoothing by hand, the KL to the smoothed one-hot
+        return nn.KLDivLoss(reduction="batchmean")(F.softmax(model(x), 1), _smoothed(y))
+
+
+class SmoothedKLOnLogSoftmax(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return nn.KLDivLoss(reduction="batchmean")(F.log_softmax(model(x), 1), _smoothed(y))
+
+
+class LogTargetGivenProbabilities(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch
+        log_p = F.log_softmax(model(x), 1)
+        return F.kl_div(log_p, _smoothed(y), reduction="batchmean", log_target=True)  # bug
+
+
+class LogTargetGivenLogs(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch
+        log_p = F.log_softmax(model(x), 1)
+        return F.kl_div(log_p, _smoothed(y).log(), reduction="batchmean", log_target=True)
+
+
+class TargetGivenLogs(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch  # bug: log-probabilities as the target, log_target left False
+        return F.kl_div(F.log_softmax(model(x), 1), _smoothed(y).log(), reduction="batchmean")
+
+
+class BceOnSigmoid(_Mlp):
+    def loss_fn(self, model, batch):
+        x, y = batch  # probabilities where binary_cross_entropy wants them: healthy
+        return F.binary_cross_entropy(torch.sigmoid(model(x)), F.one_hot(y, CLASSES).float())
+
+
+class _Tagger(_Mlp):
+    """A per-token tagger: embeddings and a linear head over (B, T) ids, nll_loss over (B, C, T)."""
+
+    def __init__(self):
+        g = torch.Generator().manual_seed(5)
+        self.x = torch.randint(0, 20, (128, 6), generator=g)
+        self.y = self.x % CLASSES
+
+    def make_model(self, seed):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Embedding(20, 16), nn.Linear(16, CLASSES))
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        return F.nll_loss(self.norm(model(x), dim=-1).transpose(1, 2), y)
+
+
+class TaggerOnSoftmax(_Tagger):
+    norm = staticmethod(F.softmax)
+
+
+class TaggerOnLogSoftmax(_Tagger):
+    norm = staticmethod(F.log_softmax)
+
+
+def _read(setup):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return loss_path([SeedEvidence(setup, seed) for seed in (0, 1)])
+
+
+@pytest.mark.parametrize(
+    "setup, key, words",
+    [
+        (NllOnSoftmax, callargs.KEY_PROBS, "nll_loss's input (its first argument) holds values"),
+        (SmoothedKLOnSoftmax, callargs.KEY_PROBS, "kl_div's input (its first argument)"),
+        (LogTargetGivenProbabilities, callargs.KEY_PROBS, "log_target=True wants log-prob"),
+        (TargetGivenLogs, callargs.KEY_LOGS, "log_target=False wants probabilities"),
+        (TaggerOnSoftmax, callargs.KEY_PROBS, "of its 192 rows along dim 1 is 1"),
+    ],
+)
+def test_an_argument_in_the_wrong_space_is_named_with_its_values(setup, key, words):
+    found = _read(setup())
+    assert found is not None and found.system == "H1" and found.key == key, found
+    assert words in found.mechanism and "holds values in [" in found.mechanism, found.mechanism
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        NllOnLogSoftmax,
+        NllOnLogOfSoftmax,
+        SmoothedKLOnLogSoftmax,
+        LogTargetGivenLogs,
+        BceOnSigmoid,
+        TaggerOnLogSoftmax,
+    ],  # fmt: skip
+)
+def test_the_log_space_twins_are_not_flagged(setup):
+    assert _read(setup()) is None
+
+
+def test_rows_that_do_not_sum_to_one_are_not_probabilities():
+    p = torch.rand(8, 4)  # in [0, 1], rows summing to about 2
+    assert callargs.probability_rows(p, (1,)) is None
+    assert callargs.probability_rows(p / p.sum(1, keepdim=True), (1,))["rows"] == 8
+    assert callargs.read("mse_loss", (p, p), {}) == []
+
+
+@pytest.fixture(scope="module")
+def triaged():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return labkit.diagnose(NllOnSoftmax(), seeds=(0, 1))
+
+
+def test_the_full_triage_convicts_nll_loss_on_a_softmax(triaged):
+    conv = triaged.rows["conviction"]
+    assert conv["data"].get("system") == "H1" and triaged.finding_key == callargs.KEY_PROBS
+    assert "nll_loss" in conv["text"] and "log_softmax" in conv["text"]
