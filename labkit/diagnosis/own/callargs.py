@@ -130,3 +130,75 @@ def read(name: str, args, kwargs) -> list[tuple[str, str]]:
         )
         found.append((KEY_LOGS, said))
     return found
+
+
+# ---- quantile levels against the loss's own asymmetry (a pinball loss's residual flipped)
+LEVEL_CALLS = ("mul", "__mul__", "__rmul__")
+
+
+def levels(name: str, args, pred, known) -> list:
+    """A constant tensor of per-output levels, each strictly inside (0, 1), multiplied with a
+    prediction-derived tensor whose last dim it matches (`QUANTILES * e`), or []. `known`:
+    dicts keyed by the ids of prediction- and label-derived tensors (not constants)."""
+    if name not in LEVEL_CALLS or pred.dim() < 2 or pred.shape[-1] < 2:
+        return []
+    for t in args:
+        if (
+            torch.is_tensor(t)
+            and not any(id(t) in k for k in known)
+            and t.is_floating_point()
+            and t.shape == (pred.shape[-1],)
+            and bool(((t > 0) & (t < 1)).all())
+        ):
+            return [t.detach().float().clone()]
+    return []
+
+
+def asymmetry(q, output, labels, loss) -> dict | None:
+    """Per output j, the level its loss gradient implies: on the rows where output j sits below
+    the label, the gradient's size a_j, above it b_j, and tau_j = a_j / (a_j + b_j) (a pinball
+    loss of level q gives tau = q). Read only where every side's gradient has one size (a
+    pinball loss's, to 1e-3), each side has 2 rows at least, and the labels are one real value
+    per row; else None."""
+    if not (torch.is_tensor(output) and output.dim() == 2 and output.shape[1] == len(q)):
+        return None
+    if not (torch.is_tensor(labels) and labels.is_floating_point() and len(labels) == len(output)):
+        return None
+    y = labels.detach().float().reshape(len(labels), -1)
+    if y.shape[1] != 1 or not output.requires_grad:
+        return None
+    (g,) = torch.autograd.grad(loss, output, retain_graph=True)
+    p, g, tau = output.detach().float(), g.detach().float(), []
+    for j in range(p.shape[1]):
+        below, above = g[p[:, j] < y[:, 0], j].abs(), g[p[:, j] > y[:, 0], j].abs()
+        if len(below) < 2 or len(above) < 2 or min(below.mean(), above.mean()) <= 0:
+            return None
+        if max(below.std() / below.mean(), above.std() / above.mean()) > 1e-3:
+            return None
+        tau.append(float(below.mean() / (below.mean() + above.mean())))
+    return {"levels": [float(v) for v in q], "tau": tau, "rows": len(p)}
+
+
+def flipped(found: list) -> bool:
+    """Whether, on every seed, every output whose level is not 0.5 is weighed as 1 - its level
+    (within 0.02) and not as its level (more than 0.1 away)."""
+    if not found or any(f is None for f in found):
+        return False
+    ends = [(q, t) for f in found for q, t in zip(f["levels"], f["tau"]) if abs(q - 0.5) > 0.05]
+    return bool(ends) and all(abs(t - (1 - q)) < 0.02 and abs(t - q) > 0.1 for q, t in ends)
+
+
+def flipped_words(f: dict) -> str:
+    pairs = ", ".join(
+        f"output {j} (level {q:.2g}) as {t:.2g}"
+        for j, (q, t) in enumerate(zip(f["levels"], f["tau"]))
+    )
+    return (
+        f"the quantile (pinball) loss weighs each output as the opposite quantile of the level "
+        f"it is given: the levels {[round(q, 3) for q in f['levels']]} multiply the residual, "
+        f"but the loss's gradient on the {f['rows']} rows of the first batch, its size where an "
+        f"output sits below the label over the sum of its sizes below and above, reads "
+        f"{pairs}, 1 - level on every output, on both seeds: the residual's sign is flipped "
+        "(pred - y where y - pred belongs), so the output given the low level is pushed toward "
+        "the high quantile and the high one toward the low. Write e = y - pred"
+    )

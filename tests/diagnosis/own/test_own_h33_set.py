@@ -137,6 +137,53 @@ class TaggerOnLogSoftmax(_Tagger):
     norm = staticmethod(F.log_softmax)
 
 
+class _Quantiles(_Mlp):
+    """A linear-ReLU net forecasting per-row levels of y = x0 + |x1| * noise; `loss_fn` differs."""
+
+    LEVELS = torch.tensor([0.25, 0.5, 0.75])
+
+    def __init__(self):
+        x, _ = _blobs()
+        g = torch.Generator().manual_seed(4)
+        self.x, self.y = x, x[:, 0] + x[:, 1].abs() * torch.randn(len(x), generator=g)
+
+    def make_model(self, seed):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(FEATURES, 16), nn.ReLU(), nn.Linear(16, len(self.LEVELS)))
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        e = self.residual(model(x), y[:, None])
+        return torch.max((self.LEVELS - 1) * e, self.LEVELS * e).mean()
+
+
+class QuantilesRight(_Quantiles):
+    residual = staticmethod(lambda pred, y: y - pred)
+
+
+class QuantilesDescending(QuantilesRight):
+    LEVELS = torch.tensor([0.9, 0.5, 0.1])  # the learner's own order: still healthy
+
+
+class QuantilesFlipped(_Quantiles):
+    residual = staticmethod(lambda pred, y: pred - y)
+
+
+class TwoQuantilesFlippedByWhere(_Quantiles):
+    LEVELS = torch.tensor([0.05, 0.95])
+
+    def loss_fn(self, model, batch):
+        x, y = batch
+        e = model(x) - y[:, None]  # bug: pred - y
+        return torch.where(e >= 0, self.LEVELS * e, (self.LEVELS - 1) * e).mean()
+
+
+class WeightedMse(QuantilesRight):
+    def loss_fn(self, model, batch):
+        x, y = batch  # three heads on one target, weighted: no quantiles at all
+        return (self.LEVELS * (model(x) - y[:, None]) ** 2).mean()
+
+
 def _read(setup):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -151,12 +198,14 @@ def _read(setup):
         (LogTargetGivenProbabilities, callargs.KEY_PROBS, "log_target=True wants log-prob"),
         (TargetGivenLogs, callargs.KEY_LOGS, "log_target=False wants probabilities"),
         (TaggerOnSoftmax, callargs.KEY_PROBS, "of its 192 rows along dim 1 is 1"),
+        (QuantilesFlipped, "quantile_flipped", "output 0 (level 0.25) as 0.75"),
+        (TwoQuantilesFlippedByWhere, "quantile_flipped", "output 1 (level 0.95) as 0.05"),
     ],
 )
 def test_an_argument_in_the_wrong_space_is_named_with_its_values(setup, key, words):
     found = _read(setup())
     assert found is not None and found.system == "H1" and found.key == key, found
-    assert words in found.mechanism and "holds values in [" in found.mechanism, found.mechanism
+    assert words in found.mechanism, found.mechanism
 
 
 @pytest.mark.parametrize(
@@ -168,7 +217,10 @@ def test_an_argument_in_the_wrong_space_is_named_with_its_values(setup, key, wor
         LogTargetGivenLogs,
         BceOnSigmoid,
         TaggerOnLogSoftmax,
-    ],  # fmt: skip
+        QuantilesRight,
+        QuantilesDescending,
+        WeightedMse,
+    ],
 )
 def test_the_log_space_twins_are_not_flagged(setup):
     assert _read(setup()) is None

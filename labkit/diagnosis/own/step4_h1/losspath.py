@@ -87,6 +87,7 @@ class _Audit(TorchFunctionMode):
         self.flat_ops: list[str] = []
         self.probabilities: list[str] = []
         self.log_space: list[tuple] = []  # (key, sentence): an argument in the wrong space
+        self.levels: list = []  # per-output levels in (0, 1) times the prediction (quantiles)
         self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first classification loss
         self.batch_softmax: list[str] = []  # softmax calls that normalise over the batch
         self.weighted: list[tuple] = []  # (name, args, kwargs) of the first loss given weights
@@ -118,6 +119,8 @@ class _Audit(TorchFunctionMode):
                 self.outside += targets.outside_unit(name, label[0])
         if pred:
             self._probabilities(name, pred[0], args)
+            if not self.levels:
+                self.levels += callargs.levels(name, args, pred[0], (self.pred, self.label))
             if name in LOSSES and not self.meets and args and args[0] is pred[0]:
                 self.meets.append((func, name, args, kwargs))
             if id(pred[0]) in self.clamps and name in targets.ON_LOGITS and not self.clamped:
@@ -183,11 +186,14 @@ def audit(setup, seed: int, batches) -> dict:
     mode, loss = _follow(setup, model, batch)
     if not mode.meets:  # the model may compute its loss in its own forward (own_inner)
         mode.meets = inner.meets(setup, model, batch)
-    zero, unpaired = None, None
+    zero, unpaired, quantiles = None, None, None
     if torch.is_tensor(loss) and loss.numel() == 1:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             unpaired = _unpaired(setup, model, batch, float(loss.detach()))
+    if mode.levels and torch.is_tensor(loss) and loss.requires_grad and loss.numel() == 1:
+        out = next(iter(mode.pred.values()))  # the first marked: the model's output
+        quantiles = callargs.asymmetry(mode.levels[0], out, proto.labels_of(batch), loss)
     if torch.is_tensor(loss) and loss.requires_grad and loss.numel() == 1:
         params = [p for p in model.parameters() if p.requires_grad]
         grads = torch.autograd.grad(loss, params, allow_unused=True)
@@ -207,6 +213,7 @@ def audit(setup, seed: int, batches) -> dict:
         "flat_ops": sorted(set(mode.flat_ops)),
         "probabilities": mode.probabilities,
         "log_space": mode.log_space,
+        "quantiles": quantiles,
         "zero_grads": zero,
         "unpaired": unpaired,
         "floor": floor,
@@ -361,6 +368,8 @@ def loss_path(evs) -> OwnFinding | None:
                 "belongs to which input"
             ),
         )
+    elif callargs.flipped([f.get("quantiles") for f in found]):
+        key, text = "quantile_flipped", callargs.flipped_words(a["quantiles"])
     else:
         return targets.finding(found)
     if also:

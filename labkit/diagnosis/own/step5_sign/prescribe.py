@@ -46,6 +46,8 @@ _LOSS_SENTENCE = {
     "kl_div's target as log-probabilities)",
     "log_as_probabilities": "give kl_div's target as probabilities (target.exp()), or pass "
     "log_target=True",
+    "quantile_flipped": "take the pinball loss's residual as the label minus the prediction "
+    "(e = y - pred), so that level q weighs an output below the label by q",
     "broadcast": "make the prediction and the target the same shape before the loss (squeeze "
     "the output's last dim, or view the target as the output)",
     "unpaired": "compare each prediction with its own label, then reduce: take the mean of the "
