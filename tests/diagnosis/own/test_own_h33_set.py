@@ -18,6 +18,7 @@ import torch.nn.functional as F
 import labkit
 from labkit.diagnosis.own import callargs
 from labkit.diagnosis.own.step4_h1.losspath import loss_path
+from labkit.diagnosis.own.step5_sign import channels
 from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 from own_setups.healthy import BlobSetup
 
@@ -244,3 +245,27 @@ def test_the_full_triage_convicts_nll_loss_on_a_softmax(triaged):
     conv = triaged.rows["conviction"]
     assert conv["data"].get("system") == "H1" and triaged.finding_key == callargs.KEY_PROBS
     assert "nll_loss" in conv["text"] and "log_softmax" in conv["text"]
+
+
+def _strokes(n=64, seed=6):
+    """Gray 10x10 'digits': a bright bar whose place is the class, on noise. (n, 1, 10, 10)."""
+    g = torch.Generator().manual_seed(seed)
+    x, y = 0.1 * torch.randn(n, 1, 10, 10, generator=g), torch.randint(0, 5, (n,), generator=g)
+    for i in range(n):
+        x[i, 0, 2 * int(y[i]) : 2 * int(y[i]) + 2] += 1.0
+    return x, y
+
+
+def test_channels_copied_in_every_row_are_read_and_colour_is_not():
+    x, y = _strokes()
+    gray3 = [(x[:32].expand(-1, 3, -1, -1), y[:32]), (x[32:].repeat(1, 3, 1, 1), y[32:])]
+    found = channels.copied(gray3)  # a healthy digit set repeated to fit a 3-channel CNN
+    assert found == {"channels": 3, "dim": 1, "rows": 64, "batches": 2}
+    assert "exact copies of each other in every one of the 64 rows" in channels.words(found)
+    last = [(x[:32].permute(0, 2, 3, 1).repeat(1, 1, 1, 3), y[:32])]  # channels last
+    assert channels.copied(last)["dim"] == -1
+    colour = x[:32].repeat(1, 3, 1, 1)
+    colour[5, 1, 0, 0] += 0.01  # one value of one row differs
+    assert channels.copied([(colour, y[:32])]) is None
+    assert channels.copied([(x[:32], y[:32])]) is None  # one channel: nothing to copy
+    assert channels.copied([(torch.randn(32, 3, 10, 10), y[:32])]) is None
