@@ -18,7 +18,7 @@ import torch.nn.functional as F
 import labkit
 from labkit.diagnosis.own import callargs
 from labkit.diagnosis.own.step4_h1.losspath import loss_path
-from labkit.diagnosis.own.step5_sign import channels
+from labkit.diagnosis.own.step5_sign import channels, refloss
 from labkit.diagnosis.own.step6_decide.evidence import SeedEvidence
 from own_setups.healthy import BlobSetup
 
@@ -269,3 +269,12 @@ def test_channels_copied_in_every_row_are_read_and_colour_is_not():
     assert channels.copied([(colour, y[:32])]) is None
     assert channels.copied([(x[:32], y[:32])]) is None  # one channel: nothing to copy
     assert channels.copied([(torch.randn(32, 3, 10, 10), y[:32])]) is None
+
+
+def test_the_signing_ruler_is_the_pinball_loss_at_the_loss_own_levels():
+    s, model = QuantilesRight(), QuantilesRight().make_model(0)
+    batch = s.batches(0)[0]
+    with torch.no_grad():
+        ruler = refloss.ruled(model(batch[0]), batch, "pinball:0.25,0.5,0.75")
+        assert torch.allclose(ruler, s.loss_fn(model, batch))  # the healthy twin's own loss
+        assert refloss.ruled(model(batch[0]), batch, "pinball:0.1,0.9") is None  # 3 outputs
