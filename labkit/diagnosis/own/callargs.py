@@ -147,10 +147,10 @@ def levels(name: str, args, pred, known) -> list:
             torch.is_tensor(t)
             and not any(id(t) in k for k in known)
             and t.is_floating_point()
-            and t.shape == (pred.shape[-1],)
+            and t.numel() == pred.shape[-1] == t.shape[-1]  # (K,) or (1, K)
             and bool(((t > 0) & (t < 1)).all())
         ):
-            return [t.detach().float().clone()]
+            return [t.detach().float().reshape(-1).clone()]
     return []
 
 
@@ -167,7 +167,10 @@ def asymmetry(q, output, labels, loss) -> dict | None:
     y = labels.detach().float().reshape(len(labels), -1)
     if y.shape[1] != 1 or not output.requires_grad:
         return None
-    (g,) = torch.autograd.grad(loss, output, retain_graph=True)
+    try:
+        (g,) = torch.autograd.grad(loss, output, retain_graph=True)
+    except RuntimeError:  # the loss does not reach the output through autograd: not read
+        return None
     p, g, tau = output.detach().float(), g.detach().float(), []
     for j in range(p.shape[1]):
         below, above = g[p[:, j] < y[:, 0], j].abs(), g[p[:, j] > y[:, 0], j].abs()

@@ -150,7 +150,7 @@ class _Quantiles(_Mlp):
 
     def make_model(self, seed):
         torch.manual_seed(seed)
-        return nn.Sequential(nn.Linear(FEATURES, 16), nn.ReLU(), nn.Linear(16, len(self.LEVELS)))
+        return nn.Sequential(nn.Linear(FEATURES, 16), nn.ReLU(), nn.Linear(16, self.LEVELS.numel()))
 
     def loss_fn(self, model, batch):
         x, y = batch
@@ -168,6 +168,10 @@ class QuantilesDescending(QuantilesRight):
 
 class QuantilesFlipped(_Quantiles):
     residual = staticmethod(lambda pred, y: pred - y)
+
+
+class RowOfLevelsFlipped(QuantilesFlipped):
+    LEVELS = torch.tensor([[0.2, 0.5, 0.8]])  # levels held as a (1, 3) row
 
 
 class TwoQuantilesFlippedByWhere(_Quantiles):
@@ -201,6 +205,7 @@ def _read(setup):
         (TaggerOnSoftmax, callargs.KEY_PROBS, "of its 192 rows along dim 1 is 1"),
         (QuantilesFlipped, "quantile_flipped", "output 0 (level 0.25) as 0.75"),
         (TwoQuantilesFlippedByWhere, "quantile_flipped", "output 1 (level 0.95) as 0.05"),
+        (RowOfLevelsFlipped, "quantile_flipped", "output 2 (level 0.8) as 0.2"),
     ],
 )
 def test_an_argument_in_the_wrong_space_is_named_with_its_values(setup, key, words):
