@@ -10,8 +10,9 @@ through those calls, and four defects are measured, not guessed:
   (32, 32): every prediction is compared with every label, so the labels stop mattering;
 - **probabilities into a loss on logits**: ``binary_cross_entropy_with_logits`` given
   values that all lie in [0, 1] (a sigmoid already applied), ``cross_entropy`` given rows
-  that are non-negative and sum to 1 (a softmax already applied), or ``nll_loss`` given
-  probabilities instead of log-probabilities;
+  that are non-negative and sum to 1 (a softmax already applied); and a loss that reads an
+  argument as log-probabilities (``nll_loss``, ``kl_div``) given probabilities, or
+  ``kl_div``'s target given as log-probabilities without ``log_target`` (`callargs`);
 - **no gradient**: the prediction passes through a piecewise-constant call (round, floor,
   sign, argmax, a comparison, a cast to an integer type) and backward() then gives every
   parameter a gradient of exactly zero;
@@ -30,6 +31,7 @@ import warnings
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .. import callargs
 from ..step1_capture import setup as proto
 from ...finding import OwnFinding
 from ..step1_capture import inner
@@ -84,6 +86,8 @@ class _Audit(TorchFunctionMode):
         self.broadcasts: list[str] = []
         self.flat_ops: list[str] = []
         self.probabilities: list[str] = []
+        self.log_space: list[tuple] = []  # (key, sentence): an argument in the wrong space
+        self.levels: list = []  # per-output levels in (0, 1) times the prediction (quantiles)
         self.meets: list[tuple] = []  # (func, name, args, kwargs) of the first classification loss
         self.batch_softmax: list[str] = []  # softmax calls that normalise over the batch
         self.weighted: list[tuple] = []  # (name, args, kwargs) of the first loss given weights
@@ -105,6 +109,8 @@ class _Audit(TorchFunctionMode):
         pred = [t for t in given if id(t) in self.pred]
         label = [t for t in given if id(t) in self.label and id(t) not in self.pred]
         name = _name(func)
+        if (pred or label) and name in callargs.CALLS and not self.log_space:
+            self.log_space += callargs.read(name, args, kwargs)
         if pred and label:
             self._broadcast(name, pred[0], label[0])
             if name in targets.REGRESSION and not self.regression:
@@ -113,6 +119,8 @@ class _Audit(TorchFunctionMode):
                 self.outside += targets.outside_unit(name, label[0])
         if pred:
             self._probabilities(name, pred[0], args)
+            if not self.levels:
+                self.levels += callargs.levels(name, args, pred[0], (self.pred, self.label))
             if name in LOSSES and not self.meets and args and args[0] is pred[0]:
                 self.meets.append((func, name, args, kwargs))
             if id(pred[0]) in self.clamps and name in targets.ON_LOGITS and not self.clamped:
@@ -157,19 +165,14 @@ class _Audit(TorchFunctionMode):
                 "own sigmoid again"
             )
         elif (
-            name in ("cross_entropy", "nll_loss")
+            name == "cross_entropy"  # nll_loss on probabilities: `callargs`
             and v.dim() >= 2
             and v.min() >= 0
             and torch.allclose(v.sum(1), torch.ones(()), atol=1e-3)
         ):
-            what = (
-                "cross_entropy applies its own log-softmax again"
-                if name == "cross_entropy"
-                else "nll_loss expects log-probabilities"
-            )
             self.probabilities.append(
-                f"{name} gets rows that are non-negative and sum to 1: a softmax "
-                f"was already applied, and {what}"
+                "cross_entropy gets rows that are non-negative and sum to 1: a softmax "
+                "was already applied, and cross_entropy applies its own log-softmax again"
             )
 
 
@@ -183,11 +186,14 @@ def audit(setup, seed: int, batches) -> dict:
     mode, loss = _follow(setup, model, batch)
     if not mode.meets:  # the model may compute its loss in its own forward (own_inner)
         mode.meets = inner.meets(setup, model, batch)
-    zero, unpaired = None, None
+    zero, unpaired, quantiles = None, None, None
     if torch.is_tensor(loss) and loss.numel() == 1:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             unpaired = _unpaired(setup, model, batch, float(loss.detach()))
+    if mode.levels and torch.is_tensor(loss) and loss.requires_grad and loss.numel() == 1:
+        out = next(iter(mode.pred.values()))  # the first marked: the model's output
+        quantiles = callargs.asymmetry(mode.levels[0], out, proto.labels_of(batch), loss)
     if torch.is_tensor(loss) and loss.requires_grad and loss.numel() == 1:
         params = [p for p in model.parameters() if p.requires_grad]
         grads = torch.autograd.grad(loss, params, allow_unused=True)
@@ -206,6 +212,8 @@ def audit(setup, seed: int, batches) -> dict:
         "broadcasts": mode.broadcasts,
         "flat_ops": sorted(set(mode.flat_ops)),
         "probabilities": mode.probabilities,
+        "log_space": mode.log_space,
+        "quantiles": quantiles,
         "zero_grads": zero,
         "unpaired": unpaired,
         "floor": floor,
@@ -338,6 +346,8 @@ def loss_path(evs) -> OwnFinding | None:
                 "and weak gradients"
             ),
         )
+    elif all(f.get("log_space") for f in found):
+        key, text = a["log_space"][0]
     elif all(f["broadcasts"] for f in found):
         key, text = (
             "broadcast",
@@ -358,6 +368,8 @@ def loss_path(evs) -> OwnFinding | None:
                 "belongs to which input"
             ),
         )
+    elif callargs.flipped([f.get("quantiles") for f in found]):
+        key, text = "quantile_flipped", callargs.flipped_words(a["quantiles"])
     else:
         return targets.finding(found)
     if also:

@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from . import channels
 from ..step3_h2 import features
 from ..step3_h2.data import ends_apart, signal_words
 from ..step4_h1 import audit, leaves
@@ -70,10 +71,12 @@ def zero_grad(rp) -> list[tuple[str, int, bool]]:
 
 def beside(evs, line: str) -> str:
     """The acquittal's `line` with the findings it states beside itself, if any: parameters the
-    loss never reads (`never_grad`, `zero_grad`, on the first seed)."""
+    loss never reads (`never_grad`, `zero_grad`, on the first seed); input channels that are
+    copies of each other in every row (`channels`)."""
     rp, backwards = evs[0].replay, len(evs[0].replay.backwards)
-    found, zero = never_grad(rp), zero_grad(rp)
+    found, zero, same = never_grad(rp), zero_grad(rp), channels.copied(evs[0].batches)
     line += "; " + unused_words(found, backwards) if found else ""
+    line += "; " + channels.words(same) if same else ""
     return line + "; " + zero_words(zero, backwards) if zero else line
 
 

@@ -41,6 +41,13 @@ _LOSS_SENTENCE = {
     "argmax, round or comparison of it, so that it has a gradient",
     "probabilities": "pass the logits to the loss as they are: drop the softmax/sigmoid taken "
     "before a loss that applies its own",
+    "probabilities_as_log": "give the loss log-probabilities where it reads them: log_softmax "
+    "of the logits, not softmax, as nll_loss's or kl_div's input (and, with log_target=True, "
+    "kl_div's target as log-probabilities)",
+    "log_as_probabilities": "give kl_div's target as probabilities (target.exp()), or pass "
+    "log_target=True",
+    "quantile_flipped": "take the pinball loss's residual as the label minus the prediction "
+    "(e = y - pred), so that level q weighs an output below the label by q",
     "broadcast": "make the prediction and the target the same shape before the loss (squeeze "
     "the output's last dim, or view the target as the output)",
     "unpaired": "compare each prediction with its own label, then reduce: take the mean of the "

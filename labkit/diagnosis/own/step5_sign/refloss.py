@@ -111,11 +111,25 @@ def unpadded(out, batch, pad: int) -> torch.Tensor | None:
     return cross_entropy(g, y, ignore=pad)  # the labels the loss ignores (-100) left out too
 
 
+def pinball(out, batch, levels: list) -> torch.Tensor | None:
+    """The mean pinball loss of a (B, K) output at K `levels` against one real label per row,
+    the residual taken as label minus output; None where the shapes do not line up."""
+    y = proto.labels_of(batch)
+    if not (torch.is_tensor(out) and out.dim() == 2 and out.shape[1] == len(levels)):
+        return None
+    if not (torch.is_tensor(y) and y.is_floating_point() and y.numel() == len(out)):
+        return None
+    q, e = torch.tensor(levels), y.float().reshape(-1, 1) - out.float()
+    return torch.maximum(q * e, (q - 1) * e).mean()
+
+
 def ruled(out, batch, ruler: str = ""):
     """The reference loss a `ruler` names: "" the textbook one (`reference`), "next:<axis>" the
     next-token loss along that axis (`next_token`), "pad:<id>" the real tokens only
-    (`unpadded`)."""
+    (`unpadded`), "pinball:<q1,q2,...>" the pinball loss at those levels (`pinball`)."""
     kind, _, arg = ruler.partition(":")
+    if kind == "pinball":
+        return pinball(out, batch, [float(v) for v in arg.split(",")])
     if kind == "next":
         return next_token(out, batch, int(arg))
     if kind == "pad":
@@ -209,6 +223,7 @@ def plan(evs, ruler: str = ""):
         "next": "the next-token loss: the output at position t against input token t+1 "
         + ("along the batches' first axis (sequence-first)" if arg == "0" else "along each row"),
         "pad": f"the same cross-entropy with the pad id {arg} ignored (ignore_index={arg})",
+        "pinball": f"the pinball loss at the levels {arg} with the residual y - pred",
     }.get(kind, "the reference loss on the same model output and labels")
 
     def fixed_run(seed):

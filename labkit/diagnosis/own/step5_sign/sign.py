@@ -83,6 +83,12 @@ def own_plan(finding, evs):
         found = own_refloss.plan(evs, f"next:{m['axis']}") if m is not None else None
         if found is not None:
             return found
+    if finding.key == "quantile_flipped":  # both runs scored by the pinball loss, y - pred
+        from ..step4_h1.losspath import audit
+
+        ev = evs[0]
+        q = ev.once("loss_path", lambda: audit(ev.setup, ev.seed, ev.batches))["quantiles"]
+        return own_refloss.plan(evs, "pinball:" + ",".join(f"{v:.6g}" for v in q["levels"]))
     if finding.key == "padding_in_loss":  # both runs scored on the real tokens only
         from ..step4_h1.padding import _pad_id
 

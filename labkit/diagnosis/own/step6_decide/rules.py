@@ -11,9 +11,9 @@ H1  frozen parameters that stop the model learning (`frozen`); a tensor the loss
     others' (`norms`): both fool the label-shuffle control below, as a model that cannot learn
 H1  the loss path, read here because a broken loss fools the control below; a loss below
     the floor of the loss it is (`lossrange`: a sign flipped, nll_loss on logits)
-    (`losspath`: broadcast, probabilities into a loss on logits, zero gradients,
-    predictions not paired with their labels, a floor near chance such as label smoothing
-    0.9; and, as H2, token labels that are the causal model's own inputs, unshifted);
+    (`losspath`: broadcast, probabilities where logits or log-probabilities belong or a
+    quantile residual flipped (`callargs`), zero gradients, unpaired predictions, a floor
+    near chance (label smoothing 0.9); as H2, a causal model's own inputs as its labels);
     padding counted in a sequence loss (`padding`); token targets scored at an offset other
     than the next token's, measured through the loss call (`offset`: a double shift); an L2/L1
     penalty in loss_fn that holds the data term at twice a run's without it (`penalty`)
