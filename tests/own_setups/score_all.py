@@ -7,7 +7,7 @@ Each setup runs on OMP_NUM_THREADS threads (1 when unset). `--json` also writes 
 
 Batches: the first to third (report.SETUPS), the fourth to eighth, the blind-spot batch and the
 ninth, tenth and eleventh (issue 46), the twelfth and thirteenth (issue 55) and the
-fourteenth to twenty-third (held out: each written blind, after the rules of the batch before),
+fourteenth to twenty-fourth (held out: each written blind, after the rules of the batch before),
 each written before the rules that now pass it; the signing share counts right convictions
 whose verdict the record grants (labkit's own intervention and its second seed).
 """
@@ -42,6 +42,7 @@ from .twentieth import TWENTIETH, TWENTIETH_EXPECTED
 from .twentyfirst import TWENTYFIRST, TWENTYFIRST_EXPECTED
 from .twentysecond import TWENTYSECOND, TWENTYSECOND_EXPECTED
 from .twentythird import TWENTYTHIRD, TWENTYTHIRD_EXPECTED
+from .twentyfourth import TWENTYFOURTH, TWENTYFOURTH_EXPECTED
 
 BATCHES = {
     "first-third": (ALL_SETUPS, ALL_EXPECTED),
@@ -66,6 +67,7 @@ BATCHES = {
     "twentyfirst": (TWENTYFIRST, TWENTYFIRST_EXPECTED),
     "twentysecond": (TWENTYSECOND, TWENTYSECOND_EXPECTED),
     "twentythird": (TWENTYTHIRD, TWENTYTHIRD_EXPECTED),
+    "twentyfourth": (TWENTYFOURTH, TWENTYFOURTH_EXPECTED),
 }
 
 
