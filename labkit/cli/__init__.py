@@ -363,6 +363,11 @@ def _stopped(exc: KeyboardInterrupt, args, started: float) -> int:
     how = "interrupted" if stop_name(exc) == "Ctrl-C" else f"stopped by {stop_name(exc)}"
     with contextlib.suppress(OSError, ValueError):  # SIGHUP: the terminal may be gone
         print(f"labkit: {how}; {why}.", file=sys.stderr)
+    # A KeyboardInterrupt that left an `exec` of a string (dataclasses make their methods
+    # so: a Ctrl-C during an import lands there) is marked by CPython as never handled,
+    # caught or not, and `python -m labkit` then ends by SIGINT, not with the status
+    # returned here; an `exec` of a string that completes clears the mark.
+    exec("pass")  # noqa: S102
     return stop_status(exc)
 
 
