@@ -223,3 +223,24 @@ def test_three_tasks_logged_with_the_wrong_weights_are_convicted_by_their_weight
     words = conv["mechanism"]
     assert "the terms with other weights" in words, words
     assert "0.3 x term 2 (cross_entropy)" in words and "2 x term 3" in words, words
+
+
+def test_a_report_held_at_each_epochs_first_loss_is_not_named_an_ema():
+    """The first batch's loss of each epoch shown for the whole epoch is a held value: an EMA
+    with beta near 1 started at the first loss reproduces it too, and named it an honest
+    average, so `fresh_h3_first_batch_logged` went from H3 stale to UNKNOWN."""
+    from labkit.diagnosis.own.step2_h3 import ema
+    from labkit.diagnosis.probes import ProbeResult
+
+    raw = [2.0 * 0.97**t + 0.05 * ((t * 7919) % 13) / 13 for t in range(60)]
+    per_epoch = 10
+    rep = [raw[t - t % per_epoch] for t in range(60)]
+    rows = list(range(60))
+    starts = [t - t % per_epoch for t in range(60)]
+    assert ema.held(raw, rep, rows, starts)
+    assert ema.honest(raw, rep, rows, starts) is None
+    stale = ProbeResult("logger", "disagree: stale", {"mechanism": "stale"})
+    assert ema.reread(stale, raw, rep, rows, per_epoch) is None
+    honest = ema.shown(raw, 0.9, ("zero", "run", "run"), starts)  # a real EMA moves
+    assert not ema.held(raw, honest, rows, starts)
+    assert "beta 0.9" in ema.honest(raw, honest, rows, starts)

@@ -103,6 +103,16 @@ def _fitted(raw, rep, rows, scheme, epoch_start) -> float | None:
     return beta if _fits(raw, rep, rows, beta, scheme, epoch_start, TOL) else None
 
 
+def held(raw, rep, rows, epoch_start, tol: float = TOL) -> bool:
+    """Whether every report is the loss of its epoch's first step, or of the run's: a value
+    held, not an average. An EMA with beta near 1 started at the first loss reproduces it as
+    well, and would name a stale report an honest average (the first batch of each epoch
+    logged for the whole epoch was read so)."""
+    return all(same_value(rep[t], raw[epoch_start[t]], tol) for t in rows) or all(
+        same_value(rep[t], raw[0], tol) for t in rows
+    )
+
+
 def _starts(n: int, per_epoch: int) -> list[int]:
     return [t - t % per_epoch if per_epoch else 0 for t in range(n)]
 
@@ -119,7 +129,7 @@ def name(beta: float, scheme) -> str:
 def honest(raw, rep, rows, epoch_start) -> str | None:
     """The honest EMA on `BETAS` that reproduces every report at the logger's tolerance, named
     with its beta and correction; None where none does."""
-    if len(rows) < 3 or len(raw) < 3:
+    if len(rows) < 3 or len(raw) < 3 or held(raw, rep, rows, epoch_start, 0.01):
         return None
     found = _grid(raw, rep, rows, HONEST, epoch_start, 0.01)
     return name(*found) if found else None
@@ -169,6 +179,8 @@ def reread(result: ProbeResult, raw, rep, rows, per_epoch: int) -> ProbeResult |
     if result.details.get("mechanism") not in ("other_tensor", "stale") or len(rows) < 4:
         return None
     epoch_start = _starts(len(raw), per_epoch)
+    if held(raw, rep, rows, epoch_start):
+        return None
     found = _fit(raw, rep, rows, epoch_start)
     if found is None:
         return None
